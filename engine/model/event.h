@@ -1,0 +1,51 @@
+// The event envelope of SPEC §3, parsed. Parsing lives in core/envelope.h.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/time.h"
+#include "model/schedule.h"
+
+namespace trigd {
+
+enum class EventType { kPartition, kProgram, kTick };
+const char* EventTypeName(EventType t);
+
+struct PartitionPayload {
+  std::string dataset;
+  std::vector<std::string> partitions;
+  std::optional<int64_t> bytes;
+};
+
+struct ProgramPayload {
+  std::string program;
+  std::string run_id;
+  ProgramStatus status = ProgramStatus::kSucceeded;
+  int64_t attempt = 1;
+  std::string reason;  // set by trigd for "lost" and "upstream_failed"
+};
+
+struct TickPayload {
+  std::string schedule;  // "namespace/name"
+  TimePoint fire_time;
+};
+
+struct Event {
+  std::string id;
+  EventType type = EventType::kPartition;
+  TimePoint time;
+  nlohmann::json payload;  // as received, carried into launch requests
+  PartitionPayload partition;  // type == kPartition
+  ProgramPayload program;      // type == kProgram
+  TickPayload tick;            // type == kTick
+
+  // "partition:<dataset>", "program:<program>" or "time:<schedule>".
+  std::string EventKey() const;
+};
+
+}  // namespace trigd

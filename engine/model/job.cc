@@ -1,0 +1,65 @@
+#include "model/job.h"
+
+namespace trigd {
+
+const char* JobStateName(JobState s) {
+  switch (s) {
+    case JobState::kPendingTrigger: return "pending_trigger";
+    case JobState::kPendingConstraint: return "pending_constraint";
+    case JobState::kPendingLaunch: return "pending_launch";
+    case JobState::kLaunched: return "launched";
+    case JobState::kDiscarded: return "discarded";
+  }
+  return "?";
+}
+
+std::optional<JobState> JobStateFromName(std::string_view name) {
+  for (JobState s : {JobState::kPendingTrigger, JobState::kPendingConstraint,
+                     JobState::kPendingLaunch, JobState::kLaunched, JobState::kDiscarded}) {
+    if (name == JobStateName(s)) return s;
+  }
+  return std::nullopt;
+}
+
+bool IsAllowedTransition(JobState from, JobState to) {
+  switch (from) {
+    case JobState::kPendingTrigger:
+      return to == JobState::kPendingConstraint || to == JobState::kDiscarded ||
+             to == JobState::kPendingLaunch;  // timeout with action "run"
+    case JobState::kPendingConstraint:
+      return to == JobState::kPendingLaunch || to == JobState::kDiscarded;
+    case JobState::kPendingLaunch:
+      return to == JobState::kLaunched;
+    case JobState::kLaunched:
+    case JobState::kDiscarded:
+      return false;
+  }
+  return false;
+}
+
+nlohmann::json TriggerStateToJson(const TriggerState& s) {
+  nlohmann::json leaves = nlohmann::json::array();
+  for (const LeafState& l : s.leaves) {
+    nlohmann::json j = {{"count", l.count}, {"satisfied", l.satisfied}};
+    if (l.bytes) j["bytes"] = l.bytes;
+    if (!l.partitions.empty()) j["partitions"] = l.partitions;
+    leaves.push_back(std::move(j));
+  }
+  return leaves;
+}
+
+TriggerState TriggerStateFromJson(const nlohmann::json& j) {
+  TriggerState s;
+  if (!j.is_array()) return s;
+  for (const auto& l : j) {
+    LeafState ls;
+    ls.count = l.value("count", int64_t{0});
+    ls.bytes = l.value("bytes", int64_t{0});
+    ls.satisfied = l.value("satisfied", false);
+    if (l.contains("partitions")) ls.partitions = l["partitions"].get<std::vector<std::string>>();
+    s.leaves.push_back(std::move(ls));
+  }
+  return s;
+}
+
+}  // namespace trigd

@@ -1,0 +1,58 @@
+// Jobs and their trigger state.
+//
+//   PENDING_TRIGGER --trigger complete--> PENDING_CONSTRAINT --all constraints hold-->
+//   PENDING_LAUNCH --relay confirmed publish--> LAUNCHED
+//   PENDING_TRIGGER / PENDING_CONSTRAINT --timeout(discard), skip, update, delete,
+//   suspend, upstream failure--> DISCARDED
+//
+// Only a PENDING_TRIGGER job accumulates events; at most one exists per schedule.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/named_type.h"
+#include "common/time.h"
+#include "model/schedule.h"
+
+namespace trigd {
+
+using JobId = NamedType<int64_t, struct JobIdTag>;
+using RunId = NamedType<std::string, struct RunIdTag>;
+
+enum class JobState { kPendingTrigger, kPendingConstraint, kPendingLaunch, kLaunched, kDiscarded };
+const char* JobStateName(JobState s);  // "pending_trigger", ...
+std::optional<JobState> JobStateFromName(std::string_view name);
+// True for the allowed transitions of the diagram above.
+bool IsAllowedTransition(JobState from, JobState to);
+
+// What one leaf of the trigger has accumulated.
+struct LeafState {
+  int64_t count = 0;   // matching events (program, tick) or distinct partitions
+  int64_t bytes = 0;   // partition bytes
+  std::vector<std::string> partitions;  // distinct partitions seen (partition leaves)
+  bool satisfied = false;
+  bool operator==(const LeafState&) const = default;
+};
+
+struct TriggerState {
+  std::vector<LeafState> leaves;  // one per leaf, depth-first order
+  bool operator==(const TriggerState&) const = default;
+};
+
+nlohmann::json TriggerStateToJson(const TriggerState& s);
+TriggerState TriggerStateFromJson(const nlohmann::json& j);
+
+// An event that contributed to a job, as carried in the launch request's triggered_by.
+struct TriggeringEvent {
+  std::string id;
+  std::string type;
+  nlohmann::json payload;
+  bool operator==(const TriggeringEvent&) const = default;
+};
+
+}  // namespace trigd

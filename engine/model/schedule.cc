@@ -1,0 +1,74 @@
+#include "model/schedule.h"
+
+#include <cassert>
+
+namespace trigd {
+
+const char* CatchupPolicyName(CatchupPolicy p) {
+  switch (p) {
+    case CatchupPolicy::kAll: return "all";
+    case CatchupPolicy::kLatest: return "latest";
+    case CatchupPolicy::kNone: return "none";
+  }
+  return "?";
+}
+
+const char* ProgramStatusName(ProgramStatus s) {
+  switch (s) {
+    case ProgramStatus::kStarted: return "started";
+    case ProgramStatus::kHeartbeat: return "heartbeat";
+    case ProgramStatus::kSucceeded: return "succeeded";
+    case ProgramStatus::kFailed: return "failed";
+    case ProgramStatus::kKilled: return "killed";
+  }
+  return "?";
+}
+
+std::optional<ProgramStatus> ProgramStatusFromName(std::string_view name) {
+  if (name == "started") return ProgramStatus::kStarted;
+  if (name == "heartbeat") return ProgramStatus::kHeartbeat;
+  if (name == "succeeded") return ProgramStatus::kSucceeded;
+  if (name == "failed") return ProgramStatus::kFailed;
+  if (name == "killed") return ProgramStatus::kKilled;
+  return std::nullopt;
+}
+
+const char* TriggerKindName(TriggerKind k) {
+  switch (k) {
+    case TriggerKind::kTime: return "time";
+    case TriggerKind::kPartition: return "partition";
+    case TriggerKind::kProgram: return "program";
+    case TriggerKind::kAll: return "all";
+    case TriggerKind::kAny: return "any";
+  }
+  return "?";
+}
+
+namespace {
+void CollectLeaves(const Trigger& t, std::vector<const Trigger*>& out) {
+  if (t.kind == TriggerKind::kAll || t.kind == TriggerKind::kAny) {
+    for (const Trigger& c : t.children) CollectLeaves(c, out);
+  } else {
+    out.push_back(&t);
+  }
+}
+}  // namespace
+
+std::vector<const Trigger*> TriggerLeaves(const Trigger& trigger) {
+  std::vector<const Trigger*> out;
+  CollectLeaves(trigger, out);
+  return out;
+}
+
+std::string LeafEventKey(const Trigger& leaf, const ScheduleName& schedule) {
+  switch (leaf.kind) {
+    case TriggerKind::kTime: return "time:" + schedule.value();
+    case TriggerKind::kPartition: return "partition:" + leaf.partition.dataset;
+    case TriggerKind::kProgram: return "program:" + leaf.program.program;
+    default: break;
+  }
+  assert(false && "LeafEventKey called on a composite trigger");
+  return {};
+}
+
+}  // namespace trigd

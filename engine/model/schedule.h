@@ -1,0 +1,152 @@
+// The schedule model of SPEC §4: what a parsed, valid schedule document holds.
+// Plain values; copying is fine. Parsing and validation live in core/schedule_parser.h.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/named_type.h"
+#include "common/time.h"
+
+namespace trigd {
+
+// "namespace/name".
+using ScheduleName = NamedType<std::string, struct ScheduleNameTag>;
+
+enum class CatchupPolicy { kAll, kLatest, kNone };
+enum class ProgramStatus { kStarted, kHeartbeat, kSucceeded, kFailed, kKilled };
+enum class UpstreamFailurePolicy { kWait, kDiscard };
+enum class OnUnmet { kWait, kSkip };
+enum class TimeoutAction { kDiscard, kRun };
+enum class TriggerKind { kTime, kPartition, kProgram, kAll, kAny };
+
+const char* CatchupPolicyName(CatchupPolicy p);
+const char* ProgramStatusName(ProgramStatus s);
+std::optional<ProgramStatus> ProgramStatusFromName(std::string_view name);
+const char* TriggerKindName(TriggerKind k);
+
+struct TimeTrigger {
+  // Exactly one of cron (5 fields) and every (fixed rate) is set.
+  std::optional<std::string> cron;
+  std::optional<Millis> every;
+  std::string timezone = "UTC";
+  CatchupPolicy catchup = CatchupPolicy::kLatest;
+  Millis catchup_window = std::chrono::hours(24);
+  bool operator==(const TimeTrigger&) const = default;
+};
+
+struct PartitionTrigger {
+  std::string dataset;
+  // Fires when `count` distinct partitions or `min_bytes` bytes have arrived since the job
+  // opened, whichever comes first. With neither set, count is 1; with only min_bytes set,
+  // only bytes count.
+  std::optional<int64_t> count;
+  std::optional<int64_t> min_bytes;
+  bool operator==(const PartitionTrigger&) const = default;
+};
+
+struct ProgramTrigger {
+  std::string program;
+  std::vector<ProgramStatus> statuses = {ProgramStatus::kSucceeded};
+  int64_t count = 1;
+  UpstreamFailurePolicy on_upstream_failure = UpstreamFailurePolicy::kWait;
+  bool operator==(const ProgramTrigger&) const = default;
+};
+
+// A trigger tree. Leaves (time, partition, program) are numbered depth-first from 0; that
+// number is the leaf's index in a job's TriggerState.
+struct Trigger {
+  TriggerKind kind = TriggerKind::kPartition;
+  TimeTrigger time;            // kind == kTime
+  PartitionTrigger partition;  // kind == kPartition
+  ProgramTrigger program;      // kind == kProgram
+  std::vector<Trigger> children;  // kind == kAll or kAny
+  bool operator==(const Trigger&) const = default;
+};
+
+struct ConcurrencyGroup {
+  std::string name;
+  int64_t max = 1;
+  OnUnmet on_unmet = OnUnmet::kWait;
+  bool operator==(const ConcurrencyGroup&) const = default;
+};
+
+struct TimeWindow {
+  int start_minute = 0;  // minutes after local midnight
+  int end_minute = 0;    // end < start means the window crosses midnight
+  std::string timezone = "UTC";
+  OnUnmet on_unmet = OnUnmet::kWait;
+  bool operator==(const TimeWindow&) const = default;
+};
+
+struct MinSinceLastRun {
+  Millis duration{0};
+  OnUnmet on_unmet = OnUnmet::kWait;
+  bool operator==(const MinSinceLastRun&) const = default;
+};
+
+struct MaxRunsPer {
+  int64_t count = 1;
+  Millis period{0};
+  OnUnmet on_unmet = OnUnmet::kWait;
+  bool operator==(const MaxRunsPer&) const = default;
+};
+
+struct Constraints {
+  std::optional<int64_t> max_concurrent_runs;
+  std::optional<ConcurrencyGroup> concurrency_group;
+  std::optional<Millis> delay;
+  std::optional<TimeWindow> time_window;
+  std::optional<MinSinceLastRun> min_since_last_run;
+  std::optional<MaxRunsPer> max_runs_per;
+  bool operator==(const Constraints&) const = default;
+};
+
+struct Timeout {
+  Millis after{0};
+  TimeoutAction action = TimeoutAction::kDiscard;
+  bool operator==(const Timeout&) const = default;
+};
+
+struct RetryPolicy {
+  int64_t max_attempts = 1;  // 1 = no retry
+  Millis backoff = std::chrono::minutes(1);
+  Millis max_backoff = std::chrono::hours(1);
+  bool operator==(const RetryPolicy&) const = default;
+};
+
+struct Program {
+  std::string name;
+  nlohmann::json args = nlohmann::json::object();
+  std::string target = "default";
+  bool operator==(const Program&) const = default;
+};
+
+struct Schedule {
+  std::string namespace_name = "default";
+  std::string name;
+  Program program;
+  Trigger trigger;
+  Constraints constraints;
+  std::optional<Timeout> timeout;
+  int64_t priority = 0;
+  RetryPolicy retry;
+  Millis heartbeat_timeout = std::chrono::minutes(5);
+  bool enabled = true;
+
+  ScheduleName id() const { return ScheduleName(namespace_name + "/" + name); }
+  bool operator==(const Schedule&) const = default;
+};
+
+// Leaves of a trigger in depth-first order (index = leaf number).
+std::vector<const Trigger*> TriggerLeaves(const Trigger& trigger);
+
+// The event key a leaf listens on: "partition:<dataset>", "program:<program>",
+// "time:<namespace/name>".
+std::string LeafEventKey(const Trigger& leaf, const ScheduleName& schedule);
+
+}  // namespace trigd
