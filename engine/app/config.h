@@ -1,0 +1,22 @@
+// Configuration shared by trigd, trigctl and trigd-worker: flags with environment defaults
+// (SPEC §8).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace trigd {
+
+struct Config {
+  std::string kafka = "127.0.0.1:9092";            // TRIGD_KAFKA
+  std::string pg = "host=127.0.0.1 port=55432 user=trigd dbname=trigd";  // TRIGD_PG
+  std::string metrics = "127.0.0.1:9464";          // TRIGD_METRICS
+  std::string topic_prefix = "trigd.";             // TRIGD_TOPIC_PREFIX
+  std::string group = "trigd";                     // TRIGD_GROUP
+};
+
+// Reads the environment, then consumes --kafka, --pg, --metrics, --topic-prefix and --group
+// (as "--flag value" or "--flag=value") from args, leaving the other arguments in place.
+Config LoadConfig(std::vector<std::string>& args);
+
+}  // namespace trigd
