@@ -1,0 +1,131 @@
+#include "log/topics.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <librdkafka/rdkafka.h>
+#include <nlohmann/json.hpp>
+
+namespace trigd {
+
+std::string DefaultTopicsDir() {
+  if (const char* env = std::getenv("TRIGD_TOPICS_DIR"); env && *env) return env;
+  return TRIGD_DEFAULT_TOPICS_DIR;
+}
+
+Result<std::vector<TopicSpec>> LoadTopicSpecs(const std::string& dir, const std::string& prefix) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  }
+  if (ec) return Invalid("topics folder " + dir + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  std::vector<TopicSpec> out;
+  for (const auto& f : files) {
+    nlohmann::json doc;
+    try {
+      std::ifstream in(f);
+      doc = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      return Invalid(f.filename().string() + ": " + e.what());
+    }
+    if (!doc.is_array()) return Invalid(f.filename().string() + ": expected an array of topics");
+    for (size_t i = 0; i < doc.size(); ++i) {
+      const auto& t = doc[i];
+      std::string where = f.filename().string() + "[" + std::to_string(i) + "]";
+      if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
+        return Invalid(where + ".name: required string");
+      TopicSpec spec{prefix + t["name"].get<std::string>(), 1, {}};
+      if (t.contains("partitions")) {
+        if (!t["partitions"].is_number_integer() || t["partitions"].get<int>() < 1)
+          return Invalid(where + ".partitions: expected an integer >= 1");
+        spec.partitions = t["partitions"].get<int>();
+      }
+      if (t.contains("config")) {
+        if (!t["config"].is_object()) return Invalid(where + ".config: expected an object");
+        for (const auto& [k, v] : t["config"].items()) {
+          if (!v.is_string()) return Invalid(where + ".config." + k + ": expected a string");
+          spec.config.emplace_back(k, v.get<std::string>());
+        }
+      }
+      out.push_back(std::move(spec));
+    }
+  }
+  return out;
+}
+
+Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap,
+                                                const std::vector<TopicSpec>& topics,
+                                                int timeout_ms) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err) !=
+      RD_KAFKA_CONF_OK) {
+    rd_kafka_conf_destroy(conf);
+    return Invalid(std::string("bootstrap servers: ") + err);
+  }
+  // The caller reports unreachability in one line; librdkafka's per-attempt logs are noise here.
+  rd_kafka_conf_set(conf, "log_level", "2", err, sizeof err);
+  std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)> rk(
+      rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err), &rd_kafka_destroy);
+  if (!rk) return Internal(std::string("rd_kafka_new: ") + err);
+
+  // Reachability first, so "broker down" is Unavailable rather than a per-topic error.
+  const rd_kafka_metadata_t* md = nullptr;
+  if (rd_kafka_metadata(rk.get(), 1, nullptr, &md, timeout_ms) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Unavailable("cannot reach Kafka at " + bootstrap);
+  }
+  rd_kafka_metadata_destroy(md);
+
+  std::vector<rd_kafka_NewTopic_t*> news;
+  for (const auto& t : topics) {
+    rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(t.name.c_str(), t.partitions, 1, err, sizeof err);
+    if (!nt) {
+      for (auto* n : news) rd_kafka_NewTopic_destroy(n);
+      return Invalid(t.name + ": " + err);
+    }
+    for (const auto& [k, v] : t.config) rd_kafka_NewTopic_set_config(nt, k.c_str(), v.c_str());
+    news.push_back(nt);
+  }
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk.get());
+  rd_kafka_AdminOptions_t* opts = rd_kafka_AdminOptions_new(rk.get(), RD_KAFKA_ADMIN_OP_CREATETOPICS);
+  rd_kafka_AdminOptions_set_operation_timeout(opts, timeout_ms, err, sizeof err);
+  rd_kafka_CreateTopics(rk.get(), news.data(), news.size(), opts, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, timeout_ms + 5000);
+  Result<std::vector<TopicCreation>> result = Unavailable("no answer from Kafka to CreateTopics");
+  if (ev) {
+    if (rd_kafka_event_error(ev)) {
+      result = Unavailable(std::string("CreateTopics: ") + rd_kafka_event_error_string(ev));
+    } else {
+      size_t n = 0;
+      const rd_kafka_topic_result_t** res =
+          rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+      std::vector<TopicCreation> out;
+      Status failure;
+      for (size_t i = 0; i < n; ++i) {
+        rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+        std::string name = rd_kafka_topic_result_name(res[i]);
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+          out.push_back({name, true});
+        } else if (e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+          out.push_back({name, false});
+        } else if (failure.ok()) {
+          const char* msg = rd_kafka_topic_result_error_string(res[i]);
+          failure = Invalid(name + ": " + (msg ? msg : rd_kafka_err2str(e)));
+        }
+      }
+      if (failure.ok()) result = std::move(out); else result = failure;
+    }
+    rd_kafka_event_destroy(ev);
+  }
+  rd_kafka_AdminOptions_destroy(opts);
+  rd_kafka_queue_destroy(q);
+  for (auto* nt : news) rd_kafka_NewTopic_destroy(nt);
+  return result;
+}
+
+}  // namespace trigd

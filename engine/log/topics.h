@@ -1,0 +1,37 @@
+// Topic definitions (topics/*.json) and their creation on the broker. Only this module sees
+// librdkafka.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace trigd {
+
+struct TopicSpec {
+  std::string name;  // full name, prefix applied
+  int partitions = 1;
+  std::vector<std::pair<std::string, std::string>> config;
+};
+
+// Reads every *.json file in `dir` (each an array of {"name","partitions","config"}) and
+// prefixes names with `prefix`. kInvalid names the file and the field at fault.
+Result<std::vector<TopicSpec>> LoadTopicSpecs(const std::string& dir, const std::string& prefix);
+
+struct TopicCreation {
+  std::string name;
+  bool created = false;  // false: it existed already
+};
+
+// Creates the topics that do not exist yet (idempotent). kUnavailable when the broker cannot
+// be reached within `timeout_ms`.
+Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap,
+                                                const std::vector<TopicSpec>& topics,
+                                                int timeout_ms = 15000);
+
+// The topic directory baked in at build time (the source tree's topics/), or $TRIGD_TOPICS_DIR.
+std::string DefaultTopicsDir();
+
+}  // namespace trigd

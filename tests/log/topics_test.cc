@@ -1,0 +1,84 @@
+#include "log/topics.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+
+namespace trigd {
+namespace {
+
+// Needs the real broker that tools/test starts; fails (never skips) when unreachable.
+std::string Kafka() {
+  const char* k = std::getenv("TRIGD_KAFKA");
+  return k ? k : "127.0.0.1:9092";
+}
+
+std::string UniquePrefix() {
+  return "test" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + ".";
+}
+
+int PartitionCount(const std::string& topic) {
+  char err[256];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", Kafka().c_str(), err, sizeof err);
+  std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)> rk(
+      rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err), &rd_kafka_destroy);
+  const rd_kafka_metadata_t* md = nullptr;
+  if (rd_kafka_metadata(rk.get(), 1, nullptr, &md, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) return -1;
+  int n = -1;
+  for (int i = 0; i < md->topic_cnt; ++i) {
+    if (topic == md->topics[i].topic && md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+      n = md->topics[i].partition_cnt;
+  }
+  rd_kafka_metadata_destroy(md);
+  return n;
+}
+
+TEST(TopicsTest, ShippedDefinitionsLoadWithPrefix) {
+  auto specs = LoadTopicSpecs(TRIGD_SOURCE_DIR "/topics", "trigd.");
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  std::vector<std::string> names;
+  for (const auto& s : *specs) names.push_back(s.name);
+  for (const char* want : {"trigd.events.data", "trigd.events.program", "trigd.events.time",
+                           "trigd.launch.default", "trigd.dead"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  }
+}
+
+TEST(TopicsTest, BadDefinitionNamesFileAndField) {
+  auto dir = std::filesystem::temp_directory_path() / "trigd_bad_topics";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "t.json") << R"([{"name": "x", "partitions": 0}])";
+  auto specs = LoadTopicSpecs(dir.string(), "p.");
+  ASSERT_FALSE(specs.ok());
+  EXPECT_EQ(specs.status().message(), "t.json[0].partitions: expected an integer >= 1");
+}
+
+TEST(TopicsTest, CreatesOnRealBrokerAndIsIdempotent) {
+  auto specs = LoadTopicSpecs(TRIGD_SOURCE_DIR "/topics", UniquePrefix());
+  ASSERT_TRUE(specs.ok());
+  auto first = CreateTopics(Kafka(), *specs);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->size(), specs->size());
+  for (const auto& c : *first) EXPECT_TRUE(c.created) << c.name;
+  for (const auto& s : *specs) EXPECT_EQ(PartitionCount(s.name), s.partitions) << s.name;
+
+  auto second = CreateTopics(Kafka(), *specs);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  for (const auto& c : *second) EXPECT_FALSE(c.created) << c.name;
+}
+
+TEST(TopicsTest, UnreachableBrokerIsUnavailable) {
+  auto r = CreateTopics("127.0.0.1:1", {{"x", 1, {}}}, 2000);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace trigd
