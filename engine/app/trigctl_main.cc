@@ -7,7 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "app/config.h"
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
 #include "log/topics.h"
+#include "store/pg_store.h"
 
 namespace {
 
@@ -37,6 +42,82 @@ int TopicsCreate(const trigd::Config& config, bool json) {
   return 0;
 }
 
+// Collects the leaf triggers' event keys, refusing what the skeleton cannot read.
+bool LeafKeys(const nlohmann::json& t, const std::string& name, const std::string& path,
+              std::vector<std::string>& keys, std::string& error) {
+  if (!t.is_object() || t.size() != 1) {
+    error = path + ": expected an object with exactly one trigger kind";
+    return false;
+  }
+  const auto& [kind, body] = *t.items().begin();
+  if (kind == "all" || kind == "any") {
+    if (!body.is_array() || body.empty()) { error = path + "." + kind + ": expected a non-empty array"; return false; }
+    for (size_t i = 0; i < body.size(); ++i)
+      if (!LeafKeys(body[i], name, path + "." + kind + "[" + std::to_string(i) + "]", keys, error)) return false;
+    return true;
+  }
+  if (kind == "partition" && body.contains("dataset") && body["dataset"].is_string()) {
+    keys.push_back("partition:" + body["dataset"].get<std::string>());
+  } else if (kind == "program" && body.contains("name") && body["name"].is_string()) {
+    keys.push_back("program:" + body["name"].get<std::string>());
+  } else if (kind == "time") {
+    keys.push_back("time:" + name);
+  } else {
+    error = path + "." + kind + ": unknown trigger kind or missing dataset/name";
+    return false;
+  }
+  return true;
+}
+
+int SchedulesApply(const trigd::Config& config, const std::string& path, bool json) {
+  std::vector<std::filesystem::path> files;
+  if (std::filesystem::is_directory(path)) {
+    for (const auto& e : std::filesystem::directory_iterator(path))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+  } else {
+    files.push_back(path);
+  }
+  std::vector<trigd::ScheduleDoc> docs;
+  std::vector<std::string> errors;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    if (!in) { errors.push_back(f.string() + ": cannot read"); continue; }
+    nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+    if (doc.is_discarded()) { errors.push_back(f.string() + ": not valid JSON"); continue; }
+    if (!doc.is_array()) doc = nlohmann::json::array({doc});
+    for (size_t i = 0; i < doc.size(); ++i) {
+      const auto& d = doc[i];
+      std::string where = f.string() + ": [" + std::to_string(i) + "]";
+      if (!d.is_object() || !d.contains("name") || !d["name"].is_string()) { errors.push_back(where + " name: required"); continue; }
+      if (!d.contains("program") || !d["program"].contains("name")) { errors.push_back(where + " program.name: required"); continue; }
+      std::string name = d.value("namespace", "default") + "/" + d["name"].get<std::string>();
+      std::vector<std::string> keys;
+      std::string error;
+      if (!d.contains("trigger") || !LeafKeys(d["trigger"], name, "trigger", keys, error)) {
+        errors.push_back(where + " " + (error.empty() ? "trigger: required" : error));
+        continue;
+      }
+      docs.push_back({name, d, keys});
+    }
+  }
+  if (!errors.empty()) {
+    for (const auto& e : errors) std::cerr << e << "\n";
+    std::cerr << "trigctl schedules apply: nothing applied\n";
+    return 1;
+  }
+  auto r = trigd::ApplySchedules(config.pg, docs);
+  if (!r.ok()) {
+    std::cerr << "trigctl schedules apply: " << r.status().message() << "\n";
+    return ExitCodeFor(r.status());
+  }
+  for (const auto& o : *r) {
+    if (json) std::cout << nlohmann::json{{"schedule", o.name}, {"version", o.version}, {"changed", o.changed}}.dump() << "\n";
+    else std::cout << (o.changed ? "applied    " : "unchanged  ") << o.name << " v" << o.version << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,7 +131,10 @@ int main(int argc, char** argv) {
   if (words.size() == 2 && words[0] == "topics" && words[1] == "create") {
     return TopicsCreate(config, json);
   }
-  std::cerr << "usage: trigctl topics create [--json] [--kafka HOST:PORT] [--topic-prefix P]\n"
-               "  (this build has the topics verb only; see README 'Status')\n";
+  if (words.size() == 4 && words[0] == "schedules" && words[1] == "apply" && words[2] == "-f") {
+    return SchedulesApply(config, words[3], json);
+  }
+  std::cerr << "usage: trigctl topics create | schedules apply -f FILE|DIR [--json] [--kafka HOST:PORT] [--topic-prefix P]\n"
+               "  (this build has these verbs only; see README 'Status')\n";
   return 1;
 }

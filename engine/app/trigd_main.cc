@@ -3,8 +3,17 @@
 #include <string>
 #include <vector>
 
+#include <atomic>
+#include <csignal>
+
 #include "app/config.h"
+#include "app/engine.h"
 #include "store/migrator.h"
+
+namespace {
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+}  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -20,8 +29,16 @@ int main(int argc, char** argv) {
     if (applied.empty()) std::cout << "schema up to date\n";
     return 0;
   }
-  std::cerr << "usage: trigd migrate [--pg CONNSTR]\n"
-               "  (this build has the schema migrator only; the engine loops are not built yet,"
-               " see README 'Status')\n";
-  return 1;
+  if (!args.empty()) {
+    std::cerr << "usage: trigd [migrate] [--kafka H:P] [--pg CONNSTR] [--group G] [--topic-prefix P]\n";
+    return 1;
+  }
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  trigd::Status s = trigd::RunEngine(config, g_stop);
+  if (!s.ok()) {
+    std::cerr << "trigd: " << s.ToString() << "\n";
+    return s.code() == trigd::StatusCode::kUnavailable ? 2 : 1;
+  }
+  return 0;
 }

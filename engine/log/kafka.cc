@@ -1,0 +1,191 @@
+#include "log/kafka.h"
+
+#include <chrono>
+#include <map>
+
+#include <librdkafka/rdkafkacpp.h>
+
+namespace trigd {
+
+namespace {
+
+class DeliveryCollector : public RdKafka::DeliveryReportCb {
+ public:
+  void dr_cb(RdKafka::Message& m) override {
+    auto* index = static_cast<size_t*>(m.msg_opaque());
+    if (index && *index < ok.size()) ok[*index] = (m.err() == RdKafka::ERR_NO_ERROR);
+    ++reported;
+  }
+  std::vector<bool> ok;
+  size_t reported = 0;
+};
+
+class RdProducer : public Producer {
+ public:
+  std::vector<bool> ProduceAndWait(const std::vector<OutMessage>& messages, int timeout_ms) override {
+    dr_.ok.assign(messages.size(), false);
+    dr_.reported = 0;
+    std::vector<size_t> indexes(messages.size());
+    size_t queued = 0;
+    for (size_t i = 0; i < messages.size(); ++i) {
+      indexes[i] = i;
+      const OutMessage& m = messages[i];
+      RdKafka::ErrorCode err;
+      while (true) {
+        err = producer_->produce(m.topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
+                                 const_cast<char*>(m.value.data()), m.value.size(),
+                                 m.key.empty() ? nullptr : m.key.data(), m.key.size(), 0, &indexes[i]);
+        if (err != RdKafka::ERR__QUEUE_FULL) break;
+        producer_->poll(10);
+      }
+      if (err == RdKafka::ERR_NO_ERROR) ++queued;
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (dr_.reported < queued && std::chrono::steady_clock::now() < deadline) producer_->poll(5);
+    return dr_.ok;
+  }
+
+  std::unique_ptr<RdKafka::Producer> producer_;
+  DeliveryCollector dr_;
+};
+
+class Rebalancer : public RdKafka::RebalanceCb {
+ public:
+  explicit Rebalancer(OffsetLookup lookup) : lookup_(std::move(lookup)) {}
+  void rebalance_cb(RdKafka::KafkaConsumer* c, RdKafka::ErrorCode err,
+                    std::vector<RdKafka::TopicPartition*>& parts) override {
+    if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
+      Position(parts);
+      c->assign(parts);
+      assigned_.clear();
+      for (auto* p : parts) assigned_.emplace_back(p->topic(), p->partition());
+    } else {
+      c->unassign();
+      assigned_.clear();
+    }
+  }
+  // Positions come from the caller's store, never from Kafka's committed offsets.
+  void Position(std::vector<RdKafka::TopicPartition*>& parts) {
+    std::vector<std::pair<std::string, int>> keys;
+    for (auto* p : parts) keys.emplace_back(p->topic(), p->partition());
+    auto offsets = lookup_(keys);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      parts[i]->set_offset(i < offsets.size() && offsets[i] ? *offsets[i]
+                                                            : RdKafka::Topic::OFFSET_BEGINNING);
+    }
+  }
+  OffsetLookup lookup_;
+  std::vector<std::pair<std::string, int>> assigned_;
+};
+
+class RdConsumer : public Consumer {
+ public:
+  std::vector<Message> Poll(size_t max_messages, int first_wait_ms, int linger_ms) override {
+    std::vector<Message> out;
+    auto linger_end = std::chrono::steady_clock::time_point::max();
+    int wait = first_wait_ms;
+    while (out.size() < max_messages) {
+      std::unique_ptr<RdKafka::Message> m(consumer_->consume(wait));
+      if (m->err() == RdKafka::ERR_NO_ERROR) {
+        Message msg;
+        msg.topic = m->topic_name();
+        msg.partition = m->partition();
+        msg.offset = m->offset();
+        if (m->key()) msg.key = *m->key();
+        msg.value.assign(static_cast<const char*>(m->payload()), m->len());
+        out.push_back(std::move(msg));
+        if (out.size() == 1) {
+          linger_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(linger_ms);
+        }
+      } else if (m->err() != RdKafka::ERR__TIMED_OUT && m->err() != RdKafka::ERR__PARTITION_EOF) {
+        if (m->err() == RdKafka::ERR__FATAL) break;
+      }
+      if (out.empty()) {
+        if (m->err() == RdKafka::ERR__TIMED_OUT) break;
+        continue;
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (now >= linger_end) break;
+      wait = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(linger_end - now).count());
+    }
+    return out;
+  }
+
+  void Rewind() override {
+    std::vector<RdKafka::TopicPartition*> parts;
+    for (const auto& [t, p] : rebalancer_->assigned_) parts.push_back(RdKafka::TopicPartition::create(t, p));
+    rebalancer_->Position(parts);
+    consumer_->assign(parts);
+    for (auto* p : parts) delete p;
+  }
+
+  void CommitKafka(const std::vector<Message>& batch) override {
+    std::map<std::pair<std::string, int>, int64_t> next;
+    for (const auto& m : batch) next[{m.topic, m.partition}] = m.offset + 1;
+    std::vector<RdKafka::TopicPartition*> parts;
+    for (const auto& [tp, off] : next) {
+      auto* p = RdKafka::TopicPartition::create(tp.first, tp.second);
+      p->set_offset(off);
+      parts.push_back(p);
+    }
+    consumer_->commitAsync(parts);
+    for (auto* p : parts) delete p;
+  }
+
+  ~RdConsumer() override {
+    if (consumer_) consumer_->close();
+  }
+
+  std::unique_ptr<Rebalancer> rebalancer_;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
+};
+
+Status Set(RdKafka::Conf* conf, const std::string& k, const std::string& v) {
+  std::string err;
+  if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK) return Invalid(k + ": " + err);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Producer>> Producer::Create(const std::string& bootstrap) {
+  auto p = std::make_unique<RdProducer>();
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"bootstrap.servers", bootstrap}, {"enable.idempotence", "true"},
+           {"linger.ms", "1"}, {"log_level", "2"}}) {
+    if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
+  }
+  std::string err;
+  conf->set("dr_cb", &p->dr_, err);
+  p->producer_.reset(RdKafka::Producer::create(conf.get(), err));
+  if (!p->producer_) return Internal("producer: " + err);
+  return std::unique_ptr<Producer>(std::move(p));
+}
+
+Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
+                                                   const std::string& group,
+                                                   const std::vector<std::string>& topics,
+                                                   OffsetLookup lookup) {
+  auto c = std::make_unique<RdConsumer>();
+  c->rebalancer_ = std::make_unique<Rebalancer>(std::move(lookup));
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"bootstrap.servers", bootstrap}, {"group.id", group},
+           {"enable.auto.commit", "false"}, {"auto.offset.reset", "earliest"},
+           {"session.timeout.ms", "10000"}, {"heartbeat.interval.ms", "1000"},
+           {"fetch.wait.max.ms", "10"}, {"log_level", "2"}}) {
+    if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
+  }
+  std::string err;
+  conf->set("rebalance_cb", c->rebalancer_.get(), err);
+  c->consumer_.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
+  if (!c->consumer_) return Internal("consumer: " + err);
+  if (auto e = c->consumer_->subscribe(topics); e != RdKafka::ERR_NO_ERROR) {
+    return Unavailable("subscribe: " + RdKafka::err2str(e));
+  }
+  return std::unique_ptr<Consumer>(std::move(c));
+}
+
+}  // namespace trigd

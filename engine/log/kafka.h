@@ -1,0 +1,60 @@
+// Thin librdkafka adapters: a producer that waits for delivery reports, and a consumer whose
+// positions come from the caller (trigd keeps offsets in PostgreSQL). Not thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace trigd {
+
+struct Message {
+  std::string topic;
+  int partition = 0;
+  int64_t offset = 0;
+  std::string key;
+  std::string value;
+};
+
+struct OutMessage {
+  std::string topic;
+  std::string key;
+  std::string value;
+};
+
+class Producer {
+ public:
+  // Idempotent producer (enable.idempotence): a retry inside one session never duplicates.
+  static Result<std::unique_ptr<Producer>> Create(const std::string& bootstrap);
+  virtual ~Producer() = default;
+  // Produces all messages and waits for their delivery reports; returns one ok flag per
+  // message (true: the broker confirmed it).
+  virtual std::vector<bool> ProduceAndWait(const std::vector<OutMessage>& messages,
+                                           int timeout_ms) = 0;
+};
+
+// Called on assignment with the partitions assigned; returns the offset to start each at
+// (std::nullopt: start at the beginning of the partition).
+using OffsetLookup =
+    std::function<std::vector<std::optional<int64_t>>(const std::vector<std::pair<std::string, int>>&)>;
+
+class Consumer {
+ public:
+  static Result<std::unique_ptr<Consumer>> Create(const std::string& bootstrap,
+                                                  const std::string& group,
+                                                  const std::vector<std::string>& topics,
+                                                  OffsetLookup lookup);
+  virtual ~Consumer() = default;
+  // Up to max_messages: waits up to first_wait_ms for the first, then linger_ms for more.
+  virtual std::vector<Message> Poll(size_t max_messages, int first_wait_ms, int linger_ms) = 0;
+  // Re-positions every assigned partition from the lookup (after an aborted batch).
+  virtual void Rewind() = 0;
+  // Stores offsets in Kafka's group too (for `trigctl lag` and worker groups).
+  virtual void CommitKafka(const std::vector<Message>& batch) = 0;
+};
+
+}  // namespace trigd
