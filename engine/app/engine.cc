@@ -1,5 +1,6 @@
 #include "app/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "log/kafka.h"
+#include "metrics/metrics.h"
 #include "store/migrator.h"
 #include "store/pg_store.h"
 
@@ -68,6 +70,8 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
   auto producer = Producer::Create(config.kafka);
   if (!producer.ok()) return producer.status();
 
+  Metrics metrics;
+  if (Status s = metrics.Serve(config.metrics); !s.ok()) return s;
   PgStore* pg = store->get();
   auto consumer = Consumer::Create(
       config.kafka, config.group,
@@ -80,6 +84,8 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
   if (!consumer.ok()) return consumer.status();
 
   Index index;
+  // Receipt times of batches whose launches are not yet confirmed, for the latency histogram.
+  std::vector<std::pair<std::chrono::steady_clock::time_point, int>> pending_launch;
   auto last_load = std::chrono::steady_clock::time_point{};
   while (!stop.load()) {
     if (std::chrono::steady_clock::now() - last_load > std::chrono::seconds(1)) {
@@ -88,7 +94,9 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
     }
     std::vector<Message> batch = (*consumer)->Poll(5000, 100, 5);
     if (!batch.empty()) {
+      const auto received = std::chrono::steady_clock::now();
       std::vector<MatchedEvent> matched;
+      std::vector<std::string> no_match;
       std::vector<std::pair<std::string, std::string>> dead;
       std::map<std::pair<std::string, int>, ConsumedPosition> positions;
       for (const Message& m : batch) {
@@ -99,6 +107,7 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
         std::optional<std::string> problem =
             e.is_discarded() ? std::optional<std::string>("bad_json: not valid JSON") : CheckEnvelope(e);
         if (problem) {
+          metrics.DeadLetter(problem->substr(0, problem->find(':'))).Increment();
           dead.emplace_back(m.key, Json{{"reason", *problem}, {"topic", m.topic},
                                         {"partition", m.partition}, {"offset", m.offset},
                                         {"original", m.value}}.dump());
@@ -106,11 +115,15 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
         }
         const std::string type = e["type"];
         auto it = index.find(EventKey(type, e["payload"]));
-        if (it == index.end()) continue;
+        if (it == index.end()) {
+          no_match.push_back(type);
+          continue;
+        }
         MatchedEvent me{e["id"], type, e["payload"], {}};
         for (const ScheduleRow& s : it->second)
           if (Fires(s.document["trigger"], type, e["payload"])) me.schedules.push_back(&s);
-        if (!me.schedules.empty()) matched.push_back(std::move(me));
+        if (me.schedules.empty()) no_match.push_back(type);
+        else matched.push_back(std::move(me));
       }
       std::vector<ConsumedPosition> pos;
       for (auto& [k, v] : positions) pos.push_back(v);
@@ -126,6 +139,13 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
         continue;
       }
       (*consumer)->CommitKafka(batch);
+      for (const auto& t : no_match) metrics.Event(t, "no_match").Increment();
+      for (size_t i = 0; i < matched.size(); ++i) {
+        metrics.Event(matched[i].type, r->duplicate[i] ? "duplicate" : "applied").Increment();
+      }
+      metrics.JobTransition("opened").Increment(r->jobs_launched);
+      metrics.JobTransition("ready").Increment(r->jobs_launched);
+      pending_launch.emplace_back(received, r->jobs_launched);
     }
     // Relay: publish what the committed transactions decided.
     auto rows = (*relay_store)->ClaimOutbox(1000);
@@ -139,8 +159,22 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
         confirmed.push_back((*rows)[i].id);
         if ((*rows)[i].job_id) jobs.push_back(*(*rows)[i].job_id);
       }
-      if (Status s = (*relay_store)->CompleteOutbox(confirmed, jobs); !s.ok())
+      if (Status s = (*relay_store)->CompleteOutbox(confirmed, jobs); !s.ok()) {
         std::cerr << "trigd: relay: " << s.ToString() << "\n";
+      } else {
+        metrics.JobTransition("launched").Increment(jobs.size());
+        size_t left = jobs.size();
+        auto now = std::chrono::steady_clock::now();
+        while (left > 0 && !pending_launch.empty()) {
+          auto& [at, n] = pending_launch.front();
+          int take = static_cast<int>(std::min<size_t>(left, n));
+          for (int k = 0; k < take; ++k)
+            metrics.EventToLaunch().Observe(std::chrono::duration<double>(now - at).count());
+          n -= take;
+          left -= take;
+          if (n == 0) pending_launch.erase(pending_launch.begin());
+        }
+      }
     }
   }
   return Status::Ok();

@@ -117,8 +117,10 @@ Result<BatchResult> PgStore::ApplyBatch(const std::string& group, const std::str
       if (tx.exec_params("INSERT INTO seen_events (id) VALUES ($1) ON CONFLICT DO NOTHING RETURNING 1",
                          e.id).empty()) {
         ++result.duplicates;
+        result.duplicate.push_back(true);
         continue;
       }
+      result.duplicate.push_back(false);
       nlohmann::json triggered_by = nlohmann::json::array(
           {{{"id", e.id}, {"type", e.type}, {"payload", e.payload}}});
       for (const ScheduleRow* s : e.schedules) {

@@ -47,6 +47,7 @@ struct OutboxRow {
 struct BatchResult {
   int jobs_launched = 0;
   int duplicates = 0;
+  std::vector<bool> duplicate;  // per event, in the order given
 };
 
 class PgStore {

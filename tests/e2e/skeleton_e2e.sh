@@ -10,7 +10,8 @@ src=$1; bin=$2
 run=e2e$$$(date +%s)
 db=trigd_$run
 psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
-export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run"
+port=$((20000 + RANDOM % 20000))
+export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run" TRIGD_METRICS="127.0.0.1:$port"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
@@ -51,4 +52,12 @@ jobs=$(psql "$TRIGD_PG" -tAc "SELECT count(*) FROM jobs WHERE state='launched'")
 [[ $jobs == 1 ]] || fail "expected 1 launched job, got $jobs"
 offsets=$(psql "$TRIGD_PG" -tAc "SELECT coalesce(sum(next_offset),0) FROM consumer_offsets WHERE topic='${run}.events.data'")
 [[ $offsets == 3 ]] || fail "expected stored offsets to cover 3 events, got $offsets"
+metrics=$(curl -sf "http://127.0.0.1:$port/metrics") || fail "no /metrics on $port"
+metric() { echo "$metrics" | grep -F "$1" | awk '{print $NF}'; }
+[[ $(metric 'trigd_events_total{outcome="applied",type="partition"}') == 1 ]] || fail "applied count: $(metric 'trigd_events_total{outcome="applied"')"
+[[ $(metric 'trigd_events_total{outcome="duplicate",type="partition"}') == 1 ]] || fail "duplicate count"
+[[ $(metric 'trigd_dead_letters_total{reason="bad_json"}') == 1 ]] || fail "dead letter count"
+[[ $(metric 'trigd_jobs_total{transition="launched"}') == 1 ]] || fail "launched count"
+[[ $(metric 'trigd_event_to_launch_seconds_count') == 1 ]] || fail "latency histogram count"
+if command -v promtool >/dev/null; then echo "$metrics" | promtool check metrics || fail "promtool check metrics"; fi
 echo "skeleton e2e: run $run_id launched once and succeeded; dead letter and offsets as expected"

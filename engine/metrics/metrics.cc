@@ -1,0 +1,73 @@
+#include "metrics/metrics.h"
+
+namespace trigd {
+
+Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  using prometheus::BuildCounter;
+  using prometheus::BuildGauge;
+  events_ = &BuildCounter().Name("trigd_events_total").Help("Events consumed, by type and outcome").Register(*registry_);
+  dead_letters_ = &BuildCounter().Name("trigd_dead_letters_total").Help("Events sent to the dead-letter topic, by reason").Register(*registry_);
+  jobs_total_ = &BuildCounter().Name("trigd_jobs_total").Help("Job transitions").Register(*registry_);
+  jobs_ = &BuildGauge().Name("trigd_jobs").Help("Jobs by state").Register(*registry_);
+  runs_ = &BuildCounter().Name("trigd_runs_total").Help("Run outcomes").Register(*registry_);
+  checks_ = &BuildCounter().Name("trigd_constraint_checks_total").Help("Constraint checks by constraint and result").Register(*registry_);
+  lag_ = &BuildGauge().Name("trigd_consumer_lag").Help("Messages behind the partition's end").Register(*registry_);
+  event_to_launch_ = &prometheus::BuildHistogram()
+                          .Name("trigd_event_to_launch_seconds")
+                          .Help("From the receipt of a job's first event to its launch request")
+                          .Register(*registry_)
+                          .Add({}, prometheus::Histogram::BucketBoundaries{
+                                       0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
+  transaction_retries_ = &BuildCounter().Name("trigd_transaction_retries_total").Help("PostgreSQL transactions rerun").Register(*registry_).Add({});
+  // The label sets SPEC §7 names are registered up front so a scrape shows them at zero.
+  for (const char* t : {"partition", "program", "tick"})
+    for (const char* o : {"applied", "duplicate", "no_match"}) Event(t, o);
+  for (const char* t : {"opened", "ready", "launched", "discarded"}) JobTransition(t);
+  for (const char* o : {"succeeded", "failed", "killed", "lost", "retried"}) RunOutcome(o);
+}
+
+Status Metrics::Serve(const std::string& address) {
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(address);
+    exposer_->RegisterCollectable(registry_);
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Unavailable("cannot serve metrics on " + address + ": " + e.what());
+  }
+}
+
+template <class T>
+T& Metrics::Get(prometheus::Family<T>& family, std::map<std::string, T*>& cache,
+                const std::map<std::string, std::string>& labels) {
+  std::string key = family.GetName();
+  for (const auto& [k, v] : labels) key += "|" + k + "=" + v;
+  auto it = cache.find(key);
+  if (it != cache.end()) return *it->second;
+  T& handle = family.Add(labels);
+  cache.emplace(key, &handle);
+  return handle;
+}
+
+prometheus::Counter& Metrics::Event(const std::string& type, const std::string& outcome) {
+  return Get(*events_, counter_cache_, {{"type", type}, {"outcome", outcome}});
+}
+prometheus::Counter& Metrics::DeadLetter(const std::string& reason) {
+  return Get(*dead_letters_, counter_cache_, {{"reason", reason}});
+}
+prometheus::Counter& Metrics::JobTransition(const std::string& transition) {
+  return Get(*jobs_total_, counter_cache_, {{"transition", transition}});
+}
+prometheus::Gauge& Metrics::Jobs(const std::string& state) {
+  return Get(*jobs_, gauge_cache_, {{"state", state}});
+}
+prometheus::Counter& Metrics::RunOutcome(const std::string& outcome) {
+  return Get(*runs_, counter_cache_, {{"outcome", outcome}});
+}
+prometheus::Counter& Metrics::ConstraintCheck(const std::string& constraint, const std::string& result) {
+  return Get(*checks_, counter_cache_, {{"constraint", constraint}, {"result", result}});
+}
+prometheus::Gauge& Metrics::ConsumerLag(const std::string& topic, int partition) {
+  return Get(*lag_, gauge_cache_, {{"topic", topic}, {"partition", std::to_string(partition)}});
+}
+
+}  // namespace trigd
