@@ -97,6 +97,7 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
       const auto received = std::chrono::steady_clock::now();
       std::vector<MatchedEvent> matched;
       std::vector<std::string> no_match;
+      std::vector<RunReport> reports;
       std::vector<std::pair<std::string, std::string>> dead;
       std::map<std::pair<std::string, int>, ConsumedPosition> positions;
       for (const Message& m : batch) {
@@ -114,6 +115,9 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
           continue;
         }
         const std::string type = e["type"];
+        if (type == "program" && e["payload"].contains("run_id") && e["payload"]["run_id"].is_string()) {
+          reports.push_back({e["payload"]["run_id"], e["payload"]["status"]});
+        }
         auto it = index.find(EventKey(type, e["payload"]));
         if (it == index.end()) {
           no_match.push_back(type);
@@ -127,7 +131,7 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
       }
       std::vector<ConsumedPosition> pos;
       for (auto& [k, v] : positions) pos.push_back(v);
-      auto r = pg->ApplyBatch(config.group, config.topic_prefix, matched, dead, pos);
+      auto r = pg->ApplyBatch(config.group, config.topic_prefix, matched, dead, pos, reports);
       if (!r.ok()) {
         std::cerr << "trigd: batch not applied (" << r.status().ToString() << "); re-reading\n";
         if (r.status().code() == StatusCode::kUnavailable) {
@@ -140,6 +144,10 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
       }
       (*consumer)->CommitKafka(batch);
       for (const auto& t : no_match) metrics.Event(t, "no_match").Increment();
+      for (const auto& rep : reports) {
+        if (rep.status == "succeeded" || rep.status == "failed" || rep.status == "killed")
+          metrics.RunOutcome(rep.status).Increment();
+      }
       for (size_t i = 0; i < matched.size(); ++i) {
         metrics.Event(matched[i].type, r->duplicate[i] ? "duplicate" : "applied").Increment();
       }

@@ -8,6 +8,9 @@
 
 #include "app/config.h"
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 
@@ -118,6 +121,45 @@ int SchedulesApply(const trigd::Config& config, const std::string& path, bool js
   return 0;
 }
 
+// Prints rows as an aligned table with the given columns, or as JSON.
+void PrintRows(const nlohmann::json& rows, const std::vector<std::string>& columns, bool json) {
+  if (json) {
+    std::cout << rows.dump() << "\n";
+    return;
+  }
+  auto cell = [](const nlohmann::json& v) {
+    if (v.is_null()) return std::string("-");
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  std::vector<size_t> width;
+  for (const auto& c : columns) width.push_back(c.size());
+  for (const auto& r : rows)
+    for (size_t i = 0; i < columns.size(); ++i) width[i] = std::max(width[i], cell(r.value(columns[i], nlohmann::json())).size());
+  auto line = [&](auto get) {
+    for (size_t i = 0; i < columns.size(); ++i) {
+      std::string v = get(i);
+      std::cout << v << std::string(width[i] - v.size() + 2, ' ');
+    }
+    std::cout << "\n";
+  };
+  line([&](size_t i) { std::string h = columns[i]; for (auto& ch : h) ch = std::toupper(ch); return h; });
+  for (const auto& r : rows) line([&](size_t i) { return cell(r.value(columns[i], nlohmann::json())); });
+}
+
+int ShowOne(const trigd::Result<nlohmann::json>& r, const std::string& what, bool json) {
+  if (!r.ok()) {
+    std::cerr << "trigctl: " << r.status().message() << "\n";
+    return ExitCodeFor(r.status());
+  }
+  if (r->empty()) {
+    std::cerr << "trigctl: no " << what << "\n";
+    return 1;
+  }
+  if (json) std::cout << (*r)[0].dump() << "\n";
+  else std::cout << (*r)[0].dump(2) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,10 +173,36 @@ int main(int argc, char** argv) {
   if (words.size() == 2 && words[0] == "topics" && words[1] == "create") {
     return TopicsCreate(config, json);
   }
+  auto option = [&](const std::string& flag) -> std::optional<std::string> {
+    for (size_t i = 0; i + 1 < words.size(); ++i)
+      if (words[i] == flag) return words[i + 1];
+    return std::nullopt;
+  };
+  if (words.size() >= 2 && words[0] == "jobs" && words[1] == "list") {
+    auto r = trigd::QueryJobs(config.pg, option("--state"), option("--schedule"), 100);
+    if (!r.ok()) { std::cerr << "trigctl: " << r.status().message() << "\n"; return ExitCodeFor(r.status()); }
+    PrintRows(*r, {"id", "schedule", "version", "state", "priority", "opened_at", "finished_at", "discard_reason"}, json);
+    return 0;
+  }
+  if (words.size() == 3 && words[0] == "jobs" && words[1] == "show") {
+    char* end = nullptr;
+    long long id = std::strtoll(words[2].c_str(), &end, 10);
+    if (!end || *end) { std::cerr << "trigctl: job id must be a number, got \"" << words[2] << "\"\n"; return 1; }
+    return ShowOne(trigd::QueryJob(config.pg, id), "job " + words[2], json);
+  }
+  if (words.size() == 2 && words[0] == "runs" && words[1] == "list") {
+    auto r = trigd::QueryRuns(config.pg, 100);
+    if (!r.ok()) { std::cerr << "trigctl: " << r.status().message() << "\n"; return ExitCodeFor(r.status()); }
+    PrintRows(*r, {"run_id", "job_id", "schedule", "program", "state", "attempt", "launched_at"}, json);
+    return 0;
+  }
+  if (words.size() == 3 && words[0] == "runs" && words[1] == "show") {
+    return ShowOne(trigd::QueryRun(config.pg, words[2]), "run " + words[2], json);
+  }
   if (words.size() == 4 && words[0] == "schedules" && words[1] == "apply" && words[2] == "-f") {
     return SchedulesApply(config, words[3], json);
   }
-  std::cerr << "usage: trigctl topics create | schedules apply -f FILE|DIR [--json] [--kafka HOST:PORT] [--topic-prefix P]\n"
+  std::cerr << "usage: trigctl topics create | schedules apply -f FILE|DIR | jobs list [--state S] [--schedule NAME] | jobs show ID | runs list | runs show ID [--json] [--kafka HOST:PORT] [--topic-prefix P]\n"
                "  (this build has these verbs only; see README 'Status')\n";
   return 1;
 }

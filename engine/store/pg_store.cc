@@ -97,7 +97,8 @@ Result<std::vector<std::optional<int64_t>>> PgStore::LoadOffsets(
 Result<BatchResult> PgStore::ApplyBatch(const std::string& group, const std::string& topic_prefix,
                                         const std::vector<MatchedEvent>& events,
                                         const std::vector<std::pair<std::string, std::string>>& dead,
-                                        const std::vector<ConsumedPosition>& positions) {
+                                        const std::vector<ConsumedPosition>& positions,
+                                        const std::vector<RunReport>& reports) {
   return Guard([&]() -> Result<BatchResult> {
     pqxx::work tx(conn_->c);
     BatchResult result;
@@ -150,6 +151,16 @@ Result<BatchResult> PgStore::ApplyBatch(const std::string& group, const std::str
                        request.dump(), job_id);
         ++result.jobs_launched;
       }
+    }
+    // Only a run still in flight moves: a duplicate or late report changes nothing.
+    for (const auto& rep : reports) {
+      bool final_status = rep.status == "succeeded" || rep.status == "failed" || rep.status == "killed";
+      tx.exec_params(
+          "UPDATE runs SET state = CASE WHEN $3 THEN $2 ELSE 'running' END, last_seen_at = now(), "
+          "finished_at = CASE WHEN $3 THEN now() END, history = history || jsonb_build_array("
+          "jsonb_build_object('at', now(), 'status', $2::text)) "
+          "WHERE run_id = $1 AND state IN ('launched', 'running')",
+          rep.run_id, rep.status, final_status);
     }
     for (const auto& [key, payload] : dead) {
       tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)",
@@ -246,6 +257,64 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
     tx.commit();
     return out;
   });
+}
+
+}  // namespace trigd
+
+namespace trigd {
+
+namespace {
+
+Result<nlohmann::json> QueryJson(const std::string& pg, const std::string& sql,
+                                 const std::vector<std::optional<std::string>>& params) {
+  std::unique_ptr<pqxx::connection> conn;
+  try {
+    conn = std::make_unique<pqxx::connection>(pg);
+  } catch (const std::exception& e) {
+    return Unavailable(std::string("cannot connect to PostgreSQL: ") + e.what());
+  }
+  return Guard([&]() -> Result<nlohmann::json> {
+    pqxx::read_transaction tx(*conn);
+    // Rows come back as one JSON document built by PostgreSQL itself.
+    std::string wrapped = "SELECT coalesce(json_agg(q), '[]'::json)::text FROM (" + sql + ") q";
+    pqxx::result r;
+    switch (params.size()) {
+      case 0: r = tx.exec(wrapped); break;
+      case 1: r = tx.exec_params(wrapped, params[0]); break;
+      default: r = tx.exec_params(wrapped, params[0], params[1]); break;
+    }
+    return nlohmann::json::parse(r[0][0].as<std::string>());
+  });
+}
+
+}  // namespace
+
+Result<nlohmann::json> QueryJobs(const std::string& pg, const std::optional<std::string>& state,
+                                 const std::optional<std::string>& schedule, size_t limit) {
+  return QueryJson(pg,
+                   "SELECT id, schedule_name AS schedule, schedule_version AS version, state, priority, "
+                   "opened_at, ready_at, next_check_at, finished_at, discard_reason FROM jobs "
+                   "WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR schedule_name = $2) "
+                   "ORDER BY id DESC LIMIT " + std::to_string(limit),
+                   {state, schedule});
+}
+
+Result<nlohmann::json> QueryJob(const std::string& pg, int64_t id) {
+  return QueryJson(pg,
+                   "SELECT j.*, r.run_id FROM jobs j LEFT JOIN runs r ON r.job_id = j.id WHERE j.id = $1::bigint",
+                   {std::to_string(id)});
+}
+
+Result<nlohmann::json> QueryRuns(const std::string& pg, size_t limit) {
+  return QueryJson(pg,
+                   "SELECT run_id, job_id, schedule_name AS schedule, program, target, state, attempt, "
+                   "launched_at, last_seen_at, finished_at, reason FROM runs ORDER BY launched_at DESC LIMIT " +
+                       std::to_string(limit),
+                   {});
+}
+
+Result<nlohmann::json> QueryRun(const std::string& pg, const std::string& run_id) {
+  return QueryJson(pg, "SELECT * FROM runs WHERE run_id = $1", {run_id});
 }
 
 }  // namespace trigd

@@ -44,6 +44,12 @@ struct OutboxRow {
   std::optional<int64_t> job_id;
 };
 
+// A worker's report about one of trigd's runs.
+struct RunReport {
+  std::string run_id;
+  std::string status;  // started, heartbeat, succeeded, failed, killed
+};
+
 struct BatchResult {
   int jobs_launched = 0;
   int duplicates = 0;
@@ -69,7 +75,8 @@ class PgStore {
   Result<BatchResult> ApplyBatch(const std::string& group, const std::string& topic_prefix,
                                  const std::vector<MatchedEvent>& events,
                                  const std::vector<std::pair<std::string, std::string>>& dead,
-                                 const std::vector<ConsumedPosition>& positions);
+                                 const std::vector<ConsumedPosition>& positions,
+                                 const std::vector<RunReport>& reports = {});
 
   // Relay: unsent outbox rows, locked (SKIP LOCKED) until Complete/Release.
   Result<std::vector<OutboxRow>> ClaimOutbox(size_t limit);
@@ -104,5 +111,17 @@ struct ApplyOutcome {
 // discards the schedule's open and waiting jobs; an unchanged one keeps its version.
 Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
                                                  const std::vector<ScheduleDoc>& docs);
+
+}  // namespace trigd
+
+namespace trigd {
+
+// Read-only queries for trigctl: each returns rows as JSON objects (column -> value).
+// `filters` are column = value pairs over a fixed whitelist; kInvalid for others.
+Result<nlohmann::json> QueryJobs(const std::string& pg, const std::optional<std::string>& state,
+                                 const std::optional<std::string>& schedule, size_t limit);
+Result<nlohmann::json> QueryJob(const std::string& pg, int64_t id);
+Result<nlohmann::json> QueryRuns(const std::string& pg, size_t limit);
+Result<nlohmann::json> QueryRun(const std::string& pg, const std::string& run_id);
 
 }  // namespace trigd

@@ -52,6 +52,13 @@ jobs=$(psql "$TRIGD_PG" -tAc "SELECT count(*) FROM jobs WHERE state='launched'")
 [[ $jobs == 1 ]] || fail "expected 1 launched job, got $jobs"
 offsets=$(psql "$TRIGD_PG" -tAc "SELECT coalesce(sum(next_offset),0) FROM consumer_offsets WHERE topic='${run}.events.data'")
 [[ $offsets == 3 ]] || fail "expected stored offsets to cover 3 events, got $offsets"
+"$bin/trigctl" jobs list --json | python3 -c 'import json,sys; j=json.load(sys.stdin); assert len(j)==1 and j[0]["state"]=="launched", j' || fail "trigctl jobs list"
+for _ in $(seq 1 20); do
+  state=$("$bin/trigctl" runs show "$run_id" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+  [[ $state == succeeded ]] && break; sleep 0.5
+done
+[[ $state == succeeded ]] || fail "run state $state, expected succeeded"
+"$bin/trigctl" runs list | grep -q "$run_id" || fail "trigctl runs list"
 metrics=$(curl -sf "http://127.0.0.1:$port/metrics") || fail "no /metrics on $port"
 metric() { echo "$metrics" | grep -F "$1" | awk '{print $NF}'; }
 [[ $(metric 'trigd_events_total{outcome="applied",type="partition"}') == 1 ]] || fail "applied count: $(metric 'trigd_events_total{outcome="applied"')"
@@ -59,5 +66,6 @@ metric() { echo "$metrics" | grep -F "$1" | awk '{print $NF}'; }
 [[ $(metric 'trigd_dead_letters_total{reason="bad_json"}') == 1 ]] || fail "dead letter count"
 [[ $(metric 'trigd_jobs_total{transition="launched"}') == 1 ]] || fail "launched count"
 [[ $(metric 'trigd_event_to_launch_seconds_count') == 1 ]] || fail "latency histogram count"
+[[ $(metric 'trigd_runs_total{outcome="succeeded"}') == 1 ]] || fail "runs succeeded count"
 if command -v promtool >/dev/null; then echo "$metrics" | promtool check metrics || fail "promtool check metrics"; fi
 echo "skeleton e2e: run $run_id launched once and succeeded; dead letter and offsets as expected"
