@@ -14,6 +14,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include <random>
+#include <set>
+
+#include "common/time.h"
+#include "log/kafka.h"
 #include "log/topics.h"
 #include "store/pg_store.h"
 
@@ -160,6 +165,52 @@ int ShowOne(const trigd::Result<nlohmann::json>& r, const std::string& what, boo
   return 0;
 }
 
+// trigctl events emit partition DATASET PARTITION... [--bytes N]
+// trigctl events emit program PROGRAM STATUS [--run-id ID]
+int EventsEmit(const trigd::Config& config, const std::vector<std::string>& w) {
+  static std::mt19937_64 rng(std::random_device{}());
+  char id[40];
+  std::snprintf(id, sizeof id, "cli-%016llx", static_cast<unsigned long long>(rng()));
+  nlohmann::json e = {{"id", id}, {"type", w[2]}, {"time", trigd::FormatTime(trigd::SystemClock::Get().Now())}};
+  std::string topic, key;
+  auto flag = [&](const std::string& f) -> std::optional<std::string> {
+    for (size_t i = 3; i + 1 < w.size(); ++i) if (w[i] == f) return w[i + 1];
+    return std::nullopt;
+  };
+  std::vector<std::string> pos;
+  for (size_t i = 3; i < w.size(); ++i) {
+    if (w[i].rfind("--", 0) == 0) { ++i; continue; }
+    pos.push_back(w[i]);
+  }
+  if (w[2] == "partition" && pos.size() >= 2) {
+    key = pos[0];
+    e["payload"] = {{"dataset", pos[0]}, {"partitions", std::vector<std::string>(pos.begin() + 1, pos.end())}};
+    if (auto b = flag("--bytes")) e["payload"]["bytes"] = std::stoll(*b);
+    topic = config.topic_prefix + "events.data";
+  } else if (w[2] == "program" && pos.size() == 2) {
+    const std::set<std::string> statuses = {"started", "heartbeat", "succeeded", "failed", "killed"};
+    if (!statuses.count(pos[1])) {
+      std::cerr << "trigctl events emit: unknown status \"" << pos[1]
+                << "\" (expected one of started, heartbeat, succeeded, failed, killed)\n";
+      return 1;
+    }
+    key = pos[0];
+    e["payload"] = {{"program", pos[0]}, {"run_id", flag("--run-id").value_or(std::string(id))},
+                    {"status", pos[1]}, {"attempt", 1}};
+    topic = config.topic_prefix + "events.program";
+  } else {
+    std::cerr << "usage: trigctl events emit partition DATASET PARTITION... [--bytes N]\n"
+                 "       trigctl events emit program PROGRAM STATUS [--run-id ID]\n";
+    return 1;
+  }
+  auto producer = trigd::Producer::Create(config.kafka);
+  if (!producer.ok()) { std::cerr << "trigctl: " << producer.status().message() << "\n"; return 2; }
+  auto ok = (*producer)->ProduceAndWait({{topic, key, e.dump()}}, 10000);
+  if (!ok[0]) { std::cerr << "trigctl: cannot reach Kafka at " << config.kafka << "\n"; return 2; }
+  std::cout << e.dump() << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -199,10 +250,35 @@ int main(int argc, char** argv) {
   if (words.size() == 3 && words[0] == "runs" && words[1] == "show") {
     return ShowOne(trigd::QueryRun(config.pg, words[2]), "run " + words[2], json);
   }
+  if (words.size() == 2 && words[0] == "schedules" && words[1] == "list") {
+    auto r = trigd::QuerySchedules(config.pg);
+    if (!r.ok()) { std::cerr << "trigctl: " << r.status().message() << "\n"; return ExitCodeFor(r.status()); }
+    PrintRows(*r, {"name", "version", "state", "open_jobs", "updated_at"}, json);
+    return 0;
+  }
+  if (words.size() == 3 && words[0] == "schedules" && words[1] == "show") {
+    return ShowOne(trigd::QuerySchedule(config.pg, words[2]), "schedule " + words[2], json);
+  }
+  if (words.size() == 3 && words[0] == "schedules" &&
+      (words[1] == "delete" || words[1] == "suspend" || words[1] == "resume")) {
+    auto action = words[1] == "delete" ? trigd::ScheduleAction::kDelete
+                  : words[1] == "suspend" ? trigd::ScheduleAction::kSuspend
+                                          : trigd::ScheduleAction::kResume;
+    trigd::Status st = trigd::ChangeSchedule(config.pg, words[2], action);
+    if (!st.ok()) { std::cerr << "trigctl: " << st.message() << "\n"; return ExitCodeFor(st); }
+    const char* done = action == trigd::ScheduleAction::kDelete ? "deleted "
+                       : action == trigd::ScheduleAction::kSuspend ? "suspended "
+                                                                   : "resumed ";
+    std::cout << done << words[2] << "\n";
+    return 0;
+  }
+  if (words.size() >= 3 && words[0] == "events" && words[1] == "emit") {
+    return EventsEmit(config, words);
+  }
   if (words.size() == 4 && words[0] == "schedules" && words[1] == "apply" && words[2] == "-f") {
     return SchedulesApply(config, words[3], json);
   }
-  std::cerr << "usage: trigctl topics create | schedules apply -f FILE|DIR | jobs list [--state S] [--schedule NAME] | jobs show ID | runs list | runs show ID [--json] [--kafka HOST:PORT] [--topic-prefix P]\n"
+  std::cerr << "usage: trigctl topics create | schedules apply -f FILE|DIR | schedules list|show|delete|suspend|resume NAME | events emit partition|program ... | jobs list [--state S] [--schedule NAME] | jobs show ID | runs list | runs show ID [--json] [--kafka HOST:PORT] [--topic-prefix P]\n"
                "  (this build has these verbs only; see README 'Status')\n";
   return 1;
 }

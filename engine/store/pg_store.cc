@@ -318,3 +318,53 @@ Result<nlohmann::json> QueryRun(const std::string& pg, const std::string& run_id
 }
 
 }  // namespace trigd
+
+namespace trigd {
+
+Result<nlohmann::json> QuerySchedules(const std::string& pg) {
+  return QueryJson(pg,
+                   "SELECT s.name, s.version, s.state, s.updated_at, "
+                   "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state IN "
+                   "('pending_trigger','pending_constraint')) AS open_jobs FROM schedules s ORDER BY s.name",
+                   {});
+}
+
+Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name) {
+  return QueryJson(pg, "SELECT name, version, state, created_at, updated_at, document FROM schedules WHERE name = $1",
+                   {name});
+}
+
+Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAction action) {
+  std::unique_ptr<pqxx::connection> conn;
+  try {
+    conn = std::make_unique<pqxx::connection>(pg);
+  } catch (const std::exception& e) {
+    return Unavailable(std::string("cannot connect to PostgreSQL: ") + e.what());
+  }
+  Result<int> r = Guard([&]() -> Result<int> {
+    pqxx::work tx(*conn);
+    auto row = tx.exec_params("SELECT id FROM schedules WHERE name = $1 FOR UPDATE", name);
+    if (row.empty()) return NotFound("no schedule named " + name);
+    int64_t id = row[0][0].as<int64_t>();
+    const char* reason = action == ScheduleAction::kDelete ? "schedule deleted"
+                         : action == ScheduleAction::kSuspend ? "schedule suspended"
+                                                              : "schedule resumed";
+    // The job rows are locked here; a checker holding one finishes first or sees 'discarded'.
+    tx.exec_params("UPDATE jobs SET state='discarded', discard_reason=$2, finished_at=now(), "
+                   "history = history || jsonb_build_array(jsonb_build_object('at', now(), 'what', $2::text)) "
+                   "WHERE schedule_id=$1 AND state IN ('pending_trigger','pending_constraint')",
+                   id, std::string(reason));
+    if (action == ScheduleAction::kDelete) {
+      tx.exec_params("DELETE FROM schedules WHERE id=$1", id);
+    } else {
+      tx.exec_params("UPDATE schedules SET state=$2, updated_at=now() WHERE id=$1", id,
+                     std::string(action == ScheduleAction::kSuspend ? "suspended" : "active"));
+    }
+    tx.exec("NOTIFY trigd_schedules");
+    tx.commit();
+    return 0;
+  });
+  return r.status();
+}
+
+}  // namespace trigd

@@ -125,3 +125,16 @@ Result<nlohmann::json> QueryRuns(const std::string& pg, size_t limit);
 Result<nlohmann::json> QueryRun(const std::string& pg, const std::string& run_id);
 
 }  // namespace trigd
+
+namespace trigd {
+
+Result<nlohmann::json> QuerySchedules(const std::string& pg);
+Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name);
+
+enum class ScheduleAction { kDelete, kSuspend, kResume };
+// One transaction. Delete and suspend discard the schedule's open and waiting jobs (delete
+// also removes its triggers, so no job of it launches afterwards); resume starts afresh.
+// kNotFound when no schedule has that name.
+Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAction action);
+
+}  // namespace trigd

@@ -68,4 +68,20 @@ metric() { echo "$metrics" | grep -F "$1" | awk '{print $NF}'; }
 [[ $(metric 'trigd_event_to_launch_seconds_count') == 1 ]] || fail "latency histogram count"
 [[ $(metric 'trigd_runs_total{outcome="succeeded"}') == 1 ]] || fail "runs succeeded count"
 if command -v promtool >/dev/null; then echo "$metrics" | promtool check metrics || fail "promtool check metrics"; fi
+# Suspend: events are ignored. Resume: counting starts afresh. Delete: gone, nothing launches.
+"$bin/trigctl" schedules suspend default/demo-ingest | grep -q "suspended default/demo-ingest" || fail "suspend"
+sleep 1.5  # trigd reloads schedules every second
+"$bin/trigctl" events emit partition demo.raw dt=suspended >/dev/null || fail "events emit"
+sleep 3
+[[ $(kcat -C -b "$TRIGD_KAFKA" -t "${run}.launch.default" -e -q | wc -l) == 1 ]] || fail "a suspended schedule launched"
+"$bin/trigctl" schedules resume default/demo-ingest | grep -q "resumed" || fail "resume"
+sleep 1.5
+"$bin/trigctl" events emit partition demo.raw dt=resumed >/dev/null
+wait_for 30 "${run}.launch.default" 'dt=resumed' >/dev/null || fail "no launch after resume"
+"$bin/trigctl" schedules delete default/demo-ingest | grep -q "deleted" || fail "delete"
+"$bin/trigctl" schedules delete default/demo-ingest 2>/dev/null && fail "deleting twice must be refused"
+sleep 1.5
+"$bin/trigctl" events emit partition demo.raw dt=deleted >/dev/null
+sleep 3
+kcat -C -b "$TRIGD_KAFKA" -t "${run}.launch.default" -e -q | grep -q 'dt=deleted' && fail "a deleted schedule launched"
 echo "skeleton e2e: run $run_id launched once and succeeded; dead letter and offsets as expected"
