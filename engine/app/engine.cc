@@ -87,6 +87,7 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
   // Receipt times of batches whose launches are not yet confirmed, for the latency histogram.
   std::vector<std::pair<std::chrono::steady_clock::time_point, int>> pending_launch;
   auto last_load = std::chrono::steady_clock::time_point{};
+  auto last_sweep = std::chrono::steady_clock::time_point{};
   while (!stop.load()) {
     if (std::chrono::steady_clock::now() - last_load > std::chrono::seconds(1)) {
       if (auto r = pg->LoadScheduleIndex(); r.ok()) index = std::move(*r);
@@ -154,6 +155,16 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
       metrics.JobTransition("opened").Increment(r->jobs_launched);
       metrics.JobTransition("ready").Increment(r->jobs_launched);
       pending_launch.emplace_back(received, r->jobs_launched);
+    }
+    if (std::chrono::steady_clock::now() - last_sweep > std::chrono::seconds(1)) {
+      last_sweep = std::chrono::steady_clock::now();
+      if (auto sw = (*relay_store)->SweepRuns(config.topic_prefix); sw.ok()) {
+        metrics.RunOutcome("lost").Increment(sw->lost);
+        metrics.RunOutcome("retried").Increment(sw->retried);
+        metrics.RunOutcome("failed").Increment(sw->failed);
+      } else {
+        std::cerr << "trigd: run sweep: " << sw.status().ToString() << "\n";
+      }
     }
     // Relay: publish what the committed transactions decided.
     auto rows = (*relay_store)->ClaimOutbox(1000);

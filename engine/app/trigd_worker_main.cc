@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -86,7 +87,10 @@ int main(int argc, char** argv) {
           execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
           _exit(127);
         }
-        auto hb_every = std::chrono::seconds(10);
+        // Three heartbeats per timeout, so one lost message does not make the run look lost.
+        auto timeout = trigd::ParseDuration(req.value("heartbeat_timeout", "5m"));
+        auto hb_every = std::max<trigd::Millis>(std::chrono::milliseconds(500),
+                                                (timeout.ok() ? *timeout : std::chrono::minutes(5)) / 3);
         auto next_hb = std::chrono::steady_clock::now() + hb_every;
         int wstatus = 0;
         while (waitpid(pid, &wstatus, WNOHANG) == 0) {

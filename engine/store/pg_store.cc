@@ -6,6 +6,8 @@
 
 #include <pqxx/pqxx>
 
+#include "common/time.h"
+
 namespace trigd {
 
 struct PgStore::Conn {
@@ -36,6 +38,12 @@ std::string NowRfc3339() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buf;
+}
+
+int64_t DocDurationMs(const nlohmann::json& doc, const char* field, int64_t fallback) {
+  if (!doc.contains(field) || !doc[field].is_string()) return fallback;
+  auto d = ParseDuration(doc[field].get<std::string>());
+  return d.ok() ? d->count() : fallback;
 }
 
 template <class F>
@@ -142,10 +150,11 @@ Result<BatchResult> PgStore::ApplyBatch(const std::string& group, const std::str
             {"launched_at", NowRfc3339()}, {"triggered_by", triggered_by}};
         tx.exec_params(
             "INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, state, "
-            "heartbeat_timeout_ms, launched_at, last_seen_at, request) VALUES "
-            "($1, $2, $3, $4, $5, $6, 'launched', 300000, now(), now(), $7::jsonb)",
+            "heartbeat_timeout_ms, max_attempts, launched_at, last_seen_at, request) VALUES "
+            "($1, $2, $3, $4, $5, $6, 'launched', $8, $9, now(), now(), $7::jsonb)",
             run_id, job_id, s->id, s->name, program.at("name").get<std::string>(), target,
-            request.dump());
+            request.dump(), DocDurationMs(s->document, "heartbeat_timeout", 300000),
+            s->document.contains("retry") ? s->document["retry"].value("max_attempts", int64_t{1}) : int64_t{1});
         tx.exec_params("INSERT INTO outbox (topic, key, payload, job_id) VALUES ($1, $2, $3, $4)",
                        topic_prefix + "launch." + target, program.at("name").get<std::string>(),
                        request.dump(), job_id);
@@ -365,6 +374,67 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
     return 0;
   });
   return r.status();
+}
+
+}  // namespace trigd
+
+namespace trigd {
+
+Result<SweepResult> PgStore::SweepRuns(const std::string& topic_prefix) {
+  return Guard([&]() -> Result<SweepResult> {
+    pqxx::work tx(conn_->c);
+    SweepResult out;
+    for (const auto& r : tx.exec(
+             "SELECT run_id, attempt, max_attempts, program, request::text, "
+             "(SELECT document::text FROM schedules s WHERE s.id = runs.schedule_id) FROM runs "
+             "WHERE state IN ('launched', 'running') "
+             "AND last_seen_at < now() - make_interval(secs => heartbeat_timeout_ms / 1000.0) "
+             "ORDER BY last_seen_at LIMIT 1000 FOR UPDATE SKIP LOCKED")) {
+      ++out.lost;
+      std::string run_id = r[0].as<std::string>();
+      int64_t attempt = r[1].as<int64_t>(), max_attempts = r[2].as<int64_t>();
+      if (attempt < max_attempts) {
+        nlohmann::json doc = r[5].is_null() ? nlohmann::json::object() : nlohmann::json::parse(r[5].as<std::string>());
+        nlohmann::json retry = doc.value("retry", nlohmann::json::object());
+        int64_t backoff = DocDurationMs(retry, "backoff", 60000);
+        int64_t cap = DocDurationMs(retry, "max_backoff", 3600000);
+        // Exponential, capped; the shift is bounded so it cannot overflow.
+        int64_t wait = backoff << std::min<int64_t>(attempt - 1, 20);
+        if (wait > cap || wait < 0) wait = cap;
+        tx.exec_params("UPDATE runs SET state='retry_wait', reason='lost', "
+                       "next_attempt_at = now() + make_interval(secs => $2 / 1000.0), "
+                       "history = history || jsonb_build_array(jsonb_build_object('at', now(), "
+                       "'status', 'lost', 'attempt', attempt)) WHERE run_id=$1",
+                       run_id, wait);
+      } else {
+        ++out.failed;
+        tx.exec_params("UPDATE runs SET state='failed', reason='lost', finished_at=now(), "
+                       "history = history || jsonb_build_array(jsonb_build_object('at', now(), "
+                       "'status', 'failed', 'reason', 'lost')) WHERE run_id=$1", run_id);
+        std::string program = r[3].as<std::string>();
+        nlohmann::json event = {
+            {"id", "lost:" + run_id + ":" + std::to_string(attempt)}, {"type", "program"},
+            {"time", FormatTime(SystemClock::Get().Now())},
+            {"payload", {{"program", program}, {"run_id", run_id}, {"status", "failed"},
+                         {"attempt", attempt}, {"reason", "lost"}}}};
+        tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)",
+                       topic_prefix + "events.program", program, event.dump());
+      }
+    }
+    for (const auto& r : tx.exec(
+             "UPDATE runs SET state='launched', attempt = attempt + 1, last_seen_at = now(), "
+             "next_attempt_at = NULL, request = jsonb_set(jsonb_set(request, '{attempt}', to_jsonb(attempt + 1)), "
+             "'{launched_at}', to_jsonb(to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'))) "
+             "WHERE run_id IN (SELECT run_id FROM runs WHERE state='retry_wait' AND next_attempt_at <= now() "
+             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING target, program, request::text")) {
+      ++out.retried;
+      tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)",
+                     topic_prefix + "launch." + r[0].as<std::string>(), r[1].as<std::string>(),
+                     r[2].as<std::string>());
+    }
+    tx.commit();
+    return out;
+  });
 }
 
 }  // namespace trigd

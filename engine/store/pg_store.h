@@ -50,6 +50,12 @@ struct RunReport {
   std::string status;  // started, heartbeat, succeeded, failed, killed
 };
 
+struct SweepResult {
+  int lost = 0;     // runs whose heartbeat timed out
+  int retried = 0;  // launch requests re-sent for a next attempt
+  int failed = 0;   // lost runs out of attempts: failed, with a `failed` program event
+};
+
 struct BatchResult {
   int jobs_launched = 0;
   int duplicates = 0;
@@ -82,6 +88,12 @@ class PgStore {
   Result<std::vector<OutboxRow>> ClaimOutbox(size_t limit);
   // Deletes the confirmed rows, marks their jobs launched, and ends the claim.
   Status CompleteOutbox(const std::vector<int64_t>& confirmed, const std::vector<int64_t>& job_ids);
+
+  // One transaction: runs silent past their heartbeat timeout are lost; a lost run with attempts
+  // left waits its backoff (retry_wait), else it fails and a `failed` program event (reason
+  // "lost") goes to the outbox. Runs whose backoff has passed get their next attempt's launch
+  // request (same run id) in the outbox. SKIP LOCKED: several trigd instances share the work.
+  Result<SweepResult> SweepRuns(const std::string& topic_prefix);
 
  private:
   struct Conn;

@@ -1,0 +1,69 @@
+// The constraint checker's decision for one job (SPEC §4, §5), as pure logic: the caller
+// gathers the facts (under the locks that make them stable) and passes the clock's reading.
+// Thread-safe (no shared state).
+//
+// Order of reasoning:
+// 1. Timeout: a job still open (trigger incomplete) or waiting after opened_at + timeout.after
+//    is discarded (action discard) or launched regardless of unmet trigger branches and
+//    constraints (action run; outcome.forced = true).
+// 2. An incomplete trigger waits (next check: the timeout deadline, if any).
+// 3. Every constraint is evaluated (all of them, so `jobs why` can show each); the job launches
+//    only when all are satisfied at once. Any `skip` result discards the job; otherwise any
+//    `wait` keeps it, with next_check_at the earliest time a waiting constraint can next hold
+//    (std::nullopt when only a run ending can free it: the caller wakes the job then).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/time.h"
+#include "model/schedule.h"
+
+namespace trigd {
+
+// What the store knows about the schedule's runs when the job is checked.
+struct RunFacts {
+  int64_t active_runs = 0;        // this schedule's runs not yet finished (incl. retry waits)
+  int64_t group_active_runs = 0;  // unfinished runs of every schedule in the concurrency group
+  std::optional<TimePoint> last_launch;  // the schedule's most recent launch
+  // Launch times of the schedule's runs within max_runs_per.period before now (any order).
+  std::vector<TimePoint> launches_in_period;
+};
+
+struct JobFacts {
+  TimePoint opened_at;
+  std::optional<TimePoint> ready_at;  // when the trigger completed; unset while open
+};
+
+enum class ConstraintResult { kSatisfied, kWait, kSkip };
+const char* ConstraintResultName(ConstraintResult r);  // "satisfied", "wait", "skip"
+
+struct ConstraintCheck {
+  std::string constraint;  // max_concurrent_runs, concurrency_group, delay, time_window,
+                           // min_since_last_run, max_runs_per, timeout, trigger
+  ConstraintResult result = ConstraintResult::kSatisfied;
+  std::string reason;      // for people: "2 of 2 runs active", "window opens at 22:00 Europe/Berlin"
+  std::optional<TimePoint> next_check_at;  // when it can next hold; nullopt: when a run ends
+};
+
+enum class Decision { kLaunch, kWait, kDiscard };
+const char* DecisionName(Decision d);  // "launch", "wait", "discard"
+
+struct CheckOutcome {
+  Decision decision = Decision::kWait;
+  bool forced = false;  // launched by timeout action "run"
+  std::vector<ConstraintCheck> checks;  // one per configured constraint (and timeout/trigger)
+  std::optional<TimePoint> next_check_at;  // for kWait; nullopt: wake when a run ends
+  std::string reason;  // one line: why this decision
+};
+
+// `trigger_complete` says whether the job's trigger is satisfied.
+CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigger_complete,
+                      const RunFacts& runs, TimePoint now);
+
+// The next instant at or after `now` inside the window (now itself when inside).
+TimePoint NextWindowOpening(const TimeWindow& window, TimePoint now);
+bool InsideWindow(const TimeWindow& window, TimePoint now);
+
+}  // namespace trigd

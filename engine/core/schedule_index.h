@@ -1,0 +1,46 @@
+// The in-memory event-key reverse index (SPEC §5): event key -> the schedules with a leaf
+// trigger listening on it. A lookup costs one hash probe whatever the number of schedules,
+// and the index stores a few dozen bytes per leaf trigger beyond the key strings (each key
+// string is stored once however many schedules share it).
+// Not thread-safe: one owner (the consumer loop) mutates and reads it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trigd {
+
+class ScheduleIndex {
+ public:
+  ScheduleIndex();
+  ~ScheduleIndex();
+  ScheduleIndex(ScheduleIndex&&) noexcept;
+  ScheduleIndex& operator=(ScheduleIndex&&) noexcept;
+
+  // Sets the event keys of a schedule (replacing any it had). Duplicate keys of one schedule
+  // count once.
+  void Put(int64_t schedule_id, const std::vector<std::string>& event_keys);
+  // Removes a schedule; a no-op for an unknown id.
+  void Remove(int64_t schedule_id);
+
+  // The schedules listening on `key`, in no particular order. The span is valid until the next
+  // Put or Remove.
+  std::span<const int64_t> Lookup(std::string_view key) const;
+
+  size_t schedule_count() const;
+  size_t key_count() const;
+  // Heap bytes held by the index, key strings included (an estimate from container sizes).
+  size_t MemoryBytes() const;
+  // Bytes of the key strings alone.
+  size_t KeyStringBytes() const;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace trigd

@@ -1,0 +1,42 @@
+// Parsing and validation of schedule documents (SPEC §4). A document is refused whole:
+// every problem is reported with its JSON path and a reason a person understands, e.g.
+// `trigger.all[1].program.status: unknown status "done"`. Unknown fields are errors.
+// Pure: no I/O. Thread-safe (no shared state).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "model/schedule.h"
+
+namespace trigd {
+
+struct ScheduleError {
+  std::string path;    // "trigger.all[1].program.status"; "" for the document itself
+  std::string reason;  // "unknown status \"done\""
+  std::string ToString() const { return path.empty() ? reason : path + ": " + reason; }
+  bool operator==(const ScheduleError&) const = default;
+};
+
+struct ParsedSchedule {
+  Schedule schedule;           // valid only when errors is empty
+  std::vector<ScheduleError> errors;
+  bool ok() const { return errors.empty(); }
+};
+
+// Parses one schedule document (a JSON object).
+ParsedSchedule ParseSchedule(const nlohmann::json& document);
+
+// Parses a file's text: one schedule object or an array of them. Errors of the i-th document
+// of an array have paths prefixed with "[i]."; a JSON syntax error is one error with path "".
+std::vector<ParsedSchedule> ParseScheduleFile(std::string_view text);
+
+// The canonical document of a valid schedule: every field explicit, durations in their
+// shortest form. ParseSchedule(ScheduleToJson(s)).schedule == s.
+nlohmann::json ScheduleToJson(const Schedule& schedule);
+
+}  // namespace trigd

@@ -1,0 +1,50 @@
+// Trigger evaluation: how events accumulate in a job's TriggerState, and when the trigger is
+// complete. Pure: no I/O; thread-safe.
+//
+// Leaves (depth-first numbering, see TriggerLeaves):
+// - partition: counts distinct partitions of its dataset and their bytes since the job opened;
+//   satisfied when `count` distinct partitions (default 1) or `min_bytes` bytes have arrived.
+// - program: counts events of its program with one of its statuses; satisfied at `count`.
+// - time: satisfied by a tick of its own schedule.
+// Composites: `all` needs every child satisfied, `any` at least one.
+// Once a leaf is satisfied it stays satisfied for the life of the job.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/event.h"
+#include "model/job.h"
+#include "model/schedule.h"
+
+namespace trigd {
+
+// A fresh state: one LeafState per leaf, nothing counted.
+TriggerState NewTriggerState(const Trigger& trigger);
+
+struct ApplyResult {
+  bool changed = false;           // some leaf counted the event
+  bool upstream_failure = false;  // a program leaf with on_upstream_failure=discard saw its
+                                  // upstream fail (failed or killed, not a wanted status)
+  std::vector<int> leaves;        // leaves that counted the event
+};
+
+// Applies `event` to every leaf of `trigger` it matches. `schedule` is the trigger's own
+// schedule (ticks match only their own schedule). A state whose leaf count differs from the
+// trigger's is reset first (the schedule changed).
+ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, const Event& event,
+                       TriggerState& state);
+
+// True when the trigger tree is satisfied by `state`.
+bool IsComplete(const Trigger& trigger, const TriggerState& state);
+
+// One line per leaf, saying whether it is met and how far it got, with the leaf's path:
+// "trigger.all[0].partition: 2 of 4 partitions of sales.raw (unmet)". For `jobs why`.
+struct LeafProgress {
+  std::string path;
+  bool satisfied = false;
+  std::string detail;
+};
+std::vector<LeafProgress> DescribeProgress(const Trigger& trigger, const TriggerState& state);
+
+}  // namespace trigd
