@@ -1,0 +1,1032 @@
+#include "core/schedule_parser.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+#include "common/time.h"
+#include "core/cron.h"
+
+namespace trigd {
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+
+// Identifiers (namespace, name, program names, concurrency groups, targets) end up in event
+// keys, Kafka keys and topic names, so they are kept to a portable alphabet.
+constexpr size_t kMaxIdentifierLength = 128;
+constexpr size_t kMaxDatasetLength = 256;
+constexpr int64_t kMinPriority = -1000;
+constexpr int64_t kMaxPriority = 1000;
+constexpr int64_t kMaxInteger = std::numeric_limits<int64_t>::max();
+// "Any depth" in SPEC §4 in practice: real conditions are a few levels deep, and the cap keeps
+// the recursive walk far from exhausting the stack on a hostile document.
+constexpr int kMaxTriggerDepth = 32;
+// Longer durations are typos in practice, and the cap keeps TimePoint + duration arithmetic
+// (and ParseDuration's own multiplication) far from int64 overflow.
+constexpr Millis kMaxDuration = std::chrono::hours(24 * 3650);
+// Values quoted in messages are cut so that one absurd field cannot flood a terminal.
+constexpr size_t kMaxQuotedLength = 80;
+
+template <class E>
+struct EnumName {
+  std::string_view name;
+  E value;
+};
+
+constexpr EnumName<CatchupPolicy> kCatchupPolicies[] = {
+    {"all", CatchupPolicy::kAll}, {"latest", CatchupPolicy::kLatest}, {"none", CatchupPolicy::kNone}};
+constexpr EnumName<UpstreamFailurePolicy> kUpstreamFailurePolicies[] = {
+    {"wait", UpstreamFailurePolicy::kWait}, {"discard", UpstreamFailurePolicy::kDiscard}};
+constexpr EnumName<OnUnmet> kOnUnmetPolicies[] = {{"wait", OnUnmet::kWait},
+                                                  {"skip", OnUnmet::kSkip}};
+constexpr EnumName<TimeoutAction> kTimeoutActions[] = {{"discard", TimeoutAction::kDiscard},
+                                                       {"run", TimeoutAction::kRun}};
+
+template <class E, size_t N>
+std::string NameOf(const EnumName<E> (&table)[N], E value) {
+  for (const EnumName<E>& e : table) {
+    if (e.value == value) return std::string(e.name);
+  }
+  return "?";
+}
+
+// Known fields of each object, in the order SPEC §4 lists them.
+constexpr std::string_view kScheduleFields[] = {
+    "namespace", "name", "program", "trigger", "constraints", "timeout", "priority", "retry",
+    "heartbeat_timeout", "enabled"};
+constexpr std::string_view kProgramFields[] = {"name", "args", "target"};
+constexpr std::string_view kTriggerKinds[] = {"time", "partition", "program", "all", "any"};
+constexpr std::string_view kTimeTriggerFields[] = {"cron", "every", "timezone", "catchup",
+                                                   "catchup_window"};
+constexpr std::string_view kPartitionTriggerFields[] = {"dataset", "count", "min_bytes"};
+constexpr std::string_view kProgramTriggerFields[] = {"name", "status", "count",
+                                                      "on_upstream_failure"};
+constexpr std::string_view kConstraintFields[] = {"max_concurrent_runs", "concurrency_group",
+                                                  "delay",         "time_window",
+                                                  "min_since_last_run", "max_runs_per"};
+constexpr std::string_view kConcurrencyGroupFields[] = {"name", "max", "on_unmet"};
+constexpr std::string_view kTimeWindowFields[] = {"start", "end", "timezone", "on_unmet"};
+constexpr std::string_view kMinSinceLastRunFields[] = {"duration", "on_unmet"};
+constexpr std::string_view kMaxRunsPerFields[] = {"count", "period", "on_unmet"};
+constexpr std::string_view kTimeoutFields[] = {"after", "action"};
+constexpr std::string_view kRetryFields[] = {"max_attempts", "backoff", "max_backoff"};
+
+using FieldList = std::span<const std::string_view>;
+
+std::string FieldPath(const std::string& parent, std::string_view key) {
+  return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+
+std::string ElementPath(const std::string& parent, size_t index) {
+  return parent + "[" + std::to_string(index) + "]";
+}
+
+// `"value"` with JSON escaping, cut at a UTF-8 boundary when long.
+std::string Quote(std::string_view text) {
+  bool cut = false;
+  if (text.size() > kMaxQuotedLength) {
+    size_t end = kMaxQuotedLength;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+    text = text.substr(0, end);
+    cut = true;
+  }
+  std::string quoted = nlohmann::json(std::string(text))
+                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (cut) quoted.insert(quoted.size() - 1, "...");
+  return quoted;
+}
+
+// "a, b or c".
+std::string JoinAlternatives(const std::vector<std::string_view>& names, const char* last_word) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += (i + 1 == names.size()) ? std::string(" ") + last_word + " " : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
+// Optimal string alignment distance: Levenshtein plus adjacent transpositions, so "nmae" is
+// one edit from "name", as a person would count it.
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+bool IsIdentifierChar(char c, bool lowercase_only) {
+  if (c >= 'a' && c <= 'z') return true;
+  if (c >= '0' && c <= '9') return true;
+  if (c == '.' || c == '_' || c == '-') return true;
+  return !lowercase_only && c >= 'A' && c <= 'Z';
+}
+
+bool IsIdentifier(std::string_view s, bool lowercase_only) {
+  if (s.empty() || s.size() > kMaxIdentifierLength) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [lowercase_only](char c) { return IsIdentifierChar(c, lowercase_only); });
+}
+
+std::string FormatTimeOfDay(int minute_of_day) {
+  // A model built in code may hold any int; only 0..1439 round-trips.
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%02d:%02d", minute_of_day / 60, minute_of_day % 60);
+  return buf;
+}
+
+// Sums a duration's parts in floating point before ParseDuration multiplies them in int64,
+// so that "999999999999d" is refused instead of overflowing. Malformed parts are left for
+// ParseDuration to name.
+bool DurationExceedsMaximum(std::string_view text) {
+  long double total_ms = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    // ParseDuration itself refuses empty and over-long numbers with a clearer message.
+    if (i == start || i - start > 12) return false;
+    long double n = std::stold(std::string(text.substr(start, i - start)));
+    size_t unit_start = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    std::string_view unit = text.substr(unit_start, i - unit_start);
+    if (unit == "ms") total_ms += n;
+    else if (unit == "s") total_ms += n * 1e3L;
+    else if (unit == "m") total_ms += n * 6e4L;
+    else if (unit == "h") total_ms += n * 3.6e6L;
+    else if (unit == "d") total_ms += n * 8.64e7L;
+    else return false;
+  }
+  return total_ms > static_cast<long double>(kMaxDuration.count());
+}
+
+// Walks one schedule document and fills a Schedule, appending every problem to `errors`.
+// Json is nlohmann::json (keys sorted, so known fields are visited in SPEC order) or
+// nlohmann::ordered_json (parsed from text: fields are visited in document order).
+// Within an object, problems of its fields come first, then those of the object as a whole
+// (a missing required field, two trigger kinds, max_backoff < backoff): the reader meets them
+// where they would fix them.
+template <class Json>
+class DocumentParser {
+ public:
+  explicit DocumentParser(std::vector<ScheduleError>& errors) : errors_(errors) {}
+
+  Schedule Parse(const Json& document) {
+    Schedule s;
+    if (!document.is_object()) {
+      Error("", std::string("expected a schedule object, got ") + document.type_name());
+      return s;
+    }
+    for (const auto& [key, value] : Fields(document, kScheduleFields)) {
+      std::string path(key);
+      if (key == "namespace") {
+        if (auto v = ReadIdentifier(*value, path, "namespace", false)) s.namespace_name = *v;
+      } else if (key == "name") {
+        if (auto v = ReadIdentifier(*value, path, "name", false)) s.name = *v;
+      } else if (key == "program") {
+        ParseProgram(*value, path, s.program);
+      } else if (key == "trigger") {
+        ParseTrigger(*value, path, 1, s.trigger);
+      } else if (key == "constraints") {
+        ParseConstraints(*value, path, s.constraints);
+      } else if (key == "timeout") {
+        s.timeout.emplace();
+        ParseTimeout(*value, path, *s.timeout);
+      } else if (key == "priority") {
+        if (auto v = ReadInteger(*value, path, kMinPriority, kMaxPriority)) s.priority = *v;
+      } else if (key == "retry") {
+        ParseRetry(*value, path, s.retry);
+      } else if (key == "heartbeat_timeout") {
+        if (auto v = ReadDuration(*value, path, /*allow_zero=*/false)) s.heartbeat_timeout = *v;
+      } else if (key == "enabled") {
+        if (auto v = ReadBool(*value, path)) s.enabled = *v;
+      } else {
+        UnknownField(key, path, kScheduleFields);
+      }
+    }
+    Required(document, "", "name");
+    Required(document, "", "program");
+    Required(document, "", "trigger");
+    return s;
+  }
+
+ private:
+  using Field = std::pair<std::string_view, const Json*>;
+
+  void Error(std::string path, std::string reason) {
+    errors_.push_back(ScheduleError{std::move(path), std::move(reason)});
+  }
+
+  static std::vector<Field> Fields(const Json& object, FieldList known) {
+    std::vector<Field> fields;
+    if constexpr (std::is_same_v<Json, OrderedJson>) {
+      for (auto it = object.begin(); it != object.end(); ++it) {
+        fields.emplace_back(it.key(), &it.value());
+      }
+    } else {
+      // nlohmann::json has lost the document's order; SPEC order reads better than alphabetical.
+      for (std::string_view name : known) {
+        auto it = object.find(std::string(name));
+        if (it != object.end()) fields.emplace_back(it.key(), &it.value());
+      }
+      for (auto it = object.begin(); it != object.end(); ++it) {
+        if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
+          fields.emplace_back(it.key(), &it.value());
+        }
+      }
+    }
+    return fields;
+  }
+
+  bool ExpectObject(const Json& value, const std::string& path) {
+    if (value.is_object()) return true;
+    Error(path, std::string("expected an object, got ") + value.type_name());
+    return false;
+  }
+
+  void Required(const Json& object, const std::string& path, std::string_view key) {
+    if (!object.contains(std::string(key))) Error(FieldPath(path, key), "required");
+  }
+
+  void UnknownField(std::string_view key, const std::string& path, FieldList known) {
+    std::string_view best;
+    size_t best_distance = 3;
+    for (std::string_view name : known) {
+      size_t d = EditDistance(key, name);
+      // A distance as large as the key itself would "correct" any short key into any field.
+      if (d < best_distance && d < key.size()) {
+        best = name;
+        best_distance = d;
+      }
+    }
+    if (!best.empty()) {
+      Error(path, "unknown field (did you mean \"" + std::string(best) + "\"?)");
+      return;
+    }
+    std::string list;
+    for (std::string_view name : known) list += (list.empty() ? "" : ", ") + std::string(name);
+    Error(path, "unknown field (expected one of: " + list + ")");
+  }
+
+  std::optional<std::string> ReadString(const Json& value, const std::string& path) {
+    if (!value.is_string()) {
+      Error(path, std::string("expected a string, got ") + value.type_name());
+      return std::nullopt;
+    }
+    return value.template get<std::string>();
+  }
+
+  std::optional<std::string> ReadIdentifier(const Json& value, const std::string& path,
+                                            std::string_view what, bool lowercase_only) {
+    auto s = ReadString(value, path);
+    if (!s) return std::nullopt;
+    if (!IsIdentifier(*s, lowercase_only)) {
+      Error(path, "invalid " + std::string(what) + " " + Quote(*s) + ": use 1 to " +
+                      std::to_string(kMaxIdentifierLength) +
+                      (lowercase_only ? " lowercase letters" : " letters") +
+                      ", digits, '.', '_' or '-'");
+      return std::nullopt;
+    }
+    return s;
+  }
+
+  std::optional<int64_t> ReadInteger(const Json& value, const std::string& path, int64_t min,
+                                     int64_t max) {
+    auto out_of_range = [&](const std::string& got) {
+      if (max == kMaxInteger) {
+        Error(path, "must be at least " + std::to_string(min) + ", got " + got);
+      } else {
+        Error(path, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                        ", got " + got);
+      }
+      return std::nullopt;
+    };
+    int64_t n;
+    if (value.is_number_unsigned()) {
+      uint64_t u = value.template get<uint64_t>();
+      if (u > static_cast<uint64_t>(max)) return out_of_range(value.dump());
+      n = static_cast<int64_t>(u);
+    } else if (value.is_number_integer()) {
+      n = value.template get<int64_t>();
+    } else if (value.is_number_float()) {
+      // 5.0 is an integer to JSON Schema too; 1.5 is not.
+      double d = value.template get<double>();
+      if (!std::isfinite(d) || std::trunc(d) != d) {
+        Error(path, "expected an integer, got number " + value.dump());
+        return std::nullopt;
+      }
+      if (d < static_cast<double>(min) || d > static_cast<double>(max) || d >= 9.2e18 ||
+          d <= -9.2e18) {
+        return out_of_range(value.dump());
+      }
+      n = static_cast<int64_t>(d);
+    } else {
+      Error(path, std::string("expected an integer, got ") + value.type_name());
+      return std::nullopt;
+    }
+    if (n < min || n > max) return out_of_range(std::to_string(n));
+    return n;
+  }
+
+  std::optional<bool> ReadBool(const Json& value, const std::string& path) {
+    if (!value.is_boolean()) {
+      Error(path, std::string("expected a boolean, got ") + value.type_name());
+      return std::nullopt;
+    }
+    return value.template get<bool>();
+  }
+
+  std::optional<Millis> ReadDuration(const Json& value, const std::string& path,
+                                     bool allow_zero) {
+    if (!value.is_string()) {
+      Error(path, std::string("expected a duration such as \"10m\", got ") + value.type_name());
+      return std::nullopt;
+    }
+    std::string text = value.template get<std::string>();
+    if (DurationExceedsMaximum(text)) {
+      Error(path, "duration " + Quote(text) + " is longer than the maximum of " +
+                      FormatDuration(kMaxDuration));
+      return std::nullopt;
+    }
+    Result<Millis> d = ParseDuration(text);
+    if (!d.ok()) {
+      Error(path, d.status().message());
+      return std::nullopt;
+    }
+    if (*d > kMaxDuration) {
+      Error(path, "duration " + Quote(text) + " is longer than the maximum of " +
+                      FormatDuration(kMaxDuration));
+      return std::nullopt;
+    }
+    if (!allow_zero && d->count() == 0) {
+      Error(path, "must be longer than 0, got " + Quote(text));
+      return std::nullopt;
+    }
+    return *d;
+  }
+
+  std::optional<std::string> ReadTimeZone(const Json& value, const std::string& path) {
+    auto s = ReadString(value, path);
+    if (!s) return std::nullopt;
+    if (!IsKnownTimeZone(*s)) {
+      Error(path, "unknown time zone " + Quote(*s));
+      return std::nullopt;
+    }
+    return s;
+  }
+
+  std::optional<int> ReadTimeOfDay(const Json& value, const std::string& path) {
+    if (!value.is_string()) {
+      Error(path, std::string("expected a time of day such as \"22:00\", got ") +
+                      value.type_name());
+      return std::nullopt;
+    }
+    Result<int> minute = ParseTimeOfDay(value.template get<std::string>());
+    if (!minute.ok()) {
+      Error(path, minute.status().message());
+      return std::nullopt;
+    }
+    return *minute;
+  }
+
+  // `noun` names the field in the message: `unknown catchup "sometimes" (expected ...)`.
+  template <class E, size_t N>
+  std::optional<E> ReadEnum(const Json& value, const std::string& path, std::string_view noun,
+                            const EnumName<E> (&table)[N]) {
+    auto s = ReadString(value, path);
+    if (!s) return std::nullopt;
+    std::vector<std::string_view> names;
+    for (const EnumName<E>& e : table) {
+      if (e.name == *s) return e.value;
+      names.push_back(e.name);
+    }
+    Error(path, "unknown " + std::string(noun) + " " + Quote(*s) + " (expected " +
+                    JoinAlternatives(names, "or") + ")");
+    return std::nullopt;
+  }
+
+  void ParseProgram(const Json& value, const std::string& path, Program& out) {
+    if (!ExpectObject(value, path)) return;
+    for (const auto& [key, field] : Fields(value, kProgramFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "name") {
+        if (auto v = ReadIdentifier(*field, p, "program name", false)) out.name = *v;
+      } else if (key == "args") {
+        if (ExpectObject(*field, p)) out.args = nlohmann::json(*field);
+      } else if (key == "target") {
+        // The target names a Kafka topic (trigd.launch.<target>), hence lowercase only.
+        if (auto v = ReadIdentifier(*field, p, "target", true)) out.target = *v;
+      } else {
+        UnknownField(key, p, kProgramFields);
+      }
+    }
+    Required(value, path, "name");
+  }
+
+  void ParseTrigger(const Json& value, const std::string& path, int depth, Trigger& out) {
+    if (!ExpectObject(value, path)) return;
+    if (depth > kMaxTriggerDepth) {
+      Error(path, "triggers are nested more than " + std::to_string(kMaxTriggerDepth) +
+                      " levels deep");
+      return;
+    }
+    std::vector<std::string_view> kinds;
+    for (const auto& [key, field] : Fields(value, kTriggerKinds)) {
+      std::string p = FieldPath(path, key);
+      // A second kind is still checked, so its problems show in the same pass; only the
+      // first fills `out`.
+      Trigger scratch;
+      Trigger& target = kinds.empty() ? out : scratch;
+      if (key == "time") {
+        target.kind = TriggerKind::kTime;
+        ParseTimeTrigger(*field, p, target.time);
+      } else if (key == "partition") {
+        target.kind = TriggerKind::kPartition;
+        ParsePartitionTrigger(*field, p, target.partition);
+      } else if (key == "program") {
+        target.kind = TriggerKind::kProgram;
+        ParseProgramTrigger(*field, p, target.program);
+      } else if (key == "all" || key == "any") {
+        target.kind = key == "all" ? TriggerKind::kAll : TriggerKind::kAny;
+        ParseComposite(*field, p, depth, target.children);
+      } else {
+        UnknownField(key, p, kTriggerKinds);
+        continue;
+      }
+      kinds.push_back(key);
+    }
+    if (kinds.size() > 1) {
+      Error(path, "a trigger has exactly one of time, partition, program, all or any, got " +
+                      JoinAlternatives(kinds, "and"));
+    } else if (value.empty()) {
+      Error(path, "expected one of time, partition, program, all or any");
+    }
+  }
+
+  void ParseComposite(const Json& value, const std::string& path, int depth,
+                      std::vector<Trigger>& children) {
+    if (!value.is_array()) {
+      Error(path, std::string("expected an array of triggers, got ") + value.type_name());
+      return;
+    }
+    if (value.empty()) {
+      Error(path, "must not be empty");
+      return;
+    }
+    for (size_t i = 0; i < value.size(); ++i) {
+      children.emplace_back();
+      ParseTrigger(value[i], ElementPath(path, i), depth + 1, children.back());
+    }
+  }
+
+  void ParseTimeTrigger(const Json& value, const std::string& path, TimeTrigger& out) {
+    if (!ExpectObject(value, path)) return;
+    for (const auto& [key, field] : Fields(value, kTimeTriggerFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "cron") {
+        if (auto text = ReadString(*field, p)) {
+          Result<CronExpr> cron = CronExpr::Parse(*text);
+          if (cron.ok()) {
+            out.cron = *text;
+          } else {
+            Error(p, cron.status().message());
+          }
+        }
+      } else if (key == "every") {
+        if (auto v = ReadDuration(*field, p, /*allow_zero=*/false)) out.every = *v;
+      } else if (key == "timezone") {
+        if (auto v = ReadTimeZone(*field, p)) out.timezone = *v;
+      } else if (key == "catchup") {
+        if (auto v = ReadEnum(*field, p, "catchup", kCatchupPolicies)) out.catchup = *v;
+      } else if (key == "catchup_window") {
+        if (auto v = ReadDuration(*field, p, /*allow_zero=*/false)) out.catchup_window = *v;
+      } else {
+        UnknownField(key, p, kTimeTriggerFields);
+      }
+    }
+    bool has_cron = value.contains("cron");
+    bool has_every = value.contains("every");
+    if (!has_cron && !has_every) Error(path, "one of cron and every is required");
+    if (has_cron && has_every) Error(path, "cron and every are exclusive: give one of them");
+    // Ticks carry only the schedule and the fire time (SPEC §3), so two time leaves of one
+    // schedule could not be told apart.
+    if (first_time_trigger_path_) {
+      Error(path, "a schedule has at most one time trigger (the first is " +
+                      *first_time_trigger_path_ + ")");
+    } else {
+      first_time_trigger_path_ = path;
+    }
+  }
+
+  void ParsePartitionTrigger(const Json& value, const std::string& path, PartitionTrigger& out) {
+    if (!ExpectObject(value, path)) return;
+    for (const auto& [key, field] : Fields(value, kPartitionTriggerFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "dataset") {
+        if (auto v = ReadString(*field, p)) {
+          if (v->empty()) {
+            Error(p, "must not be empty");
+          } else if (v->size() > kMaxDatasetLength) {
+            Error(p, "must be at most " + std::to_string(kMaxDatasetLength) + " characters");
+          } else {
+            out.dataset = *v;
+          }
+        }
+      } else if (key == "count") {
+        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.count = *v;
+      } else if (key == "min_bytes") {
+        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.min_bytes = *v;
+      } else {
+        UnknownField(key, p, kPartitionTriggerFields);
+      }
+    }
+    Required(value, path, "dataset");
+  }
+
+  void ParseProgramTrigger(const Json& value, const std::string& path, ProgramTrigger& out) {
+    if (!ExpectObject(value, path)) return;
+    for (const auto& [key, field] : Fields(value, kProgramTriggerFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "name") {
+        if (auto v = ReadIdentifier(*field, p, "program name", false)) out.program = *v;
+      } else if (key == "status") {
+        ReadStatuses(*field, p, out.statuses);
+      } else if (key == "count") {
+        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.count = *v;
+      } else if (key == "on_upstream_failure") {
+        if (auto v = ReadEnum(*field, p, "on_upstream_failure", kUpstreamFailurePolicies)) {
+          out.on_upstream_failure = *v;
+        }
+      } else {
+        UnknownField(key, p, kProgramTriggerFields);
+      }
+    }
+    Required(value, path, "name");
+  }
+
+  // Problems of single statuses are reported at the array's path, as in SPEC §4's
+  // `trigger.all[1].program.status: unknown status "done"`.
+  void ReadStatuses(const Json& value, const std::string& path,
+                    std::vector<ProgramStatus>& out) {
+    if (value.is_string()) {
+      Error(path, "expected an array of statuses, e.g. [" + Quote(value.template get<std::string>()) +
+                      "], got string");
+      return;
+    }
+    if (!value.is_array()) {
+      Error(path, std::string("expected an array of statuses, got ") + value.type_name());
+      return;
+    }
+    if (value.empty()) {
+      Error(path, "must not be empty");
+      return;
+    }
+    std::vector<ProgramStatus> statuses;
+    bool ok = true;
+    for (const Json& element : value) {
+      if (!element.is_string()) {
+        Error(path, std::string("expected status names, got ") + element.type_name());
+        ok = false;
+        continue;
+      }
+      std::string name = element.template get<std::string>();
+      std::optional<ProgramStatus> status = ProgramStatusFromName(name);
+      if (!status) {
+        Error(path, "unknown status " + Quote(name));
+        ok = false;
+      } else if (std::find(statuses.begin(), statuses.end(), *status) != statuses.end()) {
+        Error(path, "duplicate status " + Quote(name));
+        ok = false;
+      } else {
+        statuses.push_back(*status);
+      }
+    }
+    if (ok) out = std::move(statuses);
+  }
+
+  void ParseConstraints(const Json& value, const std::string& path, Constraints& out) {
+    if (!ExpectObject(value, path)) return;
+    for (const auto& [key, field] : Fields(value, kConstraintFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "max_concurrent_runs") {
+        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.max_concurrent_runs = *v;
+      } else if (key == "concurrency_group") {
+        ParseConcurrencyGroup(*field, p, out.concurrency_group.emplace());
+      } else if (key == "delay") {
+        // A zero delay is harmless and lets a generated document state "no delay".
+        if (auto v = ReadDuration(*field, p, /*allow_zero=*/true)) out.delay = *v;
+      } else if (key == "time_window") {
+        ParseTimeWindow(*field, p, out.time_window.emplace());
+      } else if (key == "min_since_last_run") {
+        ParseMinSinceLastRun(*field, p, out.min_since_last_run.emplace());
+      } else if (key == "max_runs_per") {
+        ParseMaxRunsPer(*field, p, out.max_runs_per.emplace());
+      } else {
+        UnknownField(key, p, kConstraintFields);
+      }
+    }
+  }
+
+  void ParseConcurrencyGroup(const Json& value, const std::string& path, ConcurrencyGroup& out) {
+    if (!ExpectObject(value, path)) return;
+    for (const auto& [key, field] : Fields(value, kConcurrencyGroupFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "name") {
+        if (auto v = ReadIdentifier(*field, p, "group name", false)) out.name = *v;
+      } else if (key == "max") {
+        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.max = *v;
+      } else if (key == "on_unmet") {
+        if (auto v = ReadEnum(*field, p, "on_unmet", kOnUnmetPolicies)) out.on_unmet = *v;
+      } else {
+        UnknownField(key, p, kConcurrencyGroupFields);
+      }
+    }
+    Required(value, path, "name");
+  }
+
+  void ParseTimeWindow(const Json& value, const std::string& path, TimeWindow& out) {
+    if (!ExpectObject(value, path)) return;
+    std::optional<int> start;
+    std::optional<int> end;
+    for (const auto& [key, field] : Fields(value, kTimeWindowFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "start") {
+        start = ReadTimeOfDay(*field, p);
+        if (start) out.start_minute = *start;
+      } else if (key == "end") {
+        end = ReadTimeOfDay(*field, p);
+        if (end) out.end_minute = *end;
+      } else if (key == "timezone") {
+        if (auto v = ReadTimeZone(*field, p)) out.timezone = *v;
+      } else if (key == "on_unmet") {
+        if (auto v = ReadEnum(*field, p, "on_unmet", kOnUnmetPolicies)) out.on_unmet = *v;
+      } else {
+        UnknownField(key, p, kTimeWindowFields);
+      }
+    }
+    Required(value, path, "start");
+    Required(value, path, "end");
+    // Equal ends could mean "never" or "always"; neither is worth a constraint, so ask.
+    if (start && end && *start == *end) {
+      Error(path, "start and end are both \"" + FormatTimeOfDay(*start) +
+                      "\": the window would be empty");
+    }
+  }
+
+  void ParseMinSinceLastRun(const Json& value, const std::string& path, MinSinceLastRun& out) {
+    if (!ExpectObject(value, path)) return;
+    for (const auto& [key, field] : Fields(value, kMinSinceLastRunFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "duration") {
+        if (auto v = ReadDuration(*field, p, /*allow_zero=*/false)) out.duration = *v;
+      } else if (key == "on_unmet") {
+        if (auto v = ReadEnum(*field, p, "on_unmet", kOnUnmetPolicies)) out.on_unmet = *v;
+      } else {
+        UnknownField(key, p, kMinSinceLastRunFields);
+      }
+    }
+    Required(value, path, "duration");
+  }
+
+  void ParseMaxRunsPer(const Json& value, const std::string& path, MaxRunsPer& out) {
+    if (!ExpectObject(value, path)) return;
+    for (const auto& [key, field] : Fields(value, kMaxRunsPerFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "count") {
+        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.count = *v;
+      } else if (key == "period") {
+        if (auto v = ReadDuration(*field, p, /*allow_zero=*/false)) out.period = *v;
+      } else if (key == "on_unmet") {
+        if (auto v = ReadEnum(*field, p, "on_unmet", kOnUnmetPolicies)) out.on_unmet = *v;
+      } else {
+        UnknownField(key, p, kMaxRunsPerFields);
+      }
+    }
+    Required(value, path, "count");
+    Required(value, path, "period");
+  }
+
+  void ParseTimeout(const Json& value, const std::string& path, Timeout& out) {
+    if (!ExpectObject(value, path)) return;
+    for (const auto& [key, field] : Fields(value, kTimeoutFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "after") {
+        if (auto v = ReadDuration(*field, p, /*allow_zero=*/false)) out.after = *v;
+      } else if (key == "action") {
+        if (auto v = ReadEnum(*field, p, "action", kTimeoutActions)) out.action = *v;
+      } else {
+        UnknownField(key, p, kTimeoutFields);
+      }
+    }
+    Required(value, path, "after");
+  }
+
+  void ParseRetry(const Json& value, const std::string& path, RetryPolicy& out) {
+    if (!ExpectObject(value, path)) return;
+    std::optional<Millis> backoff;
+    std::optional<Millis> max_backoff;
+    for (const auto& [key, field] : Fields(value, kRetryFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "max_attempts") {
+        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.max_attempts = *v;
+      } else if (key == "backoff") {
+        backoff = ReadDuration(*field, p, /*allow_zero=*/false);
+        if (backoff) out.backoff = *backoff;
+      } else if (key == "max_backoff") {
+        max_backoff = ReadDuration(*field, p, /*allow_zero=*/false);
+        if (max_backoff) out.max_backoff = *max_backoff;
+      } else {
+        UnknownField(key, p, kRetryFields);
+      }
+    }
+    if (backoff && max_backoff && *max_backoff < *backoff) {
+      Error(FieldPath(path, "max_backoff"), "must be at least backoff (" +
+                                                FormatDuration(*backoff) + "), got " +
+                                                FormatDuration(*max_backoff));
+    }
+    // A backoff above the default cap raises the cap rather than failing a document that
+    // never mentioned max_backoff.
+    if (backoff && !value.contains("max_backoff") && out.max_backoff < *backoff) {
+      out.max_backoff = *backoff;
+    }
+  }
+
+  std::vector<ScheduleError>& errors_;
+  std::optional<std::string> first_time_trigger_path_;
+};
+
+// nlohmann keeps the last of repeated keys without a word; a document with "enabled" twice is
+// ambiguous, so repeats are errors. The parser callback sees keys but not paths, so the path is
+// rebuilt from a stack of the containers being read.
+class DuplicateKeyFinder {
+ public:
+  struct Found {
+    size_t document;  // index in a top-level array, else 0
+    ScheduleError error;
+  };
+
+  bool Handle(nlohmann::json::parse_event_t event, const OrderedJson& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+        EnterElement();
+        stack_.push_back(Container{.is_array = false});
+        break;
+      case Event::array_start:
+        EnterElement();
+        stack_.push_back(Container{.is_array = true});
+        break;
+      case Event::object_end:
+      case Event::array_end:
+        if (!stack_.empty()) stack_.pop_back();
+        break;
+      case Event::key: {
+        Container& top = stack_.back();
+        top.key = parsed.get<std::string>();
+        if (!top.keys.insert(top.key).second) {
+          size_t document = stack_.front().is_array ? stack_.front().current_index : 0;
+          found_.push_back(Found{document, ScheduleError{Path(), "duplicate field"}});
+        }
+        break;
+      }
+      case Event::value:
+        EnterElement();
+        break;
+    }
+    return true;
+  }
+
+  const std::vector<Found>& found() const { return found_; }
+
+ private:
+  struct Container {
+    bool is_array = false;
+    size_t next_index = 0;
+    size_t current_index = 0;
+    std::string key;
+    std::set<std::string> keys;
+  };
+
+  void EnterElement() {
+    if (!stack_.empty() && stack_.back().is_array) {
+      stack_.back().current_index = stack_.back().next_index++;
+    }
+  }
+
+  std::string Path() const {
+    std::string path;
+    for (const Container& c : stack_) {
+      path = c.is_array ? ElementPath(path, c.current_index) : FieldPath(path, c.key);
+    }
+    return path;
+  }
+
+  std::vector<Container> stack_;
+  std::vector<Found> found_;
+};
+
+// "invalid JSON at line 3, column 5 (byte 42): syntax error while parsing object - ...".
+std::string SyntaxErrorReason(const nlohmann::json::parse_error& e) {
+  std::string what = e.what();
+  const std::string marker = "parse error at ";
+  size_t at = what.find(marker);
+  if (at != std::string::npos) {
+    size_t colon = what.find(": ", at);
+    if (colon != std::string::npos) {
+      std::string position = what.substr(at + marker.size(), colon - at - marker.size());
+      return "invalid JSON at " + position + " (byte " + std::to_string(e.byte) +
+             "): " + what.substr(colon + 2);
+    }
+  }
+  return "invalid JSON at byte " + std::to_string(e.byte) + ": " + what;
+}
+
+std::string PrefixPath(const std::string& prefix, const std::string& path) {
+  if (prefix.empty()) return path;
+  return path.empty() ? prefix : prefix + "." + path;
+}
+
+}  // namespace
+
+ParsedSchedule ParseSchedule(const nlohmann::json& document) {
+  ParsedSchedule parsed;
+  parsed.schedule = DocumentParser<nlohmann::json>(parsed.errors).Parse(document);
+  return parsed;
+}
+
+std::vector<ParsedSchedule> ParseScheduleFile(std::string_view text) {
+  DuplicateKeyFinder duplicates;
+  OrderedJson root;
+  try {
+    root = OrderedJson::parse(
+        text.begin(), text.end(),
+        [&duplicates](int, nlohmann::json::parse_event_t event, OrderedJson& parsed) {
+          return duplicates.Handle(event, parsed);
+        });
+  } catch (const nlohmann::json::parse_error& e) {
+    ParsedSchedule failed;
+    failed.errors.push_back(ScheduleError{"", SyntaxErrorReason(e)});
+    return {std::move(failed)};
+  }
+
+  std::vector<const OrderedJson*> documents;
+  std::vector<std::string> prefixes;
+  if (root.is_array()) {
+    for (size_t i = 0; i < root.size(); ++i) {
+      documents.push_back(&root[i]);
+      prefixes.push_back(ElementPath("", i));
+    }
+  } else if (root.is_object()) {
+    documents.push_back(&root);
+    prefixes.emplace_back();
+  } else {
+    ParsedSchedule failed;
+    failed.errors.push_back(ScheduleError{
+        "", std::string("expected a schedule object or an array of them, got ") +
+                root.type_name()});
+    return {std::move(failed)};
+  }
+
+  std::vector<ParsedSchedule> out(documents.size());
+  for (const DuplicateKeyFinder::Found& found : duplicates.found()) {
+    out[found.document].errors.push_back(found.error);
+  }
+  std::map<std::string, size_t> first_index_of;
+  for (size_t i = 0; i < documents.size(); ++i) {
+    std::vector<ScheduleError> errors;
+    out[i].schedule = DocumentParser<OrderedJson>(errors).Parse(*documents[i]);
+    for (ScheduleError& e : errors) {
+      e.path = PrefixPath(prefixes[i], e.path);
+      out[i].errors.push_back(std::move(e));
+    }
+    // Applying both would silently keep the later one; the name is only set when valid.
+    if (out[i].schedule.name.empty()) continue;
+    auto [it, inserted] = first_index_of.emplace(out[i].schedule.id().value(), i);
+    if (!inserted) {
+      out[i].errors.push_back(ScheduleError{
+          PrefixPath(prefixes[i], "name"),
+          "schedule " + Quote(out[i].schedule.id().value()) + " also appears at " +
+              prefixes[it->second]});
+    }
+  }
+  return out;
+}
+
+namespace {
+
+nlohmann::json TriggerToJson(const Trigger& t) {
+  nlohmann::json j;
+  switch (t.kind) {
+    case TriggerKind::kTime: {
+      nlohmann::json time;
+      if (t.time.cron) time["cron"] = *t.time.cron;
+      if (t.time.every) time["every"] = FormatDuration(*t.time.every);
+      time["timezone"] = t.time.timezone;
+      time["catchup"] = NameOf(kCatchupPolicies, t.time.catchup);
+      time["catchup_window"] = FormatDuration(t.time.catchup_window);
+      j["time"] = std::move(time);
+      break;
+    }
+    case TriggerKind::kPartition: {
+      // count and min_bytes stay absent when unset: "only min_bytes" differs from "count 1".
+      nlohmann::json partition;
+      partition["dataset"] = t.partition.dataset;
+      if (t.partition.count) partition["count"] = *t.partition.count;
+      if (t.partition.min_bytes) partition["min_bytes"] = *t.partition.min_bytes;
+      j["partition"] = std::move(partition);
+      break;
+    }
+    case TriggerKind::kProgram: {
+      nlohmann::json program;
+      program["name"] = t.program.program;
+      nlohmann::json statuses = nlohmann::json::array();
+      for (ProgramStatus s : t.program.statuses) statuses.push_back(ProgramStatusName(s));
+      program["status"] = std::move(statuses);
+      program["count"] = t.program.count;
+      program["on_upstream_failure"] =
+          NameOf(kUpstreamFailurePolicies, t.program.on_upstream_failure);
+      j["program"] = std::move(program);
+      break;
+    }
+    case TriggerKind::kAll:
+    case TriggerKind::kAny: {
+      nlohmann::json children = nlohmann::json::array();
+      for (const Trigger& c : t.children) children.push_back(TriggerToJson(c));
+      j[TriggerKindName(t.kind)] = std::move(children);
+      break;
+    }
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json ScheduleToJson(const Schedule& s) {
+  nlohmann::json j;
+  j["namespace"] = s.namespace_name;
+  j["name"] = s.name;
+  j["program"] = {{"name", s.program.name}, {"args", s.program.args}, {"target", s.program.target}};
+  j["trigger"] = TriggerToJson(s.trigger);
+
+  nlohmann::json constraints = nlohmann::json::object();
+  const Constraints& c = s.constraints;
+  if (c.max_concurrent_runs) constraints["max_concurrent_runs"] = *c.max_concurrent_runs;
+  if (c.concurrency_group) {
+    constraints["concurrency_group"] = {
+        {"name", c.concurrency_group->name},
+        {"max", c.concurrency_group->max},
+        {"on_unmet", NameOf(kOnUnmetPolicies, c.concurrency_group->on_unmet)}};
+  }
+  if (c.delay) constraints["delay"] = FormatDuration(*c.delay);
+  if (c.time_window) {
+    constraints["time_window"] = {
+        {"start", FormatTimeOfDay(c.time_window->start_minute)},
+        {"end", FormatTimeOfDay(c.time_window->end_minute)},
+        {"timezone", c.time_window->timezone},
+        {"on_unmet", NameOf(kOnUnmetPolicies, c.time_window->on_unmet)}};
+  }
+  if (c.min_since_last_run) {
+    constraints["min_since_last_run"] = {
+        {"duration", FormatDuration(c.min_since_last_run->duration)},
+        {"on_unmet", NameOf(kOnUnmetPolicies, c.min_since_last_run->on_unmet)}};
+  }
+  if (c.max_runs_per) {
+    constraints["max_runs_per"] = {
+        {"count", c.max_runs_per->count},
+        {"period", FormatDuration(c.max_runs_per->period)},
+        {"on_unmet", NameOf(kOnUnmetPolicies, c.max_runs_per->on_unmet)}};
+  }
+  j["constraints"] = std::move(constraints);
+
+  if (s.timeout) {
+    j["timeout"] = {{"after", FormatDuration(s.timeout->after)},
+                    {"action", NameOf(kTimeoutActions, s.timeout->action)}};
+  }
+  j["priority"] = s.priority;
+  j["retry"] = {{"max_attempts", s.retry.max_attempts},
+                {"backoff", FormatDuration(s.retry.backoff)},
+                {"max_backoff", FormatDuration(s.retry.max_backoff)}};
+  j["heartbeat_timeout"] = FormatDuration(s.heartbeat_timeout);
+  j["enabled"] = s.enabled;
+  return j;
+}
+
+}  // namespace trigd
