@@ -1,0 +1,365 @@
+#include "core/constraint_checker.h"
+
+// date's tz.h trips the same g++ 12 false positive inside <chrono> at -O2 as date::parse.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <date/date.h>
+#include <date/tz.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+
+namespace trigd {
+
+const char* ConstraintResultName(ConstraintResult r) {
+  switch (r) {
+    case ConstraintResult::kSatisfied: return "satisfied";
+    case ConstraintResult::kWait: return "wait";
+    case ConstraintResult::kSkip: return "skip";
+  }
+  return "unknown";
+}
+
+const char* DecisionName(Decision d) {
+  switch (d) {
+    case Decision::kLaunch: return "launch";
+    case Decision::kWait: return "wait";
+    case Decision::kDiscard: return "discard";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using LocalTime = date::local_time<Millis>;
+
+constexpr Millis kMinute = std::chrono::minutes(1);
+constexpr Millis kDay = std::chrono::hours(24);
+
+// The parser accepts only zones IsKnownTimeZone knows, so locate_zone cannot throw for a
+// parsed schedule; a schedule built by hand with a bad zone is a bug and throws.
+const date::time_zone* Zone(const TimeWindow& window) {
+  return date::locate_zone(window.timezone);
+}
+
+// Milliseconds since local midnight.
+Millis LocalTimeOfDay(LocalTime local) {
+  return local - date::floor<date::days>(local);
+}
+
+bool TimeOfDayInside(const TimeWindow& window, Millis time_of_day) {
+  Millis start = window.start_minute * kMinute;
+  Millis end = window.end_minute * kMinute;
+  // A window from a time to the same time would be empty and never open; nobody writes that
+  // to mean "never", so it is read as the whole day.
+  if (start == end) return true;
+  if (start < end) return time_of_day >= start && time_of_day < end;
+  return time_of_day >= start || time_of_day < end;  // crosses midnight
+}
+
+std::string FormatMinuteOfDay(int minute) {
+  auto two_digits = [](int n) { return std::string{char('0' + n / 10), char('0' + n % 10)}; };
+  return two_digits(minute / 60 % 24) + ":" + two_digits(minute % 60);
+}
+
+std::string DescribeWindow(const TimeWindow& window) {
+  return FormatMinuteOfDay(window.start_minute) + "-" + FormatMinuteOfDay(window.end_minute) +
+         " " + window.timezone;
+}
+
+std::string FormatLocalClock(const date::time_zone* zone, TimePoint t) {
+  return date::format("%H:%M", date::floor<std::chrono::minutes>(zone->to_local(t)));
+}
+
+// Instants at or after `from` and before `to` where the window may begin to hold: every instant
+// whose local time is the window's start (none on a spring-forward day when the start is
+// skipped, two on a fall-back day when it repeats) and every change of the zone's offset (the
+// clock can jump over the start, forward into the window, or back into it).
+std::vector<TimePoint> WindowEntryCandidates(const TimeWindow& window,
+                                             const date::time_zone* zone, TimePoint from,
+                                             TimePoint to) {
+  std::vector<TimePoint> candidates;
+  // Start one local day early: a clock going back across midnight repeats part of the previous
+  // local date after `from`.
+  date::local_days day = date::floor<date::days>(zone->to_local(from)) - date::days(1);
+  date::local_days last_day = date::floor<date::days>(zone->to_local(to)) + date::days(1);
+  for (; day <= last_day; day += date::days(1)) {
+    date::local_seconds start = day + std::chrono::minutes(window.start_minute);
+    date::local_info info = zone->get_info(start);
+    switch (info.result) {
+      case date::local_info::unique:
+        candidates.push_back(TimePoint(start.time_since_epoch() - info.first.offset));
+        break;
+      case date::local_info::ambiguous:
+        candidates.push_back(TimePoint(start.time_since_epoch() - info.first.offset));
+        candidates.push_back(TimePoint(start.time_since_epoch() - info.second.offset));
+        break;
+      case date::local_info::nonexistent:
+        // The transition instant that skips the start is among the offset changes below.
+        break;
+    }
+  }
+  auto seconds_from = date::floor<std::chrono::seconds>(from);
+  date::sys_info info = zone->get_info(seconds_from);
+  while (info.end < to) {
+    candidates.push_back(TimePoint(info.end));
+    info = zone->get_info(info.end);
+  }
+  return candidates;
+}
+
+ConstraintCheck CheckDelay(Millis delay, const JobFacts& job, TimePoint now) {
+  // The delay counts from the trigger's completion; when the caller has not recorded that
+  // instant, the job's opening is the best bound it has.
+  TimePoint ready = job.ready_at.value_or(job.opened_at);
+  TimePoint until = ready + delay;
+  ConstraintCheck check{"delay", ConstraintResult::kSatisfied, "", std::nullopt};
+  if (now >= until) {
+    check.reason = FormatDuration(delay) + " passed since ready at " + FormatTime(ready);
+  } else {
+    check.result = ConstraintResult::kWait;
+    check.reason = "ready at " + FormatTime(ready) + "; " + FormatDuration(delay) +
+                   " delay until " + FormatTime(until);
+    check.next_check_at = until;
+  }
+  return check;
+}
+
+ConstraintCheck CheckWindow(const TimeWindow& window, TimePoint now) {
+  const date::time_zone* zone = Zone(window);
+  ConstraintCheck check{"time_window", ConstraintResult::kSatisfied, "", std::nullopt};
+  std::string local_now = " (local " + FormatLocalClock(zone, now) + ")";
+  if (InsideWindow(window, now)) {
+    check.reason = "inside window " + DescribeWindow(window) + local_now;
+    return check;
+  }
+  TimePoint opens = NextWindowOpening(window, now);
+  check.result =
+      window.on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
+  check.reason = "outside window " + DescribeWindow(window) + local_now + "; opens " +
+                 FormatTime(opens) + " (local " + FormatLocalClock(zone, opens) + ")";
+  check.next_check_at = opens;
+  return check;
+}
+
+ConstraintCheck CheckMinSinceLastRun(const MinSinceLastRun& rule, const RunFacts& runs,
+                                     TimePoint now) {
+  ConstraintCheck check{"min_since_last_run", ConstraintResult::kSatisfied, "", std::nullopt};
+  if (!runs.last_launch) {
+    check.reason = "no previous run";
+    return check;
+  }
+  TimePoint until = *runs.last_launch + rule.duration;
+  std::string last = "last run " + FormatTime(*runs.last_launch) + "; ";
+  if (now >= until) {
+    check.reason = last + FormatDuration(rule.duration) + " passed";
+    return check;
+  }
+  check.result =
+      rule.on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
+  check.reason =
+      last + FormatDuration(rule.duration) + " must pass (until " + FormatTime(until) + ")";
+  check.next_check_at = until;
+  return check;
+}
+
+ConstraintCheck CheckMaxRunsPer(const MaxRunsPer& rule, const RunFacts& runs, TimePoint now) {
+  ConstraintCheck check{"max_runs_per", ConstraintResult::kSatisfied, "", std::nullopt};
+  // A launch exactly one period ago has aged out, so the slot it held frees at launch+period,
+  // the same instant reported as next_check_at.
+  std::vector<TimePoint> counted;
+  for (TimePoint t : runs.launches_in_period) {
+    if (t > now - rule.period) counted.push_back(t);
+  }
+  int64_t used = static_cast<int64_t>(counted.size());
+  std::string usage = std::to_string(used) + " of " + std::to_string(rule.count) + " runs in " +
+                      FormatDuration(rule.period);
+  if (used < rule.count) {
+    check.reason = usage;
+    return check;
+  }
+  check.result =
+      rule.on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
+  // A slot is free once used drops to count-1, i.e. when the (used-count+1)-th oldest launch
+  // ages out; that is the oldest one unless the count was lowered below what already ran.
+  std::sort(counted.begin(), counted.end());
+  size_t index = static_cast<size_t>(used - rule.count);
+  if (index < counted.size()) {
+    check.next_check_at = counted[index] + rule.period;
+    check.reason = usage + "; next slot " + FormatTime(*check.next_check_at);
+  } else {
+    check.reason = usage + "; no slot can free";
+  }
+  return check;
+}
+
+ConstraintCheck CheckActiveRuns(std::string constraint, int64_t active, int64_t max,
+                                OnUnmet on_unmet, const std::string& scope) {
+  ConstraintCheck check{std::move(constraint), ConstraintResult::kSatisfied, "", std::nullopt};
+  check.reason = std::to_string(active) + " of " + std::to_string(max) + " runs active" + scope;
+  // Only a run ending frees a slot, so there is no time to check again: the caller wakes the
+  // job when a run ends.
+  if (active >= max) {
+    check.result =
+        on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
+  }
+  return check;
+}
+
+std::vector<ConstraintCheck> CheckConstraints(const Constraints& constraints,
+                                              const JobFacts& job, const RunFacts& runs,
+                                              TimePoint now) {
+  std::vector<ConstraintCheck> checks;
+  if (constraints.max_concurrent_runs) {
+    checks.push_back(CheckActiveRuns("max_concurrent_runs", runs.active_runs,
+                                     *constraints.max_concurrent_runs, OnUnmet::kWait, ""));
+  }
+  if (constraints.concurrency_group) {
+    const ConcurrencyGroup& group = *constraints.concurrency_group;
+    checks.push_back(CheckActiveRuns("concurrency_group", runs.group_active_runs, group.max,
+                                     group.on_unmet, " in group " + group.name));
+  }
+  if (constraints.delay) checks.push_back(CheckDelay(*constraints.delay, job, now));
+  if (constraints.time_window) checks.push_back(CheckWindow(*constraints.time_window, now));
+  if (constraints.min_since_last_run) {
+    checks.push_back(CheckMinSinceLastRun(*constraints.min_since_last_run, runs, now));
+  }
+  if (constraints.max_runs_per) {
+    checks.push_back(CheckMaxRunsPer(*constraints.max_runs_per, runs, now));
+  }
+  return checks;
+}
+
+std::optional<TimePoint> Earliest(std::optional<TimePoint> a, std::optional<TimePoint> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(*a, *b);
+}
+
+}  // namespace
+
+bool InsideWindow(const TimeWindow& window, TimePoint now) {
+  return TimeOfDayInside(window, LocalTimeOfDay(Zone(window)->to_local(now)));
+}
+
+TimePoint NextWindowOpening(const TimeWindow& window, TimePoint now) {
+  if (InsideWindow(window, now)) return now;
+  const date::time_zone* zone = Zone(window);
+  // The window holds for at least a minute of every local day except when a clock change
+  // swallows it, so a few days always contain an opening; the cap only guards a broken zone.
+  constexpr int kHorizonDays = 8;
+  constexpr int kMaxHorizons = 50;
+  TimePoint from = now;
+  for (int horizon = 0; horizon < kMaxHorizons; ++horizon) {
+    TimePoint to = from + kHorizonDays * kDay;
+    std::optional<TimePoint> best;
+    for (TimePoint candidate : WindowEntryCandidates(window, zone, from, to)) {
+      if (candidate < now || !InsideWindow(window, candidate)) continue;
+      best = Earliest(best, candidate);
+    }
+    if (best) return *best;
+    from = to;
+  }
+  std::cerr << "trigd: window " << DescribeWindow(window) << " never opens after "
+            << FormatTime(now) << "\n";
+  std::abort();
+}
+
+CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigger_complete,
+                      const RunFacts& runs, TimePoint now) {
+  CheckOutcome outcome;
+
+  std::optional<TimePoint> deadline;
+  bool timed_out = false;
+  if (schedule.timeout) {
+    const Timeout& timeout = *schedule.timeout;
+    deadline = job.opened_at + timeout.after;
+    // The deadline itself counts as expired: the caller wakes the job exactly at the deadline
+    // (it is part of next_check_at), and that wake must act.
+    timed_out = now >= *deadline;
+    ConstraintCheck check{"timeout", ConstraintResult::kSatisfied, "", std::nullopt};
+    if (!timed_out) {
+      check.reason = "expires at " + FormatTime(*deadline);
+    } else if (timeout.action == TimeoutAction::kDiscard) {
+      check.result = ConstraintResult::kSkip;
+      check.reason = "expired at " + FormatTime(*deadline) + " (" + FormatDuration(timeout.after) +
+                     " after opening); action discard";
+    } else {
+      check.reason = "expired at " + FormatTime(*deadline) + " (" + FormatDuration(timeout.after) +
+                     " after opening); action run launches regardless of trigger and constraints";
+    }
+    outcome.checks.push_back(std::move(check));
+  }
+
+  if (!trigger_complete) {
+    // An event, not a clock, completes the trigger; the only time to look again is the
+    // deadline.
+    outcome.checks.push_back({"trigger", ConstraintResult::kWait, "trigger incomplete", deadline});
+  } else {
+    // Constraints are evaluated even past the deadline so `jobs why` shows what a forced
+    // launch ignored or what kept a discarded job waiting.
+    for (ConstraintCheck& check : CheckConstraints(schedule.constraints, job, runs, now)) {
+      outcome.checks.push_back(std::move(check));
+    }
+  }
+
+  if (timed_out) {
+    const Timeout& timeout = *schedule.timeout;
+    std::string expired = "timed out at " + FormatTime(*deadline) + " (" +
+                          FormatDuration(timeout.after) + " after opening)";
+    if (timeout.action == TimeoutAction::kDiscard) {
+      outcome.decision = Decision::kDiscard;
+      outcome.reason = expired + "; action discard";
+    } else {
+      outcome.decision = Decision::kLaunch;
+      outcome.forced = true;
+      outcome.reason = expired + "; action run launches regardless of trigger and constraints";
+    }
+    return outcome;
+  }
+
+  if (!trigger_complete) {
+    outcome.decision = Decision::kWait;
+    outcome.next_check_at = deadline;
+    outcome.reason = "trigger incomplete";
+    if (deadline) outcome.reason += "; times out at " + FormatTime(*deadline);
+    return outcome;
+  }
+
+  for (const ConstraintCheck& check : outcome.checks) {
+    if (check.result == ConstraintResult::kSkip) {
+      outcome.decision = Decision::kDiscard;
+      outcome.reason = check.constraint + " unmet with on_unmet skip: " + check.reason;
+      return outcome;
+    }
+  }
+
+  std::vector<std::string> waiting;
+  std::optional<TimePoint> next = deadline;
+  for (const ConstraintCheck& check : outcome.checks) {
+    if (check.result != ConstraintResult::kWait) continue;
+    waiting.push_back(check.constraint + " (" + check.reason + ")");
+    next = Earliest(next, check.next_check_at);
+  }
+  if (waiting.empty()) {
+    outcome.decision = Decision::kLaunch;
+    size_t held = outcome.checks.size() - (schedule.timeout ? 1 : 0);
+    outcome.reason = held == 0 ? "trigger complete; no constraints"
+                               : "trigger complete; all " + std::to_string(held) +
+                                     (held == 1 ? " constraint holds" : " constraints hold");
+    return outcome;
+  }
+  outcome.decision = Decision::kWait;
+  outcome.next_check_at = next;
+  outcome.reason = "waiting for ";
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    if (i > 0) outcome.reason += "; ";
+    outcome.reason += waiting[i];
+  }
+  outcome.reason +=
+      next ? "; next check " + FormatTime(*next) : std::string("; next check when a run ends");
+  return outcome;
+}
+
+}  // namespace trigd
