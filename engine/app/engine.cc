@@ -1,14 +1,19 @@
 #include "app/engine.h"
 
-#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <iostream>
 #include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "core/envelope.h"
+#include "core/schedule_index.h"
 #include "log/kafka.h"
+#include "log/topics.h"
 #include "metrics/metrics.h"
 #include "store/migrator.h"
 #include "store/pg_store.h"
@@ -17,185 +22,331 @@ namespace trigd {
 
 namespace {
 
-using Json = nlohmann::json;
-using Index = std::unordered_map<std::string, std::vector<ScheduleRow>>;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
 
-// The skeleton's envelope check: what it cannot read goes to the dead-letter topic with the
-// reason, never stops the loop.
-std::optional<std::string> CheckEnvelope(const Json& e) {
-  if (!e.is_object()) return "not_object: event is not a JSON object";
-  for (const char* f : {"id", "type"}) {
-    if (!e.contains(f) || !e[f].is_string()) return std::string("missing_field: ") + f;
+// Lets one loop wake another early (a committed batch with ready jobs wakes the checker; a
+// committed launch wakes the relay) instead of waiting for its next poll.
+class Waker {
+ public:
+  void Wake() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      woken_ = true;
+    }
+    cv_.notify_one();
   }
-  if (!e.contains("payload") || !e["payload"].is_object()) return "missing_field: payload";
-  const std::string type = e["type"];
-  const Json& p = e["payload"];
-  if (type == "partition") {
-    if (!p.contains("dataset") || !p["dataset"].is_string()) return "missing_field: payload.dataset";
-  } else if (type == "program") {
-    for (const char* f : {"program", "status"})
-      if (!p.contains(f) || !p[f].is_string()) return std::string("missing_field: payload.") + f;
-  } else if (type != "tick") {
-    return "unknown_type: " + type;
+  void Wait(std::chrono::milliseconds at_most) {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait_for(l, at_most, [&] { return woken_; });
+    woken_ = false;
   }
-  return std::nullopt;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool woken_ = false;
+};
+
+void Log(const std::string& what) { std::cerr << "trigd: " << what << std::endl; }
+
+// A store connection that reconnects after PostgreSQL went away (restart, failover).
+class StoreHandle {
+ public:
+  StoreHandle(const Config& config, const char* name) : config_(config), name_(name) {}
+  PgStore* Get() {
+    if (store_) return store_.get();
+    auto s = PgStore::Connect(config_.pg, config_.topic_prefix);
+    if (!s.ok()) {
+      Log(std::string(name_) + ": " + s.status().message());
+      return nullptr;
+    }
+    store_ = std::move(*s);
+    return store_.get();
+  }
+  // Called with a failed status: drops the connection when it is gone.
+  void Failed(const Status& s) {
+    Log(std::string(name_) + ": " + s.ToString());
+    if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kInternal) store_.reset();
+  }
+
+ private:
+  const Config& config_;
+  const char* name_;
+  std::unique_ptr<PgStore> store_;
+};
+
+struct Shared {
+  const Config& config;
+  const std::atomic<bool>& stop;
+  Metrics& metrics;
+  Waker checker_wake;
+  Waker relay_wake;
+};
+
+// The consumer loop: event topics -> jobs, in one transaction per batch with the offsets.
+void IngestLoop(Shared& sh) {
+  StoreHandle store(sh.config, "ingest");
+  ScheduleIndex index;
+  int64_t index_seq = 0;
+  bool index_loaded = false;
+  std::unique_ptr<Consumer> consumer;
+  const std::string data = sh.config.topic_prefix + "events.data";
+  const std::string program = sh.config.topic_prefix + "events.program";
+  const std::string time = sh.config.topic_prefix + "events.time";
+  auto last_refresh = Clock::time_point{};
+  auto last_lag = Clock::time_point{};
+  // Handles looked up once (prometheus-cpp: keep the Counter&).
+  std::map<std::pair<std::string, std::string>, prometheus::Counter*> event_counters;
+  auto count_event = [&](const std::string& type, const std::string& outcome) {
+    auto& c = event_counters[{type, outcome}];
+    if (!c) c = &sh.metrics.Event(type, outcome);
+    c->Increment();
+  };
+  while (!sh.stop.load()) {
+    PgStore* pg = store.Get();
+    if (!pg) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    // The reverse index follows the schedule change log (apply, update, delete, suspend).
+    if (!index_loaded || Clock::now() - last_refresh > std::chrono::milliseconds(200)) {
+      auto changes = pg->LoadScheduleChanges(index_loaded ? index_seq : 0);
+      if (!changes.ok()) {
+        store.Failed(changes.status());
+        continue;
+      }
+      for (const ScheduleKeys& k : changes->schedules) {
+        if (k.active) index.Put(k.id, k.event_keys);
+        else index.Remove(k.id);
+      }
+      if (!index_loaded) Log("reverse index loaded: " + std::to_string(index.schedule_count()) + " schedules");
+      index_seq = changes->last_seq;
+      index_loaded = true;
+      last_refresh = Clock::now();
+    }
+    if (!consumer) {
+      auto c = Consumer::Create(sh.config.kafka, sh.config.group, {data, program, time},
+                                [&](const std::vector<std::pair<std::string, int>>& parts) {
+                                  // Positions come from PostgreSQL, where they are committed with the jobs.
+                                  for (int attempt = 0; attempt < 30 && !sh.stop.load(); ++attempt) {
+                                    if (PgStore* p = store.Get()) {
+                                      auto r = p->LoadOffsets(sh.config.group, parts);
+                                      if (r.ok()) return *r;
+                                      store.Failed(r.status());
+                                    }
+                                    std::this_thread::sleep_for(std::chrono::seconds(1));
+                                  }
+                                  std::abort();  // cannot position safely: let the supervisor restart us
+                                });
+      if (!c.ok()) {
+        Log("consumer: " + c.status().ToString());
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        continue;
+      }
+      consumer = std::move(*c);
+    }
+    std::vector<Message> batch = consumer->Poll(5000, 100, 2);
+    if (Clock::now() - last_lag > std::chrono::seconds(2)) {
+      for (const PartitionLag& l : consumer->Lag()) sh.metrics.ConsumerLag(l.topic, l.partition).Set(static_cast<double>(l.lag));
+      last_lag = Clock::now();
+    }
+    if (batch.empty()) continue;
+    IngestBatch in;
+    in.group = sh.config.group;
+    std::map<std::pair<std::string, int>, ConsumedPosition> positions;
+    std::vector<std::string> dead_reasons;
+    for (const Message& m : batch) {
+      auto& pos = positions[{m.topic, m.partition}];
+      if (pos.topic.empty()) pos = {m.topic, m.partition, m.offset, m.offset + 1};
+      pos.next_offset = m.offset + 1;
+      Result<Event> e = ParseEnvelope(m.value);
+      if (!e.ok()) {
+        std::string reason = DeadLetterReason(e.status());
+        dead_reasons.push_back(reason);
+        in.dead.push_back({m.key, json{{"reason", e.status().message()}, {"topic", m.topic},
+                                       {"partition", m.partition}, {"offset", m.offset},
+                                       {"original", m.value}}
+                                      .dump(-1, ' ', false, json::error_handler_t::replace)});
+        continue;
+      }
+      std::span<const int64_t> ids = index.Lookup(e->EventKey());
+      in.schedule_ids.emplace_back(ids.begin(), ids.end());
+      in.events.push_back(std::move(*e));
+    }
+    for (auto& [k, v] : positions) in.positions.push_back(v);
+    Result<IngestResult> r = Aborted("not run");
+    for (int attempt = 0; attempt < 20 && !sh.stop.load(); ++attempt) {
+      r = pg->ApplyBatch(in);
+      if (r.ok() || r.status().code() != StatusCode::kAborted) break;
+      // A race with another instance (same schedule's open job, deadlock): rerun as is.
+      sh.metrics.TransactionRetries().Increment();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 * (attempt + 1)));
+    }
+    if (!r.ok()) {
+      store.Failed(r.status());
+      consumer->Rewind();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    if (r->fenced) {
+      Log("batch refused: another consumer moved a position first; re-reading from PostgreSQL");
+      consumer->Rewind();
+      continue;
+    }
+    consumer->CommitKafka(batch);
+    for (const std::string& reason : dead_reasons) sh.metrics.DeadLetter(reason).Increment();
+    for (size_t i = 0; i < in.events.size(); ++i) count_event(EventTypeName(in.events[i].type), r->outcome[i]);
+    sh.metrics.JobTransition("opened").Increment(r->jobs_opened);
+    sh.metrics.JobTransition("ready").Increment(r->jobs_ready);
+    sh.metrics.JobTransition("discarded").Increment(r->jobs_discarded);
+    for (const auto& [outcome, n] : r->run_outcomes) sh.metrics.RunOutcome(outcome).Increment(n);
+    if (r->jobs_ready > 0 || !r->run_outcomes.empty()) sh.checker_wake.Wake();
+    if (!in.dead.empty() || r->published > 0) sh.relay_wake.Wake();
+  }
 }
 
-// Skeleton matching: a single-leaf partition trigger fires on its first partition event; a
-// single-leaf program trigger fires on an event with one of its statuses.
-bool Fires(const Json& trigger, const std::string& type, const Json& payload) {
-  if (type == "partition" && trigger.contains("partition")) return true;
-  if (type == "program" && trigger.contains("program")) {
-    Json statuses = trigger["program"].value("status", Json::array({"succeeded"}));
-    for (const auto& s : statuses)
-      if (s == payload["status"]) return true;
+// The control loop: constraint checks, lost runs and retries, time ticks, gauges.
+void CheckerLoop(Shared& sh) {
+  StoreHandle store(sh.config, "checker");
+  auto last_sweep = Clock::time_point{}, last_gauge = Clock::time_point{}, last_prune = Clock::now();
+  while (!sh.stop.load()) {
+    PgStore* pg = store.Get();
+    if (!pg) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    bool more = false;
+    auto r = pg->CheckDueJobs(1000);
+    if (!r.ok()) {
+      if (r.status().code() == StatusCode::kAborted) sh.metrics.TransactionRetries().Increment();
+      store.Failed(r.status());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    for (const auto& [key, n] : r->checks) sh.metrics.ConstraintCheck(key.first, key.second).Increment(n);
+    sh.metrics.JobTransition("discarded").Increment(r->discarded);
+    if (r->launched > 0) sh.relay_wake.Wake();
+    more = r->checked == 1000;
+    if (Clock::now() - last_sweep > std::chrono::milliseconds(500)) {
+      last_sweep = Clock::now();
+      auto t = pg->TickTimeTriggers(10000);
+      if (t.ok()) {
+        if (t->produced > 0) sh.relay_wake.Wake();
+        more = more || t->produced >= 10000;
+      } else {
+        store.Failed(t.status());
+        continue;
+      }
+      auto sw = pg->SweepRuns();
+      if (sw.ok()) {
+        sh.metrics.RunOutcome("lost").Increment(sw->lost);
+        sh.metrics.RunOutcome("retried").Increment(sw->retried);
+        sh.metrics.RunOutcome("failed").Increment(sw->failed);
+        if (sw->retried > 0 || sw->failed > 0) sh.relay_wake.Wake();
+      } else {
+        store.Failed(sw.status());
+        continue;
+      }
+    }
+    if (Clock::now() - last_gauge > std::chrono::seconds(2)) {
+      last_gauge = Clock::now();
+      if (auto c = pg->CountJobs(); c.ok()) {
+        for (const auto& [state, n] : *c) sh.metrics.Jobs(state).Set(static_cast<double>(n));
+      }
+    }
+    if (Clock::now() - last_prune > std::chrono::hours(1)) {
+      last_prune = Clock::now();
+      // Event ids are kept longer than the event topics' retention (7 days).
+      if (Status s = pg->Prune(std::chrono::hours(24 * 8)); !s.ok()) store.Failed(s);
+    }
+    if (!more) sh.checker_wake.Wait(std::chrono::milliseconds(100));
   }
-  return false;
 }
 
-std::string EventKey(const std::string& type, const Json& payload) {
-  if (type == "partition") return "partition:" + payload.value("dataset", "");
-  if (type == "program") return "program:" + payload.value("program", "");
-  return "time:" + payload.value("schedule", "");
+// The relay: publishes what committed transactions decided, deletes a row only once the
+// broker confirmed it (a crash in between re-sends it: same run id).
+void RelayLoop(Shared& sh) {
+  StoreHandle store(sh.config, "relay");
+  std::unique_ptr<Producer> producer;
+  std::set<std::string> known_topics;
+  while (!sh.stop.load()) {
+    if (!producer) {
+      auto p = Producer::Create(sh.config.kafka);
+      if (!p.ok()) {
+        Log("relay: " + p.status().ToString());
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        continue;
+      }
+      producer = std::move(*p);
+    }
+    PgStore* pg = store.Get();
+    if (!pg) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    auto rows = pg->ClaimOutbox(5000);
+    if (!rows.ok()) {
+      store.Failed(rows.status());
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    if (rows->empty()) {
+      sh.relay_wake.Wait(std::chrono::milliseconds(50));
+      continue;
+    }
+    // A launch topic for a new target is created on first use (trigd.launch.<target>).
+    std::vector<TopicSpec> missing;
+    for (const auto& row : *rows) {
+      if (known_topics.insert(row.topic).second) missing.push_back({row.topic, 4, {{"retention.ms", "604800000"}}});
+    }
+    if (!missing.empty()) {
+      if (auto c = CreateTopics(sh.config.kafka, missing); !c.ok()) {
+        Log("relay: creating topics: " + c.status().ToString());
+        for (const auto& t : missing) known_topics.erase(t.name);
+      }
+    }
+    std::vector<OutMessage> out;
+    out.reserve(rows->size());
+    for (const auto& row : *rows) out.push_back({row.topic, row.key, row.payload});
+    std::vector<bool> ok = producer->ProduceAndWait(out, 10000);
+    std::vector<int64_t> confirmed, jobs;
+    for (size_t i = 0; i < rows->size(); ++i) {
+      if (!ok[i]) continue;
+      confirmed.push_back((*rows)[i].id);
+      if ((*rows)[i].job_id) jobs.push_back(*(*rows)[i].job_id);
+    }
+    auto done = pg->CompleteOutbox(confirmed, jobs);
+    if (!done.ok()) {
+      store.Failed(done.status());
+      continue;
+    }
+    sh.metrics.JobTransition("launched").Increment(static_cast<double>(done->size()));
+    for (double s : *done) sh.metrics.EventToLaunch().Observe(s);
+    if (confirmed.size() < rows->size()) {
+      Log("relay: " + std::to_string(rows->size() - confirmed.size()) + " messages not confirmed by Kafka; will re-send");
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  }
 }
 
 }  // namespace
 
 Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
   if (Status s = ApplyMigrations(config.pg, DefaultSchemaDir(), nullptr); !s.ok()) return s;
-  auto store = PgStore::Connect(config.pg);
-  if (!store.ok()) return store.status();
-  auto relay_store = PgStore::Connect(config.pg);
-  if (!relay_store.ok()) return relay_store.status();
-  auto producer = Producer::Create(config.kafka);
-  if (!producer.ok()) return producer.status();
-
   Metrics metrics;
   if (Status s = metrics.Serve(config.metrics); !s.ok()) return s;
-  PgStore* pg = store->get();
-  auto consumer = Consumer::Create(
-      config.kafka, config.group,
-      {config.topic_prefix + "events.data", config.topic_prefix + "events.program",
-       config.topic_prefix + "events.time"},
-      [&](const std::vector<std::pair<std::string, int>>& parts) {
-        auto r = pg->LoadOffsets(config.group, parts);
-        return r.ok() ? *r : std::vector<std::optional<int64_t>>(parts.size());
-      });
-  if (!consumer.ok()) return consumer.status();
-
-  Index index;
-  // Receipt times of batches whose launches are not yet confirmed, for the latency histogram.
-  std::vector<std::pair<std::chrono::steady_clock::time_point, int>> pending_launch;
-  auto last_load = std::chrono::steady_clock::time_point{};
-  auto last_sweep = std::chrono::steady_clock::time_point{};
-  while (!stop.load()) {
-    if (std::chrono::steady_clock::now() - last_load > std::chrono::seconds(1)) {
-      if (auto r = pg->LoadScheduleIndex(); r.ok()) index = std::move(*r);
-      last_load = std::chrono::steady_clock::now();
-    }
-    std::vector<Message> batch = (*consumer)->Poll(5000, 100, 5);
-    if (!batch.empty()) {
-      const auto received = std::chrono::steady_clock::now();
-      std::vector<MatchedEvent> matched;
-      std::vector<std::string> no_match;
-      std::vector<RunReport> reports;
-      std::vector<std::pair<std::string, std::string>> dead;
-      std::map<std::pair<std::string, int>, ConsumedPosition> positions;
-      for (const Message& m : batch) {
-        auto& pos = positions[{m.topic, m.partition}];
-        if (pos.topic.empty()) pos = {m.topic, m.partition, m.offset, m.offset + 1};
-        pos.next_offset = m.offset + 1;
-        Json e = Json::parse(m.value, nullptr, false);
-        std::optional<std::string> problem =
-            e.is_discarded() ? std::optional<std::string>("bad_json: not valid JSON") : CheckEnvelope(e);
-        if (problem) {
-          metrics.DeadLetter(problem->substr(0, problem->find(':'))).Increment();
-          dead.emplace_back(m.key, Json{{"reason", *problem}, {"topic", m.topic},
-                                        {"partition", m.partition}, {"offset", m.offset},
-                                        {"original", m.value}}.dump());
-          continue;
-        }
-        const std::string type = e["type"];
-        if (type == "program" && e["payload"].contains("run_id") && e["payload"]["run_id"].is_string()) {
-          reports.push_back({e["payload"]["run_id"], e["payload"]["status"]});
-        }
-        auto it = index.find(EventKey(type, e["payload"]));
-        if (it == index.end()) {
-          no_match.push_back(type);
-          continue;
-        }
-        MatchedEvent me{e["id"], type, e["payload"], {}};
-        for (const ScheduleRow& s : it->second)
-          if (Fires(s.document["trigger"], type, e["payload"])) me.schedules.push_back(&s);
-        if (me.schedules.empty()) no_match.push_back(type);
-        else matched.push_back(std::move(me));
-      }
-      std::vector<ConsumedPosition> pos;
-      for (auto& [k, v] : positions) pos.push_back(v);
-      auto r = pg->ApplyBatch(config.group, config.topic_prefix, matched, dead, pos, reports);
-      if (!r.ok()) {
-        std::cerr << "trigd: batch not applied (" << r.status().ToString() << "); re-reading\n";
-        if (r.status().code() == StatusCode::kUnavailable) {
-          std::this_thread::sleep_for(std::chrono::seconds(1));
-          if (auto again = PgStore::Connect(config.pg); again.ok()) *store = std::move(*again);
-          pg = store->get();
-        }
-        (*consumer)->Rewind();
-        continue;
-      }
-      (*consumer)->CommitKafka(batch);
-      for (const auto& t : no_match) metrics.Event(t, "no_match").Increment();
-      for (const auto& rep : reports) {
-        if (rep.status == "succeeded" || rep.status == "failed" || rep.status == "killed")
-          metrics.RunOutcome(rep.status).Increment();
-      }
-      for (size_t i = 0; i < matched.size(); ++i) {
-        metrics.Event(matched[i].type, r->duplicate[i] ? "duplicate" : "applied").Increment();
-      }
-      metrics.JobTransition("opened").Increment(r->jobs_launched);
-      metrics.JobTransition("ready").Increment(r->jobs_launched);
-      pending_launch.emplace_back(received, r->jobs_launched);
-    }
-    if (std::chrono::steady_clock::now() - last_sweep > std::chrono::seconds(1)) {
-      last_sweep = std::chrono::steady_clock::now();
-      if (auto sw = (*relay_store)->SweepRuns(config.topic_prefix); sw.ok()) {
-        metrics.RunOutcome("lost").Increment(sw->lost);
-        metrics.RunOutcome("retried").Increment(sw->retried);
-        metrics.RunOutcome("failed").Increment(sw->failed);
-      } else {
-        std::cerr << "trigd: run sweep: " << sw.status().ToString() << "\n";
-      }
-    }
-    // Relay: publish what the committed transactions decided.
-    auto rows = (*relay_store)->ClaimOutbox(1000);
-    if (rows.ok() && !rows->empty()) {
-      std::vector<OutMessage> out;
-      for (const auto& row : *rows) out.push_back({row.topic, row.key, row.payload});
-      std::vector<bool> ok = (*producer)->ProduceAndWait(out, 10000);
-      std::vector<int64_t> confirmed, jobs;
-      for (size_t i = 0; i < rows->size(); ++i) {
-        if (!ok[i]) continue;
-        confirmed.push_back((*rows)[i].id);
-        if ((*rows)[i].job_id) jobs.push_back(*(*rows)[i].job_id);
-      }
-      if (Status s = (*relay_store)->CompleteOutbox(confirmed, jobs); !s.ok()) {
-        std::cerr << "trigd: relay: " << s.ToString() << "\n";
-      } else {
-        metrics.JobTransition("launched").Increment(jobs.size());
-        size_t left = jobs.size();
-        auto now = std::chrono::steady_clock::now();
-        while (left > 0 && !pending_launch.empty()) {
-          auto& [at, n] = pending_launch.front();
-          int take = static_cast<int>(std::min<size_t>(left, n));
-          for (int k = 0; k < take; ++k)
-            metrics.EventToLaunch().Observe(std::chrono::duration<double>(now - at).count());
-          n -= take;
-          left -= take;
-          if (n == 0) pending_launch.erase(pending_launch.begin());
-        }
-      }
-    }
-  }
+  Shared shared{config, stop, metrics, {}, {}};
+  Log("running: kafka " + config.kafka + ", group " + config.group + ", topics " + config.topic_prefix +
+      "*, metrics http://" + config.metrics + "/metrics");
+  std::thread ingest([&] { IngestLoop(shared); });
+  std::thread checker([&] { CheckerLoop(shared); });
+  std::thread relay([&] { RelayLoop(shared); });
+  ingest.join();
+  shared.checker_wake.Wake();
+  shared.relay_wake.Wake();
+  checker.join();
+  relay.join();
   return Status::Ok();
 }
 

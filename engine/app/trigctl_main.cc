@@ -1,284 +1,335 @@
-// trigctl: the inspection and administration CLI. Exit codes (SPEC §6): 0 ok, 1 refused
-// input, 2 cannot reach Kafka or PostgreSQL.
+// trigctl: the inspection and administration CLI (SPEC §6). Human tables by default, --json
+// for scripts. Exit codes: 0 ok, 1 refused input, 2 cannot reach Kafka or PostgreSQL.
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "app/config.h"
-#include <algorithm>
-#include <cctype>
-#include <cstdlib>
-#include <optional>
-#include <filesystem>
-#include <fstream>
-
-#include <random>
-#include <set>
-
+#include "app/why.h"
 #include "common/time.h"
+#include "core/envelope.h"
+#include "core/schedule_parser.h"
 #include "log/kafka.h"
 #include "log/topics.h"
-#include "store/pg_store.h"
+#include "store/admin.h"
 
 namespace {
 
-int ExitCodeFor(const trigd::Status& s) {
-  return s.code() == trigd::StatusCode::kUnavailable ? 2 : 1;
+using nlohmann::json;
+
+constexpr const char* kUsage =
+    "usage: trigctl [--json] [--kafka H:P] [--pg CONNSTR] [--topic-prefix P] [--group G] COMMAND\n"
+    "  topics create\n"
+    "  schedules apply -f FILE|DIR\n"
+    "  schedules list | show NAME | delete NAME | suspend NAME | resume NAME\n"
+    "  jobs list [--state S] [--schedule NAME] [--limit N] | show ID | why ID\n"
+    "  runs list [--schedule NAME] [--limit N] | show RUN_ID\n"
+    "  events emit partition DATASET PARTITION... [--bytes N]\n"
+    "  events emit program PROGRAM STATUS [--run-id ID] [--attempt N]\n"
+    "  lag\n"
+    "exit codes: 0 ok, 1 refused input, 2 cannot reach Kafka or PostgreSQL\n";
+
+int ExitCodeFor(const trigd::Status& s) { return s.code() == trigd::StatusCode::kUnavailable ? 2 : 1; }
+
+int Fail(const trigd::Status& s, const std::string& what) {
+  std::cerr << "trigctl " << what << ": " << s.message() << "\n";
+  return ExitCodeFor(s);
 }
 
-int TopicsCreate(const trigd::Config& config, bool json) {
-  auto specs = trigd::LoadTopicSpecs(trigd::DefaultTopicsDir(), config.topic_prefix);
-  if (!specs.ok()) {
-    std::cerr << "trigctl topics create: " << specs.status().message() << "\n";
-    return 1;
-  }
-  auto created = trigd::CreateTopics(config.kafka, *specs);
-  if (!created.ok()) {
-    std::cerr << "trigctl topics create: " << created.status().message() << "\n";
-    return ExitCodeFor(created.status());
-  }
-  if (json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& c : *created) out.push_back({{"topic", c.name}, {"created", c.created}});
-    std::cout << out.dump() << "\n";
-  } else {
-    for (const auto& c : *created)
-      std::cout << (c.created ? "created  " : "exists   ") << c.name << "\n";
-  }
-  return 0;
+int Usage(const std::string& problem) {
+  if (!problem.empty()) std::cerr << "trigctl: " << problem << "\n";
+  std::cerr << kUsage;
+  return 1;
 }
 
-// Collects the leaf triggers' event keys, refusing what the skeleton cannot read.
-bool LeafKeys(const nlohmann::json& t, const std::string& name, const std::string& path,
-              std::vector<std::string>& keys, std::string& error) {
-  if (!t.is_object() || t.size() != 1) {
-    error = path + ": expected an object with exactly one trigger kind";
-    return false;
+// Positional words and --flag values of a command line.
+struct Args {
+  std::vector<std::string> words;
+  std::vector<std::pair<std::string, std::string>> flags;
+  std::optional<std::string> Flag(const std::string& name) const {
+    for (const auto& [k, v] : flags) if (k == name) return v;
+    return std::nullopt;
   }
-  const auto& [kind, body] = *t.items().begin();
-  if (kind == "all" || kind == "any") {
-    if (!body.is_array() || body.empty()) { error = path + "." + kind + ": expected a non-empty array"; return false; }
-    for (size_t i = 0; i < body.size(); ++i)
-      if (!LeafKeys(body[i], name, path + "." + kind + "[" + std::to_string(i) + "]", keys, error)) return false;
-    return true;
-  }
-  if (kind == "partition" && body.contains("dataset") && body["dataset"].is_string()) {
-    keys.push_back("partition:" + body["dataset"].get<std::string>());
-  } else if (kind == "program" && body.contains("name") && body["name"].is_string()) {
-    keys.push_back("program:" + body["name"].get<std::string>());
-  } else if (kind == "time") {
-    keys.push_back("time:" + name);
-  } else {
-    error = path + "." + kind + ": unknown trigger kind or missing dataset/name";
-    return false;
-  }
-  return true;
-}
+};
 
-int SchedulesApply(const trigd::Config& config, const std::string& path, bool json) {
-  std::vector<std::filesystem::path> files;
-  if (std::filesystem::is_directory(path)) {
-    for (const auto& e : std::filesystem::directory_iterator(path))
-      if (e.path().extension() == ".json") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-  } else {
-    files.push_back(path);
-  }
-  std::vector<trigd::ScheduleDoc> docs;
-  std::vector<std::string> errors;
-  for (const auto& f : files) {
-    std::ifstream in(f);
-    if (!in) { errors.push_back(f.string() + ": cannot read"); continue; }
-    nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
-    if (doc.is_discarded()) { errors.push_back(f.string() + ": not valid JSON"); continue; }
-    if (!doc.is_array()) doc = nlohmann::json::array({doc});
-    for (size_t i = 0; i < doc.size(); ++i) {
-      const auto& d = doc[i];
-      std::string where = f.string() + ": [" + std::to_string(i) + "]";
-      if (!d.is_object() || !d.contains("name") || !d["name"].is_string()) { errors.push_back(where + " name: required"); continue; }
-      if (!d.contains("program") || !d["program"].contains("name")) { errors.push_back(where + " program.name: required"); continue; }
-      std::string name = d.value("namespace", "default") + "/" + d["name"].get<std::string>();
-      std::vector<std::string> keys;
-      std::string error;
-      if (!d.contains("trigger") || !LeafKeys(d["trigger"], name, "trigger", keys, error)) {
-        errors.push_back(where + " " + (error.empty() ? "trigger: required" : error));
-        continue;
-      }
-      docs.push_back({name, d, keys});
-    }
-  }
-  if (!errors.empty()) {
-    for (const auto& e : errors) std::cerr << e << "\n";
-    std::cerr << "trigctl schedules apply: nothing applied\n";
-    return 1;
-  }
-  auto r = trigd::ApplySchedules(config.pg, docs);
-  if (!r.ok()) {
-    std::cerr << "trigctl schedules apply: " << r.status().message() << "\n";
-    return ExitCodeFor(r.status());
-  }
-  for (const auto& o : *r) {
-    if (json) std::cout << nlohmann::json{{"schedule", o.name}, {"version", o.version}, {"changed", o.changed}}.dump() << "\n";
-    else std::cout << (o.changed ? "applied    " : "unchanged  ") << o.name << " v" << o.version << "\n";
-  }
-  return 0;
+std::string Cell(const json& v) {
+  if (v.is_null()) return "-";
+  return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
 // Prints rows as an aligned table with the given columns, or as JSON.
-void PrintRows(const nlohmann::json& rows, const std::vector<std::string>& columns, bool json) {
-  if (json) {
+void PrintRows(const json& rows, const std::vector<std::string>& columns, bool as_json) {
+  if (as_json) {
     std::cout << rows.dump() << "\n";
     return;
   }
-  auto cell = [](const nlohmann::json& v) {
-    if (v.is_null()) return std::string("-");
-    return v.is_string() ? v.get<std::string>() : v.dump();
-  };
   std::vector<size_t> width;
   for (const auto& c : columns) width.push_back(c.size());
   for (const auto& r : rows)
-    for (size_t i = 0; i < columns.size(); ++i) width[i] = std::max(width[i], cell(r.value(columns[i], nlohmann::json())).size());
+    for (size_t i = 0; i < columns.size(); ++i) width[i] = std::max(width[i], Cell(r.value(columns[i], json())).size());
   auto line = [&](auto get) {
+    std::string out;
     for (size_t i = 0; i < columns.size(); ++i) {
       std::string v = get(i);
-      std::cout << v << std::string(width[i] - v.size() + 2, ' ');
+      out += v + (i + 1 < columns.size() ? std::string(width[i] - v.size() + 2, ' ') : "");
     }
-    std::cout << "\n";
+    std::cout << out << "\n";
   };
-  line([&](size_t i) { std::string h = columns[i]; for (auto& ch : h) ch = std::toupper(ch); return h; });
-  for (const auto& r : rows) line([&](size_t i) { return cell(r.value(columns[i], nlohmann::json())); });
+  line([&](size_t i) { std::string h = columns[i]; for (auto& ch : h) ch = static_cast<char>(std::toupper(ch)); return h; });
+  for (const auto& r : rows) line([&](size_t i) { return Cell(r.value(columns[i], json())); });
 }
 
-int ShowOne(const trigd::Result<nlohmann::json>& r, const std::string& what, bool json) {
-  if (!r.ok()) {
-    std::cerr << "trigctl: " << r.status().message() << "\n";
-    return ExitCodeFor(r.status());
-  }
+int ShowOne(const trigd::Result<json>& r, const std::string& what, bool as_json) {
+  if (!r.ok()) return Fail(r.status(), "show");
   if (r->empty()) {
     std::cerr << "trigctl: no " << what << "\n";
     return 1;
   }
-  if (json) std::cout << (*r)[0].dump() << "\n";
-  else std::cout << (*r)[0].dump(2) << "\n";
+  std::cout << (as_json ? (*r)[0].dump() : (*r)[0].dump(2)) << "\n";
   return 0;
 }
 
-// trigctl events emit partition DATASET PARTITION... [--bytes N]
-// trigctl events emit program PROGRAM STATUS [--run-id ID]
-int EventsEmit(const trigd::Config& config, const std::vector<std::string>& w) {
+int TopicsCreate(const trigd::Config& config, bool as_json) {
+  auto specs = trigd::LoadTopicSpecs(trigd::DefaultTopicsDir(), config.topic_prefix);
+  if (!specs.ok()) return Fail(specs.status(), "topics create");
+  auto created = trigd::CreateTopics(config.kafka, *specs);
+  if (!created.ok()) return Fail(created.status(), "topics create");
+  if (as_json) {
+    json out = json::array();
+    for (const auto& c : *created) out.push_back({{"topic", c.name}, {"created", c.created}});
+    std::cout << out.dump() << "\n";
+  } else {
+    for (const auto& c : *created) std::cout << (c.created ? "created  " : "exists   ") << c.name << "\n";
+  }
+  return 0;
+}
+
+// Every document of the file or folder is validated first; any problem refuses them all.
+int SchedulesApply(const trigd::Config& config, const std::string& path, bool as_json) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(path, ec))
+      if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) return Usage("no .json schedule documents in " + path);
+  } else if (std::filesystem::exists(path, ec)) {
+    files.push_back(path);
+  } else {
+    std::cerr << "trigctl schedules apply: " << path << ": no such file or folder\n";
+    return 1;
+  }
+  std::vector<trigd::Schedule> schedules;
+  std::vector<std::string> errors;
+  std::set<std::string> seen;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      errors.push_back(f.string() + ": cannot read");
+      continue;
+    }
+    for (auto& parsed : trigd::ParseScheduleFile(text.str())) {
+      for (const auto& e : parsed.errors) errors.push_back(f.string() + ": " + e.ToString());
+      if (!parsed.ok()) continue;
+      std::string name = parsed.schedule.id().value();
+      if (!seen.insert(name).second) {
+        errors.push_back(f.string() + ": schedule " + name + " is defined more than once");
+        continue;
+      }
+      schedules.push_back(std::move(parsed.schedule));
+    }
+  }
+  if (!errors.empty()) {
+    for (const auto& e : errors) std::cerr << e << "\n";
+    std::cerr << "trigctl schedules apply: " << errors.size() << " problem(s); nothing applied\n";
+    return 1;
+  }
+  auto r = trigd::ApplySchedules(config.pg, schedules);
+  if (!r.ok()) return Fail(r.status(), "schedules apply");
+  if (as_json) {
+    json out = json::array();
+    for (const auto& o : *r) out.push_back({{"schedule", o.name}, {"version", o.version}, {"changed", o.changed}});
+    std::cout << out.dump() << "\n";
+  } else {
+    for (const auto& o : *r) std::cout << (o.changed ? "applied    " : "unchanged  ") << o.name << " v" << o.version << "\n";
+  }
+  return 0;
+}
+
+std::optional<long long> ParseId(const std::string& s) {
+  char* end = nullptr;
+  long long id = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || !end || *end) return std::nullopt;
+  return id;
+}
+
+size_t Limit(const Args& a) {
+  auto l = a.Flag("--limit");
+  auto n = l ? ParseId(*l) : std::nullopt;
+  return n && *n > 0 ? static_cast<size_t>(*n) : 100;
+}
+
+int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
   static std::mt19937_64 rng(std::random_device{}());
   char id[40];
   std::snprintf(id, sizeof id, "cli-%016llx", static_cast<unsigned long long>(rng()));
-  nlohmann::json e = {{"id", id}, {"type", w[2]}, {"time", trigd::FormatTime(trigd::SystemClock::Get().Now())}};
+  const std::vector<std::string>& w = a.words;
+  json e = {{"id", id}, {"type", w[2]}, {"time", trigd::FormatTime(trigd::SystemClock::Get().Now())}};
   std::string topic, key;
-  auto flag = [&](const std::string& f) -> std::optional<std::string> {
-    for (size_t i = 3; i + 1 < w.size(); ++i) if (w[i] == f) return w[i + 1];
-    return std::nullopt;
-  };
-  std::vector<std::string> pos;
-  for (size_t i = 3; i < w.size(); ++i) {
-    if (w[i].rfind("--", 0) == 0) { ++i; continue; }
-    pos.push_back(w[i]);
-  }
-  if (w[2] == "partition" && pos.size() >= 2) {
-    key = pos[0];
-    e["payload"] = {{"dataset", pos[0]}, {"partitions", std::vector<std::string>(pos.begin() + 1, pos.end())}};
-    if (auto b = flag("--bytes")) e["payload"]["bytes"] = std::stoll(*b);
-    topic = config.topic_prefix + "events.data";
-  } else if (w[2] == "program" && pos.size() == 2) {
-    const std::set<std::string> statuses = {"started", "heartbeat", "succeeded", "failed", "killed"};
-    if (!statuses.count(pos[1])) {
-      std::cerr << "trigctl events emit: unknown status \"" << pos[1]
-                << "\" (expected one of started, heartbeat, succeeded, failed, killed)\n";
-      return 1;
+  if (w[2] == "partition" && w.size() >= 5) {
+    key = w[3];
+    e["payload"] = {{"dataset", w[3]}, {"partitions", std::vector<std::string>(w.begin() + 4, w.end())}};
+    if (auto b = a.Flag("--bytes")) {
+      auto n = ParseId(*b);
+      if (!n || *n < 0) return Usage("--bytes must be a non-negative integer, got \"" + *b + "\"");
+      e["payload"]["bytes"] = *n;
     }
-    key = pos[0];
-    e["payload"] = {{"program", pos[0]}, {"run_id", flag("--run-id").value_or(std::string(id))},
-                    {"status", pos[1]}, {"attempt", 1}};
+    topic = config.topic_prefix + "events.data";
+  } else if (w[2] == "program" && w.size() == 5) {
+    key = w[3];
+    auto attempt = ParseId(a.Flag("--attempt").value_or("1"));
+    if (!attempt || *attempt < 1) return Usage("--attempt must be a positive integer");
+    e["payload"] = {{"program", w[3]}, {"run_id", a.Flag("--run-id").value_or(std::string(id))},
+                    {"status", w[4]}, {"attempt", *attempt}};
     topic = config.topic_prefix + "events.program";
   } else {
-    std::cerr << "usage: trigctl events emit partition DATASET PARTITION... [--bytes N]\n"
-                 "       trigctl events emit program PROGRAM STATUS [--run-id ID]\n";
+    return Usage("events emit: wrong arguments");
+  }
+  // The same validation trigd applies: refuse here what trigd would dead-letter.
+  if (auto parsed = trigd::ParseEnvelope(e.dump()); !parsed.ok()) {
+    std::cerr << "trigctl events emit: " << parsed.status().message() << "\n";
     return 1;
   }
   auto producer = trigd::Producer::Create(config.kafka);
-  if (!producer.ok()) { std::cerr << "trigctl: " << producer.status().message() << "\n"; return 2; }
+  if (!producer.ok()) return Fail(producer.status(), "events emit");
   auto ok = (*producer)->ProduceAndWait({{topic, key, e.dump()}}, 10000);
-  if (!ok[0]) { std::cerr << "trigctl: cannot reach Kafka at " << config.kafka << "\n"; return 2; }
-  std::cout << e.dump() << "\n";
+  if (!ok[0]) {
+    std::cerr << "trigctl events emit: cannot reach Kafka at " << config.kafka << "\n";
+    return 2;
+  }
+  std::cout << (as_json ? e.dump() : "emitted " + std::string(id) + " on " + topic + ": " + e.dump()) << "\n";
   return 0;
+}
+
+// Per event-topic partition: the position trigd committed in PostgreSQL, the end of the
+// partition in Kafka, and the difference.
+int Lag(const trigd::Config& config, bool as_json) {
+  std::vector<std::string> topics;
+  for (const char* t : {"events.data", "events.program", "events.time"}) topics.push_back(config.topic_prefix + t);
+  auto ends = trigd::QueryEndOffsets(config.kafka, topics);
+  if (!ends.ok()) return Fail(ends.status(), "lag");
+  auto stored = trigd::QueryOffsets(config.pg);
+  if (!stored.ok()) return Fail(stored.status(), "lag");
+  json rows = json::array();
+  int64_t total = 0;
+  for (const auto& e : *ends) {
+    int64_t committed = 0;
+    for (const auto& s : *stored) {
+      if (s.value("group", "") == config.group && s.value("topic", "") == e.topic && s.value("partition", -1) == e.partition)
+        committed = s.value("next_offset", int64_t{0});
+    }
+    int64_t lag = std::max<int64_t>(0, e.end_offset - committed);
+    total += lag;
+    rows.push_back({{"group", config.group}, {"topic", e.topic}, {"partition", e.partition},
+                    {"committed", committed}, {"end", e.end_offset}, {"lag", lag}});
+  }
+  PrintRows(rows, {"group", "topic", "partition", "committed", "end", "lag"}, as_json);
+  if (!as_json) std::cout << "total lag: " << total << "\n";
+  return 0;
+}
+
+int Run(const trigd::Config& config, const Args& a, bool as_json) {
+  const auto& w = a.words;
+  auto is = [&](std::initializer_list<const char*> prefix) {
+    if (w.size() < prefix.size()) return false;
+    size_t i = 0;
+    for (const char* p : prefix) if (w[i++] != p) return false;
+    return true;
+  };
+  if (w.empty() || is({"help"})) return Usage("");
+  if (is({"topics", "create"}) && w.size() == 2) return TopicsCreate(config, as_json);
+  if (is({"schedules", "apply"})) {
+    auto f = a.Flag("-f");
+    if (!f || w.size() != 2) return Usage("schedules apply needs -f FILE|DIR");
+    return SchedulesApply(config, *f, as_json);
+  }
+  if (is({"schedules", "list"}) && w.size() == 2) {
+    auto r = trigd::QuerySchedules(config.pg);
+    if (!r.ok()) return Fail(r.status(), "schedules list");
+    PrintRows(*r, {"name", "version", "state", "open_jobs", "active_runs", "updated_at"}, as_json);
+    return 0;
+  }
+  if (is({"schedules", "show"}) && w.size() == 3) return ShowOne(trigd::QuerySchedule(config.pg, w[2]), "schedule " + w[2], as_json);
+  if ((is({"schedules", "delete"}) || is({"schedules", "suspend"}) || is({"schedules", "resume"})) && w.size() == 3) {
+    auto action = w[1] == "delete" ? trigd::ScheduleAction::kDelete
+                  : w[1] == "suspend" ? trigd::ScheduleAction::kSuspend : trigd::ScheduleAction::kResume;
+    trigd::Status st = trigd::ChangeSchedule(config.pg, w[2], action);
+    if (!st.ok()) return Fail(st, "schedules " + w[1]);
+    std::string done = w[1] == "delete" ? "deleted" : w[1] == "suspend" ? "suspended" : "resumed";
+    std::cout << (as_json ? json{{"schedule", w[2]}, {"done", done}}.dump() : done + " " + w[2]) << "\n";
+    return 0;
+  }
+  if (is({"jobs", "list"}) && w.size() == 2) {
+    auto r = trigd::QueryJobs(config.pg, a.Flag("--state"), a.Flag("--schedule"), Limit(a));
+    if (!r.ok()) return Fail(r.status(), "jobs list");
+    PrintRows(*r, {"id", "schedule", "version", "state", "priority", "opened_at", "next_check_at", "run_id", "discard_reason"}, as_json);
+    return 0;
+  }
+  if ((is({"jobs", "show"}) || is({"jobs", "why"})) && w.size() == 3) {
+    auto id = ParseId(w[2]);
+    if (!id) return Usage("job id must be a number, got \"" + w[2] + "\"");
+    if (w[1] == "show") return ShowOne(trigd::QueryJob(config.pg, *id), "job " + w[2], as_json);
+    auto in = trigd::InspectJob(config.pg, *id);
+    if (!in.ok()) return Fail(in.status(), "jobs why");
+    json e = trigd::ExplainJob(*in);
+    std::cout << (as_json ? e.dump() + "\n" : trigd::FormatExplanation(e));
+    return 0;
+  }
+  if (is({"runs", "list"}) && w.size() == 2) {
+    auto r = trigd::QueryRuns(config.pg, a.Flag("--schedule"), Limit(a));
+    if (!r.ok()) return Fail(r.status(), "runs list");
+    PrintRows(*r, {"run_id", "job_id", "schedule", "program", "state", "attempt", "launched_at", "finished_at"}, as_json);
+    return 0;
+  }
+  if (is({"runs", "show"}) && w.size() == 3) return ShowOne(trigd::QueryRun(config.pg, w[2]), "run " + w[2], as_json);
+  if (is({"events", "emit"}) && w.size() >= 3) return EventsEmit(config, a, as_json);
+  if (is({"lag"}) && w.size() == 1) return Lag(config, as_json);
+  return Usage("unknown command: " + [&] { std::string s; for (const auto& x : w) s += (s.empty() ? "" : " ") + x; return s; }());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  trigd::Config config = trigd::LoadConfig(args);
-  bool json = false;
-  std::vector<std::string> words;
-  for (const auto& a : args) {
-    if (a == "--json") json = true; else words.push_back(a);
+  std::vector<std::string> raw(argv + 1, argv + argc);
+  trigd::Config config = trigd::LoadConfig(raw);
+  bool as_json = false;
+  Args a;
+  static const std::set<std::string> kValueFlags = {"-f", "--state", "--schedule", "--limit", "--bytes", "--run-id", "--attempt"};
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == "--json") {
+      as_json = true;
+    } else if (kValueFlags.count(raw[i])) {
+      if (i + 1 >= raw.size()) return Usage(raw[i] + " needs a value");
+      a.flags.emplace_back(raw[i], raw[i + 1]);
+      ++i;
+    } else if (raw[i].rfind("--", 0) == 0 && raw[i].size() > 2) {
+      return Usage("unknown flag " + raw[i]);
+    } else {
+      a.words.push_back(raw[i]);
+    }
   }
-  if (words.size() == 2 && words[0] == "topics" && words[1] == "create") {
-    return TopicsCreate(config, json);
-  }
-  auto option = [&](const std::string& flag) -> std::optional<std::string> {
-    for (size_t i = 0; i + 1 < words.size(); ++i)
-      if (words[i] == flag) return words[i + 1];
-    return std::nullopt;
-  };
-  if (words.size() >= 2 && words[0] == "jobs" && words[1] == "list") {
-    auto r = trigd::QueryJobs(config.pg, option("--state"), option("--schedule"), 100);
-    if (!r.ok()) { std::cerr << "trigctl: " << r.status().message() << "\n"; return ExitCodeFor(r.status()); }
-    PrintRows(*r, {"id", "schedule", "version", "state", "priority", "opened_at", "finished_at", "discard_reason"}, json);
-    return 0;
-  }
-  if (words.size() == 3 && words[0] == "jobs" && words[1] == "show") {
-    char* end = nullptr;
-    long long id = std::strtoll(words[2].c_str(), &end, 10);
-    if (!end || *end) { std::cerr << "trigctl: job id must be a number, got \"" << words[2] << "\"\n"; return 1; }
-    return ShowOne(trigd::QueryJob(config.pg, id), "job " + words[2], json);
-  }
-  if (words.size() == 2 && words[0] == "runs" && words[1] == "list") {
-    auto r = trigd::QueryRuns(config.pg, 100);
-    if (!r.ok()) { std::cerr << "trigctl: " << r.status().message() << "\n"; return ExitCodeFor(r.status()); }
-    PrintRows(*r, {"run_id", "job_id", "schedule", "program", "state", "attempt", "launched_at"}, json);
-    return 0;
-  }
-  if (words.size() == 3 && words[0] == "runs" && words[1] == "show") {
-    return ShowOne(trigd::QueryRun(config.pg, words[2]), "run " + words[2], json);
-  }
-  if (words.size() == 2 && words[0] == "schedules" && words[1] == "list") {
-    auto r = trigd::QuerySchedules(config.pg);
-    if (!r.ok()) { std::cerr << "trigctl: " << r.status().message() << "\n"; return ExitCodeFor(r.status()); }
-    PrintRows(*r, {"name", "version", "state", "open_jobs", "updated_at"}, json);
-    return 0;
-  }
-  if (words.size() == 3 && words[0] == "schedules" && words[1] == "show") {
-    return ShowOne(trigd::QuerySchedule(config.pg, words[2]), "schedule " + words[2], json);
-  }
-  if (words.size() == 3 && words[0] == "schedules" &&
-      (words[1] == "delete" || words[1] == "suspend" || words[1] == "resume")) {
-    auto action = words[1] == "delete" ? trigd::ScheduleAction::kDelete
-                  : words[1] == "suspend" ? trigd::ScheduleAction::kSuspend
-                                          : trigd::ScheduleAction::kResume;
-    trigd::Status st = trigd::ChangeSchedule(config.pg, words[2], action);
-    if (!st.ok()) { std::cerr << "trigctl: " << st.message() << "\n"; return ExitCodeFor(st); }
-    const char* done = action == trigd::ScheduleAction::kDelete ? "deleted "
-                       : action == trigd::ScheduleAction::kSuspend ? "suspended "
-                                                                   : "resumed ";
-    std::cout << done << words[2] << "\n";
-    return 0;
-  }
-  if (words.size() >= 3 && words[0] == "events" && words[1] == "emit") {
-    return EventsEmit(config, words);
-  }
-  if (words.size() == 4 && words[0] == "schedules" && words[1] == "apply" && words[2] == "-f") {
-    return SchedulesApply(config, words[3], json);
-  }
-  std::cerr << "usage: trigctl topics create | schedules apply -f FILE|DIR | schedules list|show|delete|suspend|resume NAME | events emit partition|program ... | jobs list [--state S] [--schedule NAME] | jobs show ID | runs list | runs show ID [--json] [--kafka HOST:PORT] [--topic-prefix P]\n"
-               "  (this build has these verbs only; see README 'Status')\n";
-  return 1;
+  return Run(config, a, as_json);
 }

@@ -1,7 +1,9 @@
 #include "log/kafka.h"
 
 #include <chrono>
+#include <algorithm>
 #include <map>
+#include <tuple>
 
 #include <librdkafka/rdkafkacpp.h>
 
@@ -133,6 +135,23 @@ class RdConsumer : public Consumer {
     for (auto* p : parts) delete p;
   }
 
+  std::vector<PartitionLag> Lag() override {
+    std::vector<PartitionLag> out;
+    std::vector<RdKafka::TopicPartition*> parts;
+    for (const auto& [t, p] : rebalancer_->assigned_) parts.push_back(RdKafka::TopicPartition::create(t, p));
+    consumer_->position(parts);
+    for (auto* p : parts) {
+      int64_t low = 0, high = 0;
+      if (consumer_->get_watermark_offsets(p->topic(), p->partition(), &low, &high) == RdKafka::ERR_NO_ERROR &&
+          high >= 0) {
+        int64_t pos = p->offset() >= 0 ? p->offset() : low;
+        out.push_back({p->topic(), p->partition(), high, std::max<int64_t>(0, high - pos)});
+      }
+      delete p;
+    }
+    return out;
+  }
+
   ~RdConsumer() override {
     if (consumer_) consumer_->close();
   }
@@ -186,6 +205,42 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
     return Unavailable("subscribe: " + RdKafka::err2str(e));
   }
   return std::unique_ptr<Consumer>(std::move(c));
+}
+
+}  // namespace trigd
+
+namespace trigd {
+
+Result<std::vector<PartitionLag>> QueryEndOffsets(const std::string& bootstrap,
+                                                  const std::vector<std::string>& topics, int timeout_ms) {
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::string err;
+  conf->set("bootstrap.servers", bootstrap, err);
+  conf->set("log_level", "2", err);
+  std::unique_ptr<RdKafka::Producer> handle(RdKafka::Producer::create(conf.get(), err));
+  if (!handle) return Internal("kafka handle: " + err);
+  RdKafka::Metadata* raw = nullptr;
+  if (auto e = handle->metadata(true, nullptr, &raw, timeout_ms); e != RdKafka::ERR_NO_ERROR) {
+    return Unavailable("cannot reach Kafka at " + bootstrap + ": " + RdKafka::err2str(e));
+  }
+  std::unique_ptr<RdKafka::Metadata> md(raw);
+  std::vector<PartitionLag> out;
+  for (const std::string& topic : topics) {
+    for (const auto* t : *md->topics()) {
+      if (t->topic() != topic || t->err() != RdKafka::ERR_NO_ERROR) continue;
+      for (const auto* p : *t->partitions()) {
+        int64_t low = 0, high = 0;
+        if (auto e = handle->query_watermark_offsets(topic, p->id(), &low, &high, timeout_ms); e != RdKafka::ERR_NO_ERROR) {
+          return Unavailable("watermarks of " + topic + ": " + RdKafka::err2str(e));
+        }
+        out.push_back({topic, static_cast<int>(p->id()), high, 0});
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const PartitionLag& a, const PartitionLag& b) {
+    return std::tie(a.topic, a.partition) < std::tie(b.topic, b.partition);
+  });
+  return out;
 }
 
 }  // namespace trigd

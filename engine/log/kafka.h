@@ -20,6 +20,13 @@ struct Message {
   std::string value;
 };
 
+struct PartitionLag {
+  std::string topic;
+  int partition = 0;
+  int64_t end_offset = 0;  // high watermark
+  int64_t lag = 0;         // end_offset - position (engine) or unused (QueryEndOffsets)
+};
+
 struct OutMessage {
   std::string topic;
   std::string key;
@@ -55,6 +62,15 @@ class Consumer {
   virtual void Rewind() = 0;
   // Stores offsets in Kafka's group too (for `trigctl lag` and worker groups).
   virtual void CommitKafka(const std::vector<Message>& batch) = 0;
+  // Messages behind the end of each assigned partition, from the consumer's position and
+  // librdkafka's cached high watermark (no broker round trip).
+  virtual std::vector<PartitionLag> Lag() = 0;
 };
+
+// End offsets (high watermarks) of every partition of `topics`, asked of the broker.
+// kUnavailable when it cannot be reached within timeout_ms; a missing topic is skipped.
+Result<std::vector<PartitionLag>> QueryEndOffsets(const std::string& bootstrap,
+                                                  const std::vector<std::string>& topics,
+                                                  int timeout_ms = 5000);
 
 }  // namespace trigd

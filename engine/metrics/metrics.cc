@@ -14,7 +14,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   lag_ = &BuildGauge().Name("trigd_consumer_lag").Help("Messages behind the partition's end").Register(*registry_);
   event_to_launch_ = &prometheus::BuildHistogram()
                           .Name("trigd_event_to_launch_seconds")
-                          .Help("From the receipt of a job's first event to its launch request")
+                          .Help("From a job becoming ready (trigger complete) to its launch request being published")
                           .Register(*registry_)
                           .Add({}, prometheus::Histogram::BucketBoundaries{
                                        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
@@ -24,6 +24,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
     for (const char* o : {"applied", "duplicate", "no_match"}) Event(t, o);
   for (const char* t : {"opened", "ready", "launched", "discarded"}) JobTransition(t);
   for (const char* o : {"succeeded", "failed", "killed", "lost", "retried"}) RunOutcome(o);
+  for (const char* r : {"oversized", "bad_json", "not_object", "missing_field", "bad_field", "unknown_type"}) DeadLetter(r);
+  for (const char* s : {"pending_trigger", "pending_constraint", "pending_launch"}) Jobs(s);
+  for (const char* c : {"max_concurrent_runs", "concurrency_group", "delay", "time_window", "min_since_last_run",
+                        "max_runs_per", "timeout", "trigger"})
+    for (const char* r : {"satisfied", "wait", "skip"}) ConstraintCheck(c, r);
 }
 
 Status Metrics::Serve(const std::string& address) {
@@ -39,6 +44,7 @@ Status Metrics::Serve(const std::string& address) {
 template <class T>
 T& Metrics::Get(prometheus::Family<T>& family, std::map<std::string, T*>& cache,
                 const std::map<std::string, std::string>& labels) {
+  std::lock_guard<std::mutex> lock(mu_);
   std::string key = family.GetName();
   for (const auto& [k, v] : labels) key += "|" + k + "=" + v;
   auto it = cache.find(key);

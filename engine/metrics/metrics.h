@@ -1,9 +1,11 @@
 // trigd's Prometheus metrics (SPEC §7). Every handle is created once at start-up; the hot
-// path only increments. Thread-safe (prometheus-cpp's counters are atomic).
+// path only increments. Thread-safe (prometheus-cpp's counters are atomic; the handle caches
+// are guarded by a mutex).
 #pragma once
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <prometheus/counter.h>
@@ -50,6 +52,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* lag_;
   prometheus::Histogram* event_to_launch_;
   prometheus::Counter* transaction_retries_;
+  std::mutex mu_;  // guards the caches (several engine threads look handles up)
   std::map<std::string, prometheus::Counter*> counter_cache_;
   std::map<std::string, prometheus::Gauge*> gauge_cache_;
 };

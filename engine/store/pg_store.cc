@@ -1,18 +1,27 @@
 #include "store/pg_store.h"
 
-#include <chrono>
-#include <random>
-#include <sstream>
+#include <algorithm>
+#include <set>
 
 #include <pqxx/pqxx>
 
-#include "common/time.h"
+#include "core/constraint_checker.h"
+#include "core/cron.h"
+#include "core/envelope.h"
+#include "core/schedule_parser.h"
+#include "core/trigger_eval.h"
+#include "store/pg_internal.h"
 
 namespace trigd {
 
+using nlohmann::json;
+using pg_internal::FromMillis;
+using pg_internal::Guard;
+using pg_internal::ToMillis;
+
 struct PgStore::Conn {
-  explicit Conn(const std::string& pg) : c(pg) {}
-  pqxx::connection c;
+  explicit Conn(std::unique_ptr<pqxx::connection> c) : c(std::move(c)) {}
+  std::unique_ptr<pqxx::connection> c;
 };
 
 struct PgStore::Claim {
@@ -20,77 +29,137 @@ struct PgStore::Claim {
   pqxx::work tx;
 };
 
+std::shared_ptr<const Schedule> ScheduleCache::Find(int64_t id, int version) const {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.first != version) return nullptr;
+  return it->second.second;
+}
+
+std::shared_ptr<const Schedule> ScheduleCache::Get(int64_t id, int version, const std::string& document) {
+  if (auto found = Find(id, version)) return found;
+  json doc = json::parse(document, nullptr, false);
+  if (doc.is_discarded()) return nullptr;
+  ParsedSchedule parsed = ParseSchedule(doc);
+  if (!parsed.ok()) return nullptr;
+  if (entries_.size() >= capacity_) entries_.clear();
+  auto s = std::make_shared<const Schedule>(std::move(parsed.schedule));
+  entries_[id] = {version, s};
+  return s;
+}
+
 namespace {
 
-std::string NewRunId() {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  std::ostringstream out;
-  out << std::hex << rng() << rng();
-  std::string s = out.str();
-  s.resize(32, '0');
-  return s.substr(0, 8) + "-" + s.substr(8, 4) + "-" + s.substr(12, 4) + "-" + s.substr(16, 4) +
-         "-" + s.substr(20, 12);
-}
-
-std::string NowRfc3339() {
-  auto now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
-  std::time_t t = std::chrono::system_clock::to_time_t(now);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
-int64_t DocDurationMs(const nlohmann::json& doc, const char* field, int64_t fallback) {
-  if (!doc.contains(field) || !doc[field].is_string()) return fallback;
-  auto d = ParseDuration(doc[field].get<std::string>());
-  return d.ok() ? d->count() : fallback;
-}
-
-template <class F>
-auto Guard(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const pqxx::broken_connection& e) {
-    return Unavailable(std::string("PostgreSQL: ") + e.what());
-  } catch (const pqxx::transaction_rollback& e) {
-    return Aborted(std::string("PostgreSQL: ") + e.what());
-  } catch (const std::exception& e) {
-    return Internal(std::string("PostgreSQL: ") + e.what());
+// A PostgreSQL array literal of integers, e.g. "{1,2,3}" (no quoting needed).
+template <class C>
+std::string IntArray(const C& ids) {
+  std::string out = "{";
+  for (auto id : ids) {
+    if (out.size() > 1) out += ',';
+    out += std::to_string(id);
   }
+  return out + "}";
+}
+
+
+bool IsFinal(ProgramStatus s) {
+  return s == ProgramStatus::kSucceeded || s == ProgramStatus::kFailed || s == ProgramStatus::kKilled;
+}
+
+// Loads the named schedules (active only), parsing documents not in the cache, with a share
+// lock: an update, suspend or delete waits for this transaction and vice versa, so a batch
+// never applies events under a definition that was already replaced.
+std::map<int64_t, ScheduleView> LoadSchedules(pqxx::work& tx, ScheduleCache& cache,
+                                              const std::set<int64_t>& ids, bool share_lock) {
+  std::map<int64_t, ScheduleView> out;
+  if (ids.empty()) return out;
+  std::vector<int64_t> misses;
+  std::string lock = share_lock ? " FOR SHARE" : "";
+  for (const auto& r : tx.exec_params("SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) "
+                                      "AND state = 'active'" + lock, IntArray(ids))) {
+    int64_t id = r[0].as<int64_t>();
+    int version = r[1].as<int>();
+    if (auto s = cache.Find(id, version)) {
+      out[id] = {id, version, s};
+    } else {
+      misses.push_back(id);
+    }
+  }
+  if (!misses.empty()) {
+    for (const auto& r : tx.exec_params("SELECT id, version, document::text FROM schedules "
+                                        "WHERE id = ANY($1::bigint[])", IntArray(misses))) {
+      int64_t id = r[0].as<int64_t>();
+      int version = r[1].as<int>();
+      if (auto s = cache.Get(id, version, r[2].as<std::string>())) out[id] = {id, version, s};
+    }
+  }
+  return out;
+}
+
+void InsertOutbox(pqxx::work& tx, const json& rows) {
+  if (rows.empty()) return;
+  tx.exec_params("INSERT INTO outbox (topic, key, payload, job_id) "
+                 "SELECT topic, key, payload, job_id FROM jsonb_to_recordset($1::jsonb) "
+                 "AS x(topic text, key text, payload text, job_id bigint)", rows.dump());
+}
+
+// A run ended (or was given up): frees its slots and wakes the jobs waiting on them.
+void ReleaseRun(pqxx::work& tx, int64_t schedule_id, const std::optional<std::string>& group) {
+  tx.exec_params("UPDATE schedule_runtime SET active_runs = greatest(active_runs - 1, 0) "
+                 "WHERE schedule_id = $1", schedule_id);
+  if (group) {
+    tx.exec_params("UPDATE group_runtime SET active_runs = greatest(active_runs - 1, 0) WHERE name = $1",
+                   *group);
+  }
+  tx.exec_params("UPDATE jobs SET next_check_at = now() WHERE state = 'pending_constraint' AND "
+                 "(schedule_id = $1 OR ($2::text IS NOT NULL AND concurrency_group = $2))",
+                 schedule_id, group);
 }
 
 }  // namespace
 
-PgStore::PgStore(std::unique_ptr<Conn> c) : conn_(std::move(c)) {}
+PgStore::PgStore(std::unique_ptr<Conn> c, std::string topic_prefix)
+    : conn_(std::move(c)), topic_prefix_(std::move(topic_prefix)) {}
 PgStore::~PgStore() = default;
 
-Result<std::unique_ptr<PgStore>> PgStore::Connect(const std::string& pg) {
-  try {
-    return std::unique_ptr<PgStore>(new PgStore(std::make_unique<Conn>(pg)));
-  } catch (const std::exception& e) {
-    return Unavailable(std::string("cannot connect to PostgreSQL: ") + e.what());
-  }
+Result<std::unique_ptr<PgStore>> PgStore::Connect(const std::string& pg, const std::string& topic_prefix) {
+  auto c = pg_internal::Connect(pg);
+  if (!c.ok()) return c.status();
+  return std::unique_ptr<PgStore>(new PgStore(std::make_unique<Conn>(std::move(*c)), topic_prefix));
 }
 
-Result<std::unordered_map<std::string, std::vector<ScheduleRow>>> PgStore::LoadScheduleIndex() {
-  return Guard([&]() -> Result<std::unordered_map<std::string, std::vector<ScheduleRow>>> {
-    pqxx::read_transaction tx(conn_->c);
-    std::unordered_map<std::string, std::vector<ScheduleRow>> index;
-    for (const auto& r : tx.exec(
-             "SELECT t.event_key, s.id, s.name, s.version, s.document::text FROM schedule_triggers t "
-             "JOIN schedules s ON s.id = t.schedule_id WHERE s.state = 'active'")) {
-      index[r[0].as<std::string>()].push_back(
-          {r[1].as<int64_t>(), r[2].as<std::string>(), r[3].as<int>(),
-           nlohmann::json::parse(r[4].as<std::string>())});
+Result<ScheduleChanges> PgStore::LoadScheduleChanges(int64_t after_seq) {
+  return Guard([&]() -> Result<ScheduleChanges> {
+    pqxx::read_transaction tx(*conn_->c);
+    ScheduleChanges out;
+    out.last_seq = tx.exec1("SELECT coalesce(max(seq), 0) FROM schedule_changes")[0].as<int64_t>();
+    if (out.last_seq == after_seq && after_seq != 0) return out;
+    std::string which = after_seq == 0
+        ? "SELECT id FROM schedules"
+        : "SELECT DISTINCT schedule_id FROM schedule_changes WHERE seq > " + std::to_string(after_seq) +
+              " AND seq <= " + std::to_string(out.last_seq);
+    std::map<int64_t, ScheduleKeys> keys;
+    for (const auto& r : tx.exec("SELECT c.id FROM (" + which + ") c(id)")) {
+      int64_t id = r[0].as<int64_t>();
+      keys[id] = {id, false, {}};
     }
-    return index;
+    for (const auto& r : tx.exec(
+             "SELECT t.schedule_id, t.event_key FROM schedule_triggers t JOIN schedules s ON s.id = t.schedule_id "
+             "WHERE s.state = 'active' AND t.schedule_id IN (" + which + ")")) {
+      ScheduleKeys& k = keys[r[0].as<int64_t>()];
+      k.id = r[0].as<int64_t>();
+      k.active = true;
+      k.event_keys.push_back(r[1].as<std::string>());
+    }
+    out.schedules.reserve(keys.size());
+    for (auto& [id, k] : keys) out.schedules.push_back(std::move(k));
+    return out;
   });
 }
 
 Result<std::vector<std::optional<int64_t>>> PgStore::LoadOffsets(
     const std::string& group, const std::vector<std::pair<std::string, int>>& parts) {
   return Guard([&]() -> Result<std::vector<std::optional<int64_t>>> {
-    pqxx::read_transaction tx(conn_->c);
+    pqxx::read_transaction tx(*conn_->c);
     std::vector<std::optional<int64_t>> out;
     for (const auto& [topic, partition] : parts) {
       auto r = tx.exec_params(
@@ -102,79 +171,378 @@ Result<std::vector<std::optional<int64_t>>> PgStore::LoadOffsets(
   });
 }
 
-Result<BatchResult> PgStore::ApplyBatch(const std::string& group, const std::string& topic_prefix,
-                                        const std::vector<MatchedEvent>& events,
-                                        const std::vector<std::pair<std::string, std::string>>& dead,
-                                        const std::vector<ConsumedPosition>& positions,
-                                        const std::vector<RunReport>& reports) {
-  return Guard([&]() -> Result<BatchResult> {
-    pqxx::work tx(conn_->c);
-    BatchResult result;
+Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
+  return Guard([&]() -> Result<IngestResult> {
+    pqxx::work tx(*conn_->c);
+    IngestResult result;
+    const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
     // Positions first: a compare-and-set on the stored offset fences a consumer that lost its
     // partition in a rebalance but still holds a batch of it.
-    for (const auto& p : positions) {
+    for (const auto& p : batch.positions) {
       auto r = tx.exec_params(
           "INSERT INTO consumer_offsets (group_id, topic, partition, next_offset) "
           "VALUES ($1, $2, $3, $5) ON CONFLICT (group_id, topic, partition) DO UPDATE "
           "SET next_offset = EXCLUDED.next_offset, updated_at = now() "
           "WHERE consumer_offsets.next_offset <= $4 RETURNING 1",
-          group, p.topic, p.partition, p.first_offset, p.next_offset);
-      if (r.empty()) return Aborted("position of " + p.topic + "/" + std::to_string(p.partition) +
-                                    " moved by another consumer");
+          batch.group, p.topic, p.partition, p.first_offset, p.next_offset);
+      if (r.empty()) {
+        tx.abort();
+        result.fenced = true;
+        return result;
+      }
     }
-    for (const auto& e : events) {
-      if (tx.exec_params("INSERT INTO seen_events (id) VALUES ($1) ON CONFLICT DO NOTHING RETURNING 1",
-                         e.id).empty()) {
-        ++result.duplicates;
-        result.duplicate.push_back(true);
+    // De-duplication: only events that can change something are recorded.
+    result.outcome.assign(batch.events.size(), "no_match");
+    json ids = json::array();
+    std::vector<bool> relevant(batch.events.size(), false);
+    for (size_t i = 0; i < batch.events.size(); ++i) {
+      const Event& e = batch.events[i];
+      bool report = e.type == EventType::kProgram && !e.program.run_id.empty();
+      if (!batch.schedule_ids[i].empty() || report) {
+        relevant[i] = true;
+        ids.push_back(e.id);
+      }
+    }
+    std::set<std::string> fresh;
+    if (!ids.empty()) {
+      for (const auto& r : tx.exec_params(
+               "INSERT INTO seen_events (id) SELECT x FROM jsonb_array_elements_text($1::jsonb) x "
+               "ON CONFLICT DO NOTHING RETURNING id", ids.dump())) {
+        fresh.insert(r[0].as<std::string>());
+      }
+    }
+    std::vector<AccumulateInput> inputs;
+    std::vector<size_t> input_index;
+    std::set<int64_t> reached;
+    std::vector<RunReport> reports;
+    for (size_t i = 0; i < batch.events.size(); ++i) {
+      if (!relevant[i]) continue;
+      const Event& e = batch.events[i];
+      // The first copy of an id in the batch wins; later copies are duplicates.
+      if (!fresh.erase(e.id)) {
+        result.outcome[i] = "duplicate";
         continue;
       }
-      result.duplicate.push_back(false);
-      nlohmann::json triggered_by = nlohmann::json::array(
-          {{{"id", e.id}, {"type", e.type}, {"payload", e.payload}}});
-      for (const ScheduleRow* s : e.schedules) {
-        const auto& program = s->document.at("program");
-        int64_t job_id = tx.exec_params1(
-            "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, "
-            "triggered_by, history, opened_at, first_event_at, ready_at) VALUES "
-            "($1, $2, $3, 'pending_launch', '[{\"count\":1,\"satisfied\":true}]', $4::jsonb, "
-            "jsonb_build_array(jsonb_build_object('at', now(), 'what', 'opened and complete: ' || $5::text, "
-            "'event', $6::text)), now(), now(), now()) RETURNING id",
-            s->id, s->name, s->version, triggered_by.dump(), e.type, e.id)[0].as<int64_t>();
-        std::string run_id = NewRunId();
-        std::string target = program.value("target", "default");
-        nlohmann::json request = {
-            {"run_id", run_id}, {"schedule", s->name}, {"schedule_version", s->version},
-            {"program", {{"name", program.at("name")}, {"args", program.value("args", nlohmann::json::object())}, {"target", target}}},
-            {"attempt", 1}, {"heartbeat_timeout", s->document.value("heartbeat_timeout", "5m")},
-            {"launched_at", NowRfc3339()}, {"triggered_by", triggered_by}};
-        tx.exec_params(
-            "INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, state, "
-            "heartbeat_timeout_ms, max_attempts, launched_at, last_seen_at, request) VALUES "
-            "($1, $2, $3, $4, $5, $6, 'launched', $8, $9, now(), now(), $7::jsonb)",
-            run_id, job_id, s->id, s->name, program.at("name").get<std::string>(), target,
-            request.dump(), DocDurationMs(s->document, "heartbeat_timeout", 300000),
-            s->document.contains("retry") ? s->document["retry"].value("max_attempts", int64_t{1}) : int64_t{1});
-        tx.exec_params("INSERT INTO outbox (topic, key, payload, job_id) VALUES ($1, $2, $3, $4)",
-                       topic_prefix + "launch." + target, program.at("name").get<std::string>(),
-                       request.dump(), job_id);
-        ++result.jobs_launched;
+      if (e.type == EventType::kProgram && !e.program.run_id.empty()) {
+        reports.push_back({e.program.run_id, e.program.status, e.program.attempt});
+        result.outcome[i] = "applied";
+      }
+      if (!batch.schedule_ids[i].empty()) {
+        inputs.push_back({&e, batch.schedule_ids[i]});
+        input_index.push_back(i);
+        reached.insert(batch.schedule_ids[i].begin(), batch.schedule_ids[i].end());
       }
     }
-    // Only a run still in flight moves: a duplicate or late report changes nothing.
-    for (const auto& rep : reports) {
-      bool final_status = rep.status == "succeeded" || rep.status == "failed" || rep.status == "killed";
+    std::map<int64_t, ScheduleView> schedules = LoadSchedules(tx, cache_, reached, true);
+    std::vector<OpenJob> open;
+    if (!schedules.empty()) {
+      std::vector<int64_t> sids;
+      for (const auto& [id, v] : schedules) sids.push_back(id);
+      for (const auto& r : tx.exec_params(
+               "SELECT id, schedule_id, schedule_version, trigger_state::text, triggered_by::text, "
+               TRIGD_MS("opened_at") " FROM jobs WHERE schedule_id = ANY($1::bigint[]) "
+               "AND state = 'pending_trigger' ORDER BY id FOR UPDATE", IntArray(sids))) {
+        OpenJob job;
+        job.id = r[0].as<int64_t>();
+        job.schedule_id = r[1].as<int64_t>();
+        job.schedule_version = r[2].as<int>();
+        job.state = TriggerStateFromJson(json::parse(r[3].as<std::string>()));
+        for (const auto& t : json::parse(r[4].as<std::string>())) {
+          job.triggered_by.push_back({t.value("id", ""), t.value("type", ""), t.value("payload", json())});
+        }
+        job.opened_at = FromMillis(r[5].as<int64_t>());
+        open.push_back(std::move(job));
+      }
+    }
+    Accumulation acc = Accumulate(inputs, schedules, std::move(open), now);
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (acc.applied[k]) result.outcome[input_index[k]] = "applied";
+    }
+    json inserts = json::array(), updates = json::array();
+    for (const OpenJob& job : acc.jobs) {
+      if (job.id != 0 && !job.changed && !job.discarded && !job.complete) continue;
+      const ScheduleView& view = schedules.at(job.schedule_id);
+      const Schedule& s = *view.schedule;
+      json triggered = json::array();
+      for (const auto& t : job.triggered_by) triggered.push_back({{"id", t.id}, {"type", t.type}, {"payload", t.payload}});
+      std::string state = job.discarded ? "discarded" : job.complete ? "pending_constraint" : "pending_trigger";
+      std::optional<int64_t> next_check;
+      if (job.complete) {
+        next_check = ToMillis(now);
+      } else if (!job.discarded && s.timeout) {
+        next_check = ToMillis(job.opened_at + s.timeout->after);
+      }
+      json row = {{"id", job.id}, {"schedule_id", job.schedule_id}, {"schedule_name", s.id().value()},
+                  {"schedule_version", job.schedule_version}, {"state", state}, {"priority", s.priority},
+                  {"trigger_state", TriggerStateToJson(job.state)}, {"triggered_by", triggered},
+                  {"history", job.history}, {"opened_at", ToMillis(job.opened_at)},
+                  {"ready_at", job.complete ? json(ToMillis(now)) : json()},
+                  {"next_check_at", next_check ? json(*next_check) : json()},
+                  {"concurrency_group", s.constraints.concurrency_group ? json(s.constraints.concurrency_group->name) : json()},
+                  {"discard_reason", job.discarded ? json(job.discard_reason) : json()}};
+      if (job.id == 0) {
+        ++result.jobs_opened;
+        inserts.push_back(std::move(row));
+      } else {
+        updates.push_back(std::move(row));
+      }
+      if (job.complete) ++result.jobs_ready;
+      if (job.discarded) ++result.jobs_discarded;
+    }
+    static const std::string kRecord =
+        "x(id bigint, schedule_id bigint, schedule_name text, schedule_version int, state text, "
+        "priority int, trigger_state jsonb, triggered_by jsonb, history jsonb, opened_at bigint, "
+        "ready_at bigint, next_check_at bigint, concurrency_group text, discard_reason text)";
+    if (!inserts.empty()) {
       tx.exec_params(
+          "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, priority, trigger_state, "
+          "triggered_by, history, opened_at, first_event_at, ready_at, next_check_at, concurrency_group) "
+          "SELECT schedule_id, schedule_name, schedule_version, state, priority, trigger_state, triggered_by, "
+          "history, to_timestamp(opened_at / 1000.0), to_timestamp(opened_at / 1000.0), "
+          "to_timestamp(ready_at / 1000.0), to_timestamp(next_check_at / 1000.0), concurrency_group "
+          "FROM jsonb_to_recordset($1::jsonb) AS " + kRecord, inserts.dump());
+    }
+    if (!updates.empty()) {
+      tx.exec_params(
+          "UPDATE jobs j SET state = x.state, trigger_state = x.trigger_state, triggered_by = x.triggered_by, "
+          "history = trigd_append_history(j.history, x.history), "
+          "ready_at = coalesce(to_timestamp(x.ready_at / 1000.0), j.ready_at), "
+          "next_check_at = to_timestamp(x.next_check_at / 1000.0), discard_reason = x.discard_reason, "
+          "finished_at = CASE WHEN x.state = 'discarded' THEN now() END "
+          "FROM jsonb_to_recordset($1::jsonb) AS " + kRecord + " WHERE j.id = x.id", updates.dump());
+    }
+    // Only a run still in flight moves: a duplicate or late report changes nothing.
+    for (const RunReport& rep : reports) {
+      bool final_status = IsFinal(rep.status);
+      std::string status = ProgramStatusName(rep.status);
+      auto r = tx.exec_params(
           "UPDATE runs SET state = CASE WHEN $3 THEN $2 ELSE 'running' END, last_seen_at = now(), "
-          "finished_at = CASE WHEN $3 THEN now() END, history = history || jsonb_build_array("
-          "jsonb_build_object('at', now(), 'status', $2::text)) "
-          "WHERE run_id = $1 AND state IN ('launched', 'running')",
-          rep.run_id, rep.status, final_status);
+          "attempt_started_at = CASE WHEN $2 = 'started' THEN now() ELSE attempt_started_at END, "
+          "finished_at = CASE WHEN $3 THEN now() END, reason = CASE WHEN $3 THEN $2 ELSE reason END, "
+          "history = CASE WHEN $2 = 'heartbeat' THEN history ELSE trigd_append_history(history, "
+          "jsonb_build_array(jsonb_build_object('at', now(), 'status', $2::text, 'attempt', attempt))) END "
+          "WHERE run_id = $1 AND state IN ('launched', 'running') AND ($4 = 0 OR attempt = $4) "
+          "RETURNING schedule_id, concurrency_group",
+          rep.run_id, status, final_status, rep.attempt);
+      if (r.empty() || !final_status) continue;
+      ++result.run_outcomes[status];
+      ReleaseRun(tx, r[0][0].as<int64_t>(),
+                 r[0][1].is_null() ? std::nullopt : std::optional<std::string>(r[0][1].as<std::string>()));
     }
-    for (const auto& [key, payload] : dead) {
-      tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)",
-                     topic_prefix + "dead", key, payload);
+    json outbox = json::array();
+    for (const DeadLetter& d : batch.dead) {
+      outbox.push_back({{"topic", topic_prefix_ + "dead"}, {"key", d.key}, {"payload", d.payload}});
     }
+    for (const Event& e : acc.published) {
+      outbox.push_back({{"topic", topic_prefix_ + "events.program"}, {"key", e.program.program},
+                        {"payload", EnvelopeToJson(e).dump()}});
+    }
+    result.published = static_cast<int>(acc.published.size());
+    InsertOutbox(tx, outbox);
+    tx.commit();
+    return result;
+  });
+}
+
+Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
+  return Guard([&]() -> Result<CheckerResult> {
+    pqxx::work tx(*conn_->c);
+    CheckerResult result;
+    const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
+    struct Due {
+      int64_t id, schedule_id;
+      int version;
+      std::string state;
+      TriggerState trigger;
+      json triggered_by;
+      TimePoint opened_at;
+      std::optional<TimePoint> ready_at;
+      std::string last_decision;
+    };
+    std::vector<Due> due;
+    std::set<int64_t> sids;
+    for (const auto& r : tx.exec_params(
+             "SELECT id, schedule_id, schedule_version, state, trigger_state::text, triggered_by::text, "
+             TRIGD_MS("opened_at") ", " TRIGD_MS("ready_at") ", coalesce(last_decision, '') FROM jobs "
+             "WHERE state IN ('pending_trigger', 'pending_constraint') AND next_check_at <= now() "
+             "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT $1 FOR UPDATE SKIP LOCKED",
+             static_cast<int64_t>(limit))) {
+      Due d{r[0].as<int64_t>(), r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>(),
+            TriggerStateFromJson(json::parse(r[4].as<std::string>())), json::parse(r[5].as<std::string>()),
+            FromMillis(r[6].as<int64_t>()),
+            r[7].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[7].as<int64_t>())),
+            r[8].as<std::string>()};
+      sids.insert(d.schedule_id);
+      due.push_back(std::move(d));
+    }
+    if (due.empty()) return result;
+    std::map<int64_t, ScheduleView> schedules = LoadSchedules(tx, cache_, sids, true);
+    // Lock the run counters, schedules then groups, each in a fixed order (no deadlock
+    // between checkers); a concurrent run end waits for this transaction and vice versa.
+    std::set<std::string> groups;
+    for (const auto& [id, v] : schedules) {
+      if (v.schedule->constraints.concurrency_group) groups.insert(v.schedule->constraints.concurrency_group->name);
+    }
+    struct Counters { int64_t active = 0; std::optional<TimePoint> last_launch; };
+    std::map<int64_t, Counters> sched_rt;
+    std::map<std::string, int64_t> group_rt;
+    if (!schedules.empty()) {
+      std::vector<int64_t> ids;
+      for (const auto& [id, v] : schedules) ids.push_back(id);
+      tx.exec_params("INSERT INTO schedule_runtime (schedule_id) SELECT unnest($1::bigint[]) ON CONFLICT DO NOTHING",
+                     IntArray(ids));
+      for (const auto& r : tx.exec_params(
+               "SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime "
+               "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE", IntArray(ids))) {
+        sched_rt[r[0].as<int64_t>()] = {r[1].as<int64_t>(),
+                                        r[2].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[2].as<int64_t>()))};
+      }
+    }
+    if (!groups.empty()) {
+      json names(groups);
+      tx.exec_params("INSERT INTO group_runtime (name) SELECT jsonb_array_elements_text($1::jsonb) ON CONFLICT DO NOTHING",
+                     names.dump());
+      for (const auto& r : tx.exec_params(
+               "SELECT name, active_runs FROM group_runtime WHERE name IN (SELECT jsonb_array_elements_text($1::jsonb)) "
+               "ORDER BY name FOR UPDATE", names.dump())) {
+        group_rt[r[0].as<std::string>()] = r[1].as<int64_t>();
+      }
+    }
+    // Launch times within each schedule's max_runs_per period, read after the locks.
+    std::map<int64_t, std::vector<TimePoint>> recent;
+    {
+      std::vector<int64_t> ids;
+      Millis longest{0};
+      for (const auto& [id, v] : schedules) {
+        if (v.schedule->constraints.max_runs_per) {
+          ids.push_back(id);
+          longest = std::max(longest, v.schedule->constraints.max_runs_per->period);
+        }
+      }
+      if (!ids.empty()) {
+        for (const auto& r : tx.exec_params(
+                 "SELECT schedule_id, " TRIGD_MS("launched_at") " FROM runs WHERE schedule_id = ANY($1::bigint[]) "
+                 "AND launched_at > now() - make_interval(secs => $2::bigint / 1000.0)",
+                 IntArray(ids), static_cast<int64_t>(longest.count()))) {
+          recent[r[0].as<int64_t>()].push_back(FromMillis(r[1].as<int64_t>()));
+        }
+      }
+    }
+    json job_updates = json::array(), runs = json::array(), outbox = json::array();
+    for (Due& d : due) {
+      ++result.checked;
+      auto sv = schedules.find(d.schedule_id);
+      json update = {{"id", d.id}};
+      if (sv == schedules.end() || sv->second.version != d.version) {
+        // Deleted, suspended or updated since the job opened: it never launches.
+        std::string reason = sv == schedules.end() ? "schedule deleted or suspended" : "schedule updated";
+        update.update({{"state", "discarded"}, {"reason", reason},
+                       {"history", json::array({HistoryEntry(now, "discarded: " + reason)})}});
+        ++result.discarded;
+        job_updates.push_back(std::move(update));
+        continue;
+      }
+      const Schedule& s = *sv->second.schedule;
+      Counters& rt = sched_rt[d.schedule_id];
+      RunFacts facts;
+      facts.active_runs = rt.active;
+      facts.last_launch = rt.last_launch;
+      std::optional<std::string> group;
+      if (s.constraints.concurrency_group) {
+        group = s.constraints.concurrency_group->name;
+        facts.group_active_runs = group_rt[*group];
+      }
+      if (s.constraints.max_runs_per) {
+        for (TimePoint t : recent[d.schedule_id]) {
+          if (t > now - s.constraints.max_runs_per->period) facts.launches_in_period.push_back(t);
+        }
+      }
+      bool complete = d.state == "pending_constraint" || IsComplete(s.trigger, d.trigger);
+      CheckOutcome out = CheckJob(s, {d.opened_at, d.ready_at}, complete, facts, now);
+      for (const ConstraintCheck& c : out.checks) {
+        ++result.checks[{c.constraint, ConstraintResultName(c.result)}];
+      }
+      json checks = json::array();
+      for (const ConstraintCheck& c : out.checks) {
+        checks.push_back({{"constraint", c.constraint}, {"result", ConstraintResultName(c.result)},
+                          {"reason", c.reason}});
+      }
+      if (out.decision == Decision::kLaunch) {
+        ++result.launched;
+        std::string run_id = pg_internal::NewRunId();
+        json request = {{"run_id", run_id}, {"schedule", s.id().value()}, {"schedule_version", d.version},
+                        {"program", {{"name", s.program.name}, {"args", s.program.args}, {"target", s.program.target}}},
+                        {"attempt", 1}, {"heartbeat_timeout", FormatDuration(s.heartbeat_timeout)},
+                        {"launched_at", FormatTime(now)}, {"triggered_by", d.triggered_by}};
+        runs.push_back({{"run_id", run_id}, {"job_id", d.id}, {"schedule_id", d.schedule_id},
+                        {"schedule_name", s.id().value()}, {"program", s.program.name}, {"target", s.program.target},
+                        {"concurrency_group", group ? json(*group) : json()},
+                        {"max_attempts", s.retry.max_attempts},
+                        {"heartbeat_timeout_ms", s.heartbeat_timeout.count()}, {"request", request}});
+        outbox.push_back({{"topic", topic_prefix_ + "launch." + s.program.target}, {"key", s.program.name},
+                          {"payload", request.dump()}, {"job_id", d.id}});
+        ++rt.active;
+        rt.last_launch = now;
+        if (group) ++group_rt[*group];
+        recent[d.schedule_id].push_back(now);
+        update.update({{"state", "pending_launch"}, {"forced", out.forced}, {"run_id", run_id},
+                       {"history", json::array({HistoryEntry(now, out.forced ? "launched by timeout (action run)" : "constraints hold: launching",
+                                                             {{"run_id", run_id}, {"checks", checks}})})}});
+      } else if (out.decision == Decision::kDiscard) {
+        ++result.discarded;
+        update.update({{"state", "discarded"}, {"reason", out.reason},
+                       {"history", json::array({HistoryEntry(now, "discarded: " + out.reason, {{"checks", checks}})})}});
+      } else {
+        ++result.waiting;
+        // A wait that only a run's end can lift is woken by that end; the fallback re-check
+        // covers a wake-up lost to a crash between the two.
+        TimePoint next = out.next_check_at.value_or(now + std::chrono::seconds(30));
+        update.update({{"state", d.state == "pending_trigger" && !complete ? "pending_trigger" : "pending_constraint"},
+                       {"next_check_at", ToMillis(next)}, {"decision", out.reason}});
+        if (out.reason != d.last_decision) {
+          update["history"] = json::array({HistoryEntry(now, "waiting: " + out.reason,
+                                                        {{"checks", checks}, {"next_check_at", FormatTime(next)}})});
+        }
+      }
+      job_updates.push_back(std::move(update));
+    }
+    if (!runs.empty()) {
+      tx.exec_params(
+          "INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, concurrency_group, state, "
+          "attempt, max_attempts, heartbeat_timeout_ms, launched_at, last_seen_at, request, history) "
+          "SELECT run_id, job_id, schedule_id, schedule_name, program, target, concurrency_group, 'launched', 1, "
+          "max_attempts, heartbeat_timeout_ms, now(), now(), request, "
+          "jsonb_build_array(jsonb_build_object('at', now(), 'status', 'launched', 'attempt', 1)) "
+          "FROM jsonb_to_recordset($1::jsonb) AS x(run_id text, job_id bigint, schedule_id bigint, "
+          "schedule_name text, program text, target text, concurrency_group text, max_attempts int, "
+          "heartbeat_timeout_ms bigint, request jsonb)", runs.dump());
+      json rt_rows = json::array();
+      for (const auto& [id, c] : sched_rt) {
+        rt_rows.push_back({{"id", id}, {"active", c.active},
+                           {"last", c.last_launch ? json(ToMillis(*c.last_launch)) : json()}});
+      }
+      tx.exec_params("UPDATE schedule_runtime r SET active_runs = x.active, "
+                     "last_launch_at = to_timestamp(x.last / 1000.0) FROM jsonb_to_recordset($1::jsonb) "
+                     "AS x(id bigint, active int, last bigint) WHERE r.schedule_id = x.id", rt_rows.dump());
+      json g_rows = json::array();
+      for (const auto& [name, n] : group_rt) g_rows.push_back({{"name", name}, {"active", n}});
+      if (!g_rows.empty()) {
+        tx.exec_params("UPDATE group_runtime g SET active_runs = x.active FROM jsonb_to_recordset($1::jsonb) "
+                       "AS x(name text, active int) WHERE g.name = x.name", g_rows.dump());
+      }
+    }
+    InsertOutbox(tx, outbox);
+    tx.exec_params(
+        "UPDATE jobs j SET state = x.state, "
+        "next_check_at = CASE WHEN x.state IN ('pending_trigger', 'pending_constraint') "
+        "  THEN to_timestamp(x.next_check_at / 1000.0) END, "
+        "last_decision = coalesce(x.decision, j.last_decision), forced = coalesce(x.forced, j.forced), "
+        "discard_reason = x.reason, "
+        "finished_at = CASE WHEN x.state = 'discarded' THEN now() END, "
+        "history = CASE WHEN x.history IS NULL THEN j.history ELSE trigd_append_history(j.history, x.history) END "
+        "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, state text, next_check_at bigint, decision text, "
+        "forced boolean, reason text, history jsonb) WHERE j.id = x.id",
+        json(job_updates).dump());
     tx.commit();
     return result;
   });
@@ -183,7 +551,7 @@ Result<BatchResult> PgStore::ApplyBatch(const std::string& group, const std::str
 Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
   return Guard([&]() -> Result<std::vector<OutboxRow>> {
     claim_.reset();
-    claim_ = std::make_unique<Claim>(conn_->c);
+    claim_ = std::make_unique<Claim>(*conn_->c);
     std::vector<OutboxRow> rows;
     for (const auto& r : claim_->tx.exec_params(
              "SELECT id, topic, coalesce(key, ''), payload, job_id FROM outbox ORDER BY id "
@@ -198,194 +566,40 @@ Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
   });
 }
 
-Status PgStore::CompleteOutbox(const std::vector<int64_t>& confirmed, const std::vector<int64_t>& job_ids) {
-  if (!claim_) return Status::Ok();
-  Result<int> r = Guard([&]() -> Result<int> {
-    for (int64_t id : confirmed) claim_->tx.exec_params("DELETE FROM outbox WHERE id = $1", id);
-    for (int64_t id : job_ids) {
-      claim_->tx.exec_params(
-          "UPDATE jobs SET state = 'launched', finished_at = now(), history = history || "
-          "jsonb_build_array(jsonb_build_object('at', now(), 'what', 'launch request published')) "
-          "WHERE id = $1 AND state = 'pending_launch'", id);
+Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& confirmed,
+                                                    const std::vector<int64_t>& job_ids) {
+  if (!claim_) return std::vector<double>{};
+  auto r = Guard([&]() -> Result<std::vector<double>> {
+    std::vector<double> latencies;
+    if (!confirmed.empty()) {
+      claim_->tx.exec_params("DELETE FROM outbox WHERE id = ANY($1::bigint[])", IntArray(confirmed));
+    }
+    if (!job_ids.empty()) {
+      for (const auto& row : claim_->tx.exec_params(
+               "UPDATE jobs SET state = 'launched', finished_at = now(), history = trigd_append_history(history, "
+               "jsonb_build_array(jsonb_build_object('at', now(), 'what', 'launch request published'))) "
+               "WHERE id = ANY($1::bigint[]) AND state = 'pending_launch' "
+               "RETURNING extract(epoch from now() - coalesce(ready_at, opened_at))::float8",
+               IntArray(job_ids))) {
+        latencies.push_back(row[0].as<double>());
+      }
     }
     claim_->tx.commit();
-    return 0;
+    return latencies;
   });
   claim_.reset();
-  return r.status();
+  return r;
 }
 
-}  // namespace trigd
-
-namespace trigd {
-
-Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
-                                                 const std::vector<ScheduleDoc>& docs) {
-  std::unique_ptr<pqxx::connection> conn;
-  try {
-    conn = std::make_unique<pqxx::connection>(pg);
-  } catch (const std::exception& e) {
-    return Unavailable(std::string("cannot connect to PostgreSQL: ") + e.what());
-  }
-  return Guard([&]() -> Result<std::vector<ApplyOutcome>> {
-    pqxx::work tx(*conn);
-    std::vector<ApplyOutcome> out;
-    for (const auto& d : docs) {
-      std::string text = d.document.dump();
-      std::string hash = std::to_string(std::hash<std::string>()(text));
-      auto cur = tx.exec_params("SELECT id, version, doc_hash FROM schedules WHERE name = $1 FOR UPDATE", d.name);
-      if (!cur.empty() && cur[0][2].as<std::string>() == hash) {
-        out.push_back({d.name, cur[0][1].as<int>(), false});
-        continue;
-      }
-      int64_t id;
-      int version;
-      if (cur.empty()) {
-        auto r = tx.exec_params1(
-            "INSERT INTO schedules (name, version, doc_hash, document) VALUES ($1, 1, $2, $3::jsonb) "
-            "RETURNING id, version", d.name, hash, text);
-        id = r[0].as<int64_t>();
-        version = r[1].as<int>();
-      } else {
-        id = cur[0][0].as<int64_t>();
-        version = cur[0][1].as<int>() + 1;
-        tx.exec_params("UPDATE schedules SET version=$2, doc_hash=$3, document=$4::jsonb, updated_at=now() "
-                       "WHERE id=$1", id, version, hash, text);
-        tx.exec_params("UPDATE jobs SET state='discarded', discard_reason='schedule updated', "
-                       "finished_at=now() WHERE schedule_id=$1 AND state IN "
-                       "('pending_trigger','pending_constraint')", id);
-        tx.exec_params("DELETE FROM schedule_triggers WHERE schedule_id=$1", id);
-      }
-      for (size_t i = 0; i < d.event_keys.size(); ++i) {
-        tx.exec_params("INSERT INTO schedule_triggers (schedule_id, leaf, event_key) VALUES ($1,$2,$3)",
-                       id, static_cast<int>(i), d.event_keys[i]);
-      }
-      out.push_back({d.name, version, true});
-    }
-    tx.exec("NOTIFY trigd_schedules");
-    tx.commit();
-    return out;
-  });
-}
-
-}  // namespace trigd
-
-namespace trigd {
-
-namespace {
-
-Result<nlohmann::json> QueryJson(const std::string& pg, const std::string& sql,
-                                 const std::vector<std::optional<std::string>>& params) {
-  std::unique_ptr<pqxx::connection> conn;
-  try {
-    conn = std::make_unique<pqxx::connection>(pg);
-  } catch (const std::exception& e) {
-    return Unavailable(std::string("cannot connect to PostgreSQL: ") + e.what());
-  }
-  return Guard([&]() -> Result<nlohmann::json> {
-    pqxx::read_transaction tx(*conn);
-    // Rows come back as one JSON document built by PostgreSQL itself.
-    std::string wrapped = "SELECT coalesce(json_agg(q), '[]'::json)::text FROM (" + sql + ") q";
-    pqxx::result r;
-    switch (params.size()) {
-      case 0: r = tx.exec(wrapped); break;
-      case 1: r = tx.exec_params(wrapped, params[0]); break;
-      default: r = tx.exec_params(wrapped, params[0], params[1]); break;
-    }
-    return nlohmann::json::parse(r[0][0].as<std::string>());
-  });
-}
-
-}  // namespace
-
-Result<nlohmann::json> QueryJobs(const std::string& pg, const std::optional<std::string>& state,
-                                 const std::optional<std::string>& schedule, size_t limit) {
-  return QueryJson(pg,
-                   "SELECT id, schedule_name AS schedule, schedule_version AS version, state, priority, "
-                   "opened_at, ready_at, next_check_at, finished_at, discard_reason FROM jobs "
-                   "WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR schedule_name = $2) "
-                   "ORDER BY id DESC LIMIT " + std::to_string(limit),
-                   {state, schedule});
-}
-
-Result<nlohmann::json> QueryJob(const std::string& pg, int64_t id) {
-  return QueryJson(pg,
-                   "SELECT j.*, r.run_id FROM jobs j LEFT JOIN runs r ON r.job_id = j.id WHERE j.id = $1::bigint",
-                   {std::to_string(id)});
-}
-
-Result<nlohmann::json> QueryRuns(const std::string& pg, size_t limit) {
-  return QueryJson(pg,
-                   "SELECT run_id, job_id, schedule_name AS schedule, program, target, state, attempt, "
-                   "launched_at, last_seen_at, finished_at, reason FROM runs ORDER BY launched_at DESC LIMIT " +
-                       std::to_string(limit),
-                   {});
-}
-
-Result<nlohmann::json> QueryRun(const std::string& pg, const std::string& run_id) {
-  return QueryJson(pg, "SELECT * FROM runs WHERE run_id = $1", {run_id});
-}
-
-}  // namespace trigd
-
-namespace trigd {
-
-Result<nlohmann::json> QuerySchedules(const std::string& pg) {
-  return QueryJson(pg,
-                   "SELECT s.name, s.version, s.state, s.updated_at, "
-                   "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state IN "
-                   "('pending_trigger','pending_constraint')) AS open_jobs FROM schedules s ORDER BY s.name",
-                   {});
-}
-
-Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name) {
-  return QueryJson(pg, "SELECT name, version, state, created_at, updated_at, document FROM schedules WHERE name = $1",
-                   {name});
-}
-
-Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAction action) {
-  std::unique_ptr<pqxx::connection> conn;
-  try {
-    conn = std::make_unique<pqxx::connection>(pg);
-  } catch (const std::exception& e) {
-    return Unavailable(std::string("cannot connect to PostgreSQL: ") + e.what());
-  }
-  Result<int> r = Guard([&]() -> Result<int> {
-    pqxx::work tx(*conn);
-    auto row = tx.exec_params("SELECT id FROM schedules WHERE name = $1 FOR UPDATE", name);
-    if (row.empty()) return NotFound("no schedule named " + name);
-    int64_t id = row[0][0].as<int64_t>();
-    const char* reason = action == ScheduleAction::kDelete ? "schedule deleted"
-                         : action == ScheduleAction::kSuspend ? "schedule suspended"
-                                                              : "schedule resumed";
-    // The job rows are locked here; a checker holding one finishes first or sees 'discarded'.
-    tx.exec_params("UPDATE jobs SET state='discarded', discard_reason=$2, finished_at=now(), "
-                   "history = history || jsonb_build_array(jsonb_build_object('at', now(), 'what', $2::text)) "
-                   "WHERE schedule_id=$1 AND state IN ('pending_trigger','pending_constraint')",
-                   id, std::string(reason));
-    if (action == ScheduleAction::kDelete) {
-      tx.exec_params("DELETE FROM schedules WHERE id=$1", id);
-    } else {
-      tx.exec_params("UPDATE schedules SET state=$2, updated_at=now() WHERE id=$1", id,
-                     std::string(action == ScheduleAction::kSuspend ? "suspended" : "active"));
-    }
-    tx.exec("NOTIFY trigd_schedules");
-    tx.commit();
-    return 0;
-  });
-  return r.status();
-}
-
-}  // namespace trigd
-
-namespace trigd {
-
-Result<SweepResult> PgStore::SweepRuns(const std::string& topic_prefix) {
+Result<SweepResult> PgStore::SweepRuns() {
   return Guard([&]() -> Result<SweepResult> {
-    pqxx::work tx(conn_->c);
+    pqxx::work tx(*conn_->c);
     SweepResult out;
+    const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
+    json outbox = json::array();
     for (const auto& r : tx.exec(
-             "SELECT run_id, attempt, max_attempts, program, request::text, "
+             "SELECT run_id, attempt, max_attempts, program, schedule_id, schedule_name, concurrency_group, "
+             "(SELECT version FROM schedules s WHERE s.id = runs.schedule_id), "
              "(SELECT document::text FROM schedules s WHERE s.id = runs.schedule_id) FROM runs "
              "WHERE state IN ('launched', 'running') "
              "AND last_seen_at < now() - make_interval(secs => heartbeat_timeout_ms / 1000.0) "
@@ -393,48 +607,128 @@ Result<SweepResult> PgStore::SweepRuns(const std::string& topic_prefix) {
       ++out.lost;
       std::string run_id = r[0].as<std::string>();
       int64_t attempt = r[1].as<int64_t>(), max_attempts = r[2].as<int64_t>();
+      int64_t schedule_id = r[4].as<int64_t>();
       if (attempt < max_attempts) {
-        nlohmann::json doc = r[5].is_null() ? nlohmann::json::object() : nlohmann::json::parse(r[5].as<std::string>());
-        nlohmann::json retry = doc.value("retry", nlohmann::json::object());
-        int64_t backoff = DocDurationMs(retry, "backoff", 60000);
-        int64_t cap = DocDurationMs(retry, "max_backoff", 3600000);
+        RetryPolicy retry;
+        if (!r[7].is_null()) {
+          if (auto s = cache_.Get(schedule_id, r[7].as<int>(), r[8].as<std::string>())) retry = s->retry;
+        }
         // Exponential, capped; the shift is bounded so it cannot overflow.
-        int64_t wait = backoff << std::min<int64_t>(attempt - 1, 20);
-        if (wait > cap || wait < 0) wait = cap;
+        Millis wait = retry.backoff * (int64_t{1} << std::min<int64_t>(attempt - 1, 30));
+        if (wait > retry.max_backoff || wait.count() < 0) wait = retry.max_backoff;
         tx.exec_params("UPDATE runs SET state='retry_wait', reason='lost', "
-                       "next_attempt_at = now() + make_interval(secs => $2 / 1000.0), "
-                       "history = history || jsonb_build_array(jsonb_build_object('at', now(), "
-                       "'status', 'lost', 'attempt', attempt)) WHERE run_id=$1",
-                       run_id, wait);
+                       "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
+                       "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
+                       "'status', 'lost', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id=$1",
+                       run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait));
       } else {
         ++out.failed;
         tx.exec_params("UPDATE runs SET state='failed', reason='lost', finished_at=now(), "
-                       "history = history || jsonb_build_array(jsonb_build_object('at', now(), "
-                       "'status', 'failed', 'reason', 'lost')) WHERE run_id=$1", run_id);
+                       "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
+                       "'status', 'failed', 'reason', 'lost', 'attempt', attempt))) WHERE run_id=$1", run_id);
+        ReleaseRun(tx, schedule_id,
+                   r[6].is_null() ? std::nullopt : std::optional<std::string>(r[6].as<std::string>()));
+        Event e;
+        e.id = "lost:" + run_id + ":" + std::to_string(attempt);
+        e.type = EventType::kProgram;
+        e.time = now;
         std::string program = r[3].as<std::string>();
-        nlohmann::json event = {
-            {"id", "lost:" + run_id + ":" + std::to_string(attempt)}, {"type", "program"},
-            {"time", FormatTime(SystemClock::Get().Now())},
-            {"payload", {{"program", program}, {"run_id", run_id}, {"status", "failed"},
-                         {"attempt", attempt}, {"reason", "lost"}}}};
-        tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)",
-                       topic_prefix + "events.program", program, event.dump());
+        e.payload = {{"program", program}, {"run_id", run_id}, {"status", "failed"},
+                     {"attempt", attempt}, {"reason", "lost"}, {"schedule", r[5].as<std::string>()}};
+        outbox.push_back({{"topic", topic_prefix_ + "events.program"}, {"key", program},
+                          {"payload", EnvelopeToJson(e).dump()}});
       }
     }
     for (const auto& r : tx.exec(
              "UPDATE runs SET state='launched', attempt = attempt + 1, last_seen_at = now(), "
              "next_attempt_at = NULL, request = jsonb_set(jsonb_set(request, '{attempt}', to_jsonb(attempt + 1)), "
-             "'{launched_at}', to_jsonb(to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'))) "
+             "'{launched_at}', to_jsonb(to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'))), "
+             "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
+             "'status', 'launched', 'attempt', attempt + 1))) "
              "WHERE run_id IN (SELECT run_id FROM runs WHERE state='retry_wait' AND next_attempt_at <= now() "
              "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING target, program, request::text")) {
       ++out.retried;
-      tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)",
-                     topic_prefix + "launch." + r[0].as<std::string>(), r[1].as<std::string>(),
-                     r[2].as<std::string>());
+      outbox.push_back({{"topic", topic_prefix_ + "launch." + r[0].as<std::string>()},
+                        {"key", r[1].as<std::string>()}, {"payload", r[2].as<std::string>()}});
     }
+    InsertOutbox(tx, outbox);
     tx.commit();
     return out;
   });
+}
+
+Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
+  return Guard([&]() -> Result<TickResult> {
+    pqxx::work tx(*conn_->c);
+    TickResult out;
+    const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
+    json outbox = json::array(), updates = json::array();
+    for (const auto& r : tx.exec_params(
+             "SELECT t.schedule_id, " TRIGD_MS("t.anchor") ", " TRIGD_MS("t.last_fire_time") ", t.leaf, "
+             "s.name, s.version, s.document::text FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
+             "WHERE t.next_fire_at <= now() AND s.state = 'active' ORDER BY t.next_fire_at LIMIT $1 "
+             "FOR UPDATE OF t SKIP LOCKED", static_cast<int64_t>(limit))) {
+      int64_t id = r[0].as<int64_t>();
+      auto s = cache_.Get(id, r[5].as<int>(), r[6].as<std::string>());
+      if (!s) continue;
+      std::vector<const Trigger*> leaves = TriggerLeaves(s->trigger);
+      int leaf = r[3].as<int>();
+      if (leaf < 0 || static_cast<size_t>(leaf) >= leaves.size() || leaves[leaf]->kind != TriggerKind::kTime) continue;
+      const TimeTrigger& tt = leaves[leaf]->time;
+      TimePoint anchor = FromMillis(r[1].as<int64_t>());
+      std::optional<TimePoint> last;
+      if (!r[2].is_null()) last = FromMillis(r[2].as<int64_t>());
+      DueFireTimes due = ComputeDueFireTimes(tt, anchor, last, now);
+      std::string name = r[4].as<std::string>();
+      for (TimePoint fire : due.fire) {
+        Event e;
+        // One identity per (schedule, fire time): ingestion de-duplicates on it.
+        e.id = "tick:" + name + ":" + FormatTime(fire);
+        e.type = EventType::kTick;
+        e.time = now;
+        e.payload = {{"schedule", name}, {"fire_time", FormatTime(fire)}};
+        outbox.push_back({{"topic", topic_prefix_ + "events.time"}, {"key", name}, {"payload", EnvelopeToJson(e).dump()}});
+      }
+      out.produced += static_cast<int>(due.fire.size());
+      out.skipped += static_cast<int>(due.skipped);
+      // Everything due up to now is decided (produced or skipped), so `last` moves to now.
+      updates.push_back({{"id", id}, {"last", ToMillis(now)},
+                         {"next", due.next ? json(ToMillis(*due.next)) : json()}});
+    }
+    if (!updates.empty()) {
+      tx.exec_params("UPDATE time_triggers t SET last_fire_time = to_timestamp(x.last / 1000.0), "
+                     "next_fire_at = coalesce(to_timestamp(x.next / 1000.0), 'infinity') "
+                     "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, last bigint, next bigint) "
+                     "WHERE t.schedule_id = x.id", updates.dump());
+    }
+    InsertOutbox(tx, outbox);
+    tx.commit();
+    return out;
+  });
+}
+
+Result<std::map<std::string, int64_t>> PgStore::CountJobs() {
+  return Guard([&]() -> Result<std::map<std::string, int64_t>> {
+    pqxx::read_transaction tx(*conn_->c);
+    std::map<std::string, int64_t> out = {{"pending_trigger", 0}, {"pending_constraint", 0}, {"pending_launch", 0}};
+    for (const auto& r : tx.exec("SELECT state, count(*) FROM jobs WHERE state IN "
+                                 "('pending_trigger', 'pending_constraint', 'pending_launch') GROUP BY state")) {
+      out[r[0].as<std::string>()] = r[1].as<int64_t>();
+    }
+    return out;
+  });
+}
+
+Status PgStore::Prune(Millis keep) {
+  Result<int> r = Guard([&]() -> Result<int> {
+    pqxx::work tx(*conn_->c);
+    tx.exec_params("DELETE FROM seen_events WHERE seen_at < now() - make_interval(secs => $1::bigint / 1000.0)",
+                   static_cast<int64_t>(keep.count()));
+    tx.exec("DELETE FROM schedule_changes WHERE at < now() - interval '1 day' AND seq < (SELECT max(seq) FROM schedule_changes)");
+    tx.commit();
+    return 0;
+  });
+  return r.status();
 }
 
 }  // namespace trigd

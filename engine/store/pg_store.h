@@ -1,7 +1,12 @@
-// PostgreSQL adapter for the engine's hot path. Only this module sees pqxx.
-// One PgStore per thread (a pqxx connection is not thread-safe).
+// PostgreSQL adapter for the engine's loops. Only engine/store sees pqxx.
+// One PgStore per thread: a pqxx connection is not thread-safe.
+//
+// Every method is one transaction. Decisions are made by core's pure logic (Accumulate,
+// CheckJob, ComputeDueFireTimes) on rows locked by the transaction, and written back before
+// it commits: the store only loads, locks and writes.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,22 +16,36 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "common/time.h"
+#include "core/accumulator.h"
+#include "model/event.h"
 
 namespace trigd {
 
-struct ScheduleRow {
-  int64_t id = 0;
-  std::string name;
-  int version = 0;
-  nlohmann::json document;
+// Parsed schedules by (id, version), so a batch parses a document once per version.
+// Bounded: cleared when it grows past its capacity. Not thread-safe (one per PgStore).
+class ScheduleCache {
+ public:
+  explicit ScheduleCache(size_t capacity = 200000) : capacity_(capacity) {}
+  // The parsed schedule, or nullptr if the stored document does not parse (never expected:
+  // documents are validated before they are stored).
+  std::shared_ptr<const Schedule> Get(int64_t id, int version, const std::string& document);
+  std::shared_ptr<const Schedule> Find(int64_t id, int version) const;
+
+ private:
+  size_t capacity_;
+  std::unordered_map<int64_t, std::pair<int, std::shared_ptr<const Schedule>>> entries_;
 };
 
-// An event that reached at least one schedule, with the schedules it reached.
-struct MatchedEvent {
-  std::string id;
-  std::string type;
-  nlohmann::json payload;
-  std::vector<const ScheduleRow*> schedules;
+// The reverse index's feed: schedules whose keys changed since a change-log position.
+struct ScheduleKeys {
+  int64_t id = 0;
+  bool active = false;  // false: removed from the index (deleted or suspended)
+  std::vector<std::string> event_keys;
+};
+struct ScheduleChanges {
+  int64_t last_seq = 0;
+  std::vector<ScheduleKeys> schedules;
 };
 
 struct ConsumedPosition {
@@ -34,6 +53,36 @@ struct ConsumedPosition {
   int partition = 0;
   int64_t first_offset = 0;  // of this batch
   int64_t next_offset = 0;   // last offset + 1
+};
+
+// A worker's report about one of trigd's runs (a program event with a run id).
+struct RunReport {
+  std::string run_id;
+  ProgramStatus status = ProgramStatus::kStarted;
+  int64_t attempt = 0;  // 0: any attempt
+};
+
+struct DeadLetter {
+  std::string key;
+  std::string payload;  // JSON: reason, topic, partition, offset, original
+};
+
+struct IngestBatch {
+  std::string group;
+  std::vector<ConsumedPosition> positions;
+  std::vector<Event> events;                      // well-formed events
+  std::vector<std::vector<int64_t>> schedule_ids;  // per event: reached through the index
+  std::vector<DeadLetter> dead;
+};
+
+struct IngestResult {
+  bool fenced = false;  // another consumer moved a position first: nothing applied; rewind
+  std::vector<std::string> outcome;  // per event: applied, duplicate or no_match
+  int jobs_opened = 0;
+  int jobs_ready = 0;
+  int jobs_discarded = 0;
+  std::map<std::string, int> run_outcomes;  // succeeded, failed, killed
+  int published = 0;  // upstream_failed events written to the outbox
 };
 
 struct OutboxRow {
@@ -44,10 +93,13 @@ struct OutboxRow {
   std::optional<int64_t> job_id;
 };
 
-// A worker's report about one of trigd's runs.
-struct RunReport {
-  std::string run_id;
-  std::string status;  // started, heartbeat, succeeded, failed, killed
+struct CheckerResult {
+  int checked = 0;
+  int launched = 0;
+  int discarded = 0;
+  int waiting = 0;
+  // (constraint, result) -> count, for trigd_constraint_checks_total.
+  std::map<std::pair<std::string, std::string>, int> checks;
 };
 
 struct SweepResult {
@@ -56,97 +108,65 @@ struct SweepResult {
   int failed = 0;   // lost runs out of attempts: failed, with a `failed` program event
 };
 
-struct BatchResult {
-  int jobs_launched = 0;
-  int duplicates = 0;
-  std::vector<bool> duplicate;  // per event, in the order given
+struct TickResult {
+  int produced = 0;
+  int skipped = 0;
 };
 
 class PgStore {
  public:
-  static Result<std::unique_ptr<PgStore>> Connect(const std::string& pg);
+  static Result<std::unique_ptr<PgStore>> Connect(const std::string& pg,
+                                                  const std::string& topic_prefix);
   ~PgStore();
 
-  // event key -> schedules, for every active schedule.
-  Result<std::unordered_map<std::string, std::vector<ScheduleRow>>> LoadScheduleIndex();
+  // Changes after `after_seq` (0: every active schedule, for start-up).
+  Result<ScheduleChanges> LoadScheduleChanges(int64_t after_seq);
 
   // Stored positions for (topic, partition) pairs of `group`.
   Result<std::vector<std::optional<int64_t>>> LoadOffsets(
       const std::string& group, const std::vector<std::pair<std::string, int>>& parts);
 
-  // One transaction: de-duplicates events by id, opens a job per (event, schedule), creates
-  // its run and launch request (outbox), writes dead letters to the outbox, and stores the
-  // consumed positions. kAborted when another consumer moved a position first (the caller
-  // rewinds and re-reads); nothing is then applied.
-  Result<BatchResult> ApplyBatch(const std::string& group, const std::string& topic_prefix,
-                                 const std::vector<MatchedEvent>& events,
-                                 const std::vector<std::pair<std::string, std::string>>& dead,
-                                 const std::vector<ConsumedPosition>& positions,
-                                 const std::vector<RunReport>& reports = {});
+  // Ingestion, one transaction: a compare-and-set of the positions (fencing a consumer that
+  // lost a partition), de-duplication by event id, the open jobs of the reached schedules
+  // locked and accumulated (core/accumulator.h), run reports, dead letters and published
+  // events into the outbox. kAborted: a race with another instance; rerun it as is.
+  Result<IngestResult> ApplyBatch(const IngestBatch& batch);
 
-  // Relay: unsent outbox rows, locked (SKIP LOCKED) until Complete/Release.
+  // The constraint checker: claims up to `limit` due jobs (highest priority first, then
+  // readiness; SKIP LOCKED so instances share them), locks the run counters of their schedules
+  // and groups, decides with core's CheckJob, and writes launches (run + outbox), waits and
+  // discards.
+  Result<CheckerResult> CheckDueJobs(size_t limit);
+
+  // Relay: unsent outbox rows, locked (SKIP LOCKED) until CompleteOutbox.
   Result<std::vector<OutboxRow>> ClaimOutbox(size_t limit);
-  // Deletes the confirmed rows, marks their jobs launched, and ends the claim.
-  Status CompleteOutbox(const std::vector<int64_t>& confirmed, const std::vector<int64_t>& job_ids);
+  // Deletes the confirmed rows, marks their jobs launched, ends the claim. Returns, per job
+  // launched, seconds from its trigger completing to now (for the latency histogram).
+  Result<std::vector<double>> CompleteOutbox(const std::vector<int64_t>& confirmed,
+                                             const std::vector<int64_t>& job_ids);
 
-  // One transaction: runs silent past their heartbeat timeout are lost; a lost run with attempts
-  // left waits its backoff (retry_wait), else it fails and a `failed` program event (reason
-  // "lost") goes to the outbox. Runs whose backoff has passed get their next attempt's launch
-  // request (same run id) in the outbox. SKIP LOCKED: several trigd instances share the work.
-  Result<SweepResult> SweepRuns(const std::string& topic_prefix);
+  // Lost runs (no heartbeat within heartbeat_timeout): retried with capped exponential
+  // backoff while attempts remain, else failed with a published `failed` event (reason lost).
+  // Runs whose backoff passed get their next attempt's launch request (same run id).
+  Result<SweepResult> SweepRuns();
+
+  // Produces the due time ticks (SPEC §5 "Time triggers") into the outbox.
+  Result<TickResult> TickTimeTriggers(size_t limit);
+
+  // Job counts by state (open and waiting states only) for the trigd_jobs gauge.
+  Result<std::map<std::string, int64_t>> CountJobs();
+
+  // Housekeeping: drops de-duplication ids older than `keep` and old change-log rows.
+  Status Prune(Millis keep);
 
  private:
   struct Conn;
   struct Claim;
-  explicit PgStore(std::unique_ptr<Conn> c);
+  PgStore(std::unique_ptr<Conn> c, std::string topic_prefix);
   std::unique_ptr<Conn> conn_;
   std::unique_ptr<Claim> claim_;
+  std::string topic_prefix_;
+  ScheduleCache cache_;
 };
-
-}  // namespace trigd
-
-namespace trigd {
-
-struct ScheduleDoc {
-  std::string name;  // namespace/name
-  nlohmann::json document;
-  std::vector<std::string> event_keys;  // one per leaf trigger
-};
-
-struct ApplyOutcome {
-  std::string name;
-  int version = 0;
-  bool changed = false;
-};
-
-// Applies every document in one transaction: a changed document bumps the version and
-// discards the schedule's open and waiting jobs; an unchanged one keeps its version.
-Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
-                                                 const std::vector<ScheduleDoc>& docs);
-
-}  // namespace trigd
-
-namespace trigd {
-
-// Read-only queries for trigctl: each returns rows as JSON objects (column -> value).
-// `filters` are column = value pairs over a fixed whitelist; kInvalid for others.
-Result<nlohmann::json> QueryJobs(const std::string& pg, const std::optional<std::string>& state,
-                                 const std::optional<std::string>& schedule, size_t limit);
-Result<nlohmann::json> QueryJob(const std::string& pg, int64_t id);
-Result<nlohmann::json> QueryRuns(const std::string& pg, size_t limit);
-Result<nlohmann::json> QueryRun(const std::string& pg, const std::string& run_id);
-
-}  // namespace trigd
-
-namespace trigd {
-
-Result<nlohmann::json> QuerySchedules(const std::string& pg);
-Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name);
-
-enum class ScheduleAction { kDelete, kSuspend, kResume };
-// One transaction. Delete and suspend discard the schedule's open and waiting jobs (delete
-// also removes its triggers, so no job of it launches afterwards); resume starts afresh.
-// kNotFound when no schedule has that name.
-Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAction action);
 
 }  // namespace trigd

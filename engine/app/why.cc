@@ -1,0 +1,119 @@
+#include "app/why.h"
+
+#include <sstream>
+
+#include "core/constraint_checker.h"
+#include "core/trigger_eval.h"
+#include "model/job.h"
+
+namespace trigd {
+
+using nlohmann::json;
+
+namespace {
+
+std::optional<TimePoint> MillisField(const json& row, const char* field) {
+  if (!row.contains(field) || !row[field].is_number()) return std::nullopt;
+  return TimePoint(Millis(row[field].get<int64_t>()));
+}
+
+std::string Str(const json& row, const char* field) {
+  return row.contains(field) && row[field].is_string() ? row[field].get<std::string>() : "";
+}
+
+}  // namespace
+
+json ExplainJob(const JobInspection& in) {
+  const json& job = in.job;
+  json out = {{"job", job.value("id", int64_t{0})}, {"schedule", Str(job, "schedule_name")},
+              {"schedule_version", job.value("schedule_version", 0)}, {"schedule_state", in.schedule_state},
+              {"state", Str(job, "state")}, {"checked_at", FormatTime(in.now)}};
+  if (!Str(job, "run_id").empty()) out["run_id"] = Str(job, "run_id");
+  if (!Str(job, "discard_reason").empty()) out["discard_reason"] = Str(job, "discard_reason");
+  out["history"] = job.value("history", json::array());
+  std::string state = Str(job, "state");
+  bool pending = state == "pending_trigger" || state == "pending_constraint";
+  if (!pending) {
+    out["summary"] = state == "discarded" ? "discarded: " + Str(job, "discard_reason")
+                     : state == "pending_launch" ? "launch decided; the relay is publishing its request"
+                                                 : "launched as run " + Str(job, "run_id");
+    return out;
+  }
+  if (!in.schedule) {
+    out["summary"] = "its schedule is " + in.schedule_state + ": the checker discards it at its next check";
+    return out;
+  }
+  const Schedule& s = *in.schedule;
+  TriggerState ts = TriggerStateFromJson(job.value("trigger_state", json::array()));
+  json trigger = json::array();
+  for (const LeafProgress& p : DescribeProgress(s.trigger, ts)) {
+    trigger.push_back({{"path", p.path}, {"satisfied", p.satisfied}, {"detail", p.detail}});
+  }
+  out["trigger"] = trigger;
+  bool complete = state == "pending_constraint" || IsComplete(s.trigger, ts);
+  JobFacts facts{MillisField(job, "opened_at_ms").value_or(in.now), MillisField(job, "ready_at_ms")};
+  CheckOutcome check = CheckJob(s, facts, complete, in.facts, in.now);
+  json constraints = json::array();
+  for (const ConstraintCheck& c : check.checks) {
+    json e = {{"constraint", c.constraint}, {"result", ConstraintResultName(c.result)}, {"reason", c.reason}};
+    if (c.next_check_at) e["next_check_at"] = FormatTime(*c.next_check_at);
+    constraints.push_back(std::move(e));
+  }
+  out["constraints"] = constraints;
+  out["decision_now"] = DecisionName(check.decision);
+  out["summary"] = check.reason;
+  if (auto next = MillisField(job, "next_check_at_ms")) {
+    out["next_check_at"] = FormatTime(*next);
+  } else {
+    out["next_check_at"] = nullptr;
+  }
+  if (check.decision == Decision::kWait && !check.next_check_at && complete) {
+    out["wakes_on"] = "a run of this schedule or its concurrency group ending";
+  }
+  return out;
+}
+
+std::string FormatExplanation(const json& e) {
+  std::ostringstream o;
+  o << "job " << e.value("job", int64_t{0}) << "  " << e.value("schedule", "") << " v"
+    << e.value("schedule_version", 0) << "  state " << e.value("state", "") << "\n";
+  o << "why: " << e.value("summary", "") << "\n";
+  if (e.contains("trigger")) {
+    o << "trigger:\n";
+    for (const auto& t : e["trigger"]) {
+      o << "  " << (t.value("satisfied", false) ? "[met]   " : "[unmet] ") << t.value("path", "") << ": "
+        << t.value("detail", "") << "\n";
+    }
+  }
+  if (e.contains("constraints") && !e["constraints"].empty()) {
+    o << "constraints:\n";
+    for (const auto& c : e["constraints"]) {
+      std::string r = c.value("result", "");
+      o << "  " << (r == "satisfied" ? "[ok]    " : r == "wait" ? "[wait]  " : "[skip]  ") << c.value("constraint", "")
+        << ": " << c.value("reason", "") << "\n";
+    }
+  }
+  if (e.contains("next_check_at")) {
+    o << "next check: " << (e["next_check_at"].is_string() ? e["next_check_at"].get<std::string>() : "when a run ends")
+      << "\n";
+  }
+  if (e.contains("wakes_on")) o << "wakes on: " << e.value("wakes_on", "") << "\n";
+  if (e.contains("run_id")) o << "run: " << e.value("run_id", "") << "\n";
+  const json& h = e.value("history", json::array());
+  if (!h.empty()) {
+    o << "history:\n";
+    for (const auto& entry : h) {
+      o << "  " << entry.value("at", "") << "  " << entry.value("what", "");
+      if (entry.contains("event")) o << " (event " << entry["event"].get<std::string>() << ")";
+      if (entry.contains("leaves")) {
+        for (const auto& l : entry["leaves"]) o << "; " << (l.is_string() ? l.get<std::string>() : l.dump());
+      }
+      if (entry.contains("run_id")) o << " run " << entry["run_id"].get<std::string>();
+      if (entry.contains("next_check_at")) o << "; next check " << entry["next_check_at"].get<std::string>();
+      o << "\n";
+    }
+  }
+  return o.str();
+}
+
+}  // namespace trigd

@@ -1,0 +1,124 @@
+#include "core/accumulator.h"
+
+#include <unordered_map>
+
+#include "core/trigger_eval.h"
+
+namespace trigd {
+
+nlohmann::json HistoryEntry(TimePoint now, const std::string& what, nlohmann::json extra) {
+  nlohmann::json e = {{"at", FormatTime(now)}, {"what", what}};
+  for (auto& [k, v] : extra.items()) e[k] = v;
+  return e;
+}
+
+Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoint now) {
+  Event e;
+  e.id = "upstream_failed:" + schedule.id().value() + ":" + failed.id;
+  e.type = EventType::kProgram;
+  e.time = now;
+  e.program.program = schedule.program.name;
+  e.program.run_id = "";
+  e.program.status = ProgramStatus::kKilled;
+  e.program.attempt = 1;
+  e.program.reason = "upstream_failed";
+  e.payload = {{"program", schedule.program.name}, {"run_id", ""}, {"status", "killed"},
+               {"attempt", 1}, {"reason", "upstream_failed"},
+               {"schedule", schedule.id().value()},
+               {"upstream", {{"program", failed.program.program}, {"run_id", failed.program.run_id},
+                             {"status", ProgramStatusName(failed.program.status)}}}};
+  return e;
+}
+
+Accumulation Accumulate(const std::vector<AccumulateInput>& events,
+                        const std::map<int64_t, ScheduleView>& schedules,
+                        std::vector<OpenJob> open_jobs, TimePoint now) {
+  Accumulation out;
+  out.jobs = std::move(open_jobs);
+  // schedule id -> index in out.jobs of its job still collecting events.
+  std::unordered_map<int64_t, size_t> open;
+  for (size_t i = 0; i < out.jobs.size(); ++i) {
+    OpenJob& job = out.jobs[i];
+    auto s = schedules.find(job.schedule_id);
+    if (s == schedules.end()) continue;
+    if (job.schedule_version != s->second.version) {
+      // The schedule changed since the job opened: counting starts afresh (SPEC §5).
+      job.discarded = true;
+      job.discard_reason = "schedule updated";
+      job.history.push_back(HistoryEntry(now, "discarded: schedule updated"));
+      continue;
+    }
+    open[job.schedule_id] = i;
+  }
+  out.applied.assign(events.size(), false);
+  for (size_t ei = 0; ei < events.size(); ++ei) {
+    const Event& event = *events[ei].event;
+    for (int64_t sid : events[ei].schedule_ids) {
+      auto s = schedules.find(sid);
+      if (s == schedules.end()) continue;
+      const Schedule& schedule = *s->second.schedule;
+      auto it = open.find(sid);
+      TriggerState probe;
+      TriggerState* state;
+      if (it != open.end()) {
+        state = &out.jobs[it->second].state;
+      } else {
+        probe = NewTriggerState(schedule.trigger);
+        state = &probe;
+      }
+      TriggerState before = *state;
+      ApplyResult r = ApplyEvent(schedule.trigger, schedule.id(), event, *state);
+      if (r.upstream_failure) {
+        out.applied[ei] = true;
+        if (it != open.end()) {
+          OpenJob& job = out.jobs[it->second];
+          job.state = before;
+          job.discarded = true;
+          job.discard_reason = "upstream_failed";
+          job.history.push_back(HistoryEntry(now, "discarded: upstream failed",
+                                             {{"event", event.id},
+                                              {"program", event.program.program},
+                                              {"status", ProgramStatusName(event.program.status)}}));
+          open.erase(it);
+        }
+        // Published whether or not a job was open, so the failure travels down the DAG.
+        out.published.push_back(UpstreamFailedEvent(schedule, event, now));
+        continue;
+      }
+      if (!r.changed) continue;
+      out.applied[ei] = true;
+      if (it == open.end()) {
+        OpenJob job;
+        job.schedule_id = sid;
+        job.schedule_version = s->second.version;
+        job.state = std::move(probe);
+        job.opened_at = now;
+        job.history.push_back(HistoryEntry(now, "opened", {{"event", event.id}}));
+        out.jobs.push_back(std::move(job));
+        it = open.emplace(sid, out.jobs.size() - 1).first;
+      }
+      OpenJob& job = out.jobs[it->second];
+      job.changed = true;
+      if (job.triggered_by.size() < kMaxTriggeringEvents) {
+        job.triggered_by.push_back({event.id, EventTypeName(event.type), event.payload});
+      }
+      std::vector<LeafProgress> progress = DescribeProgress(schedule.trigger, job.state);
+      nlohmann::json leaves = nlohmann::json::array();
+      for (int leaf : r.leaves) {
+        if (leaf >= 0 && static_cast<size_t>(leaf) < progress.size()) {
+          leaves.push_back(progress[leaf].path + ": " + progress[leaf].detail);
+        }
+      }
+      job.history.push_back(HistoryEntry(now, "event counted", {{"event", event.id}, {"leaves", leaves}}));
+      if (IsComplete(schedule.trigger, job.state)) {
+        job.complete = true;
+        job.history.push_back(HistoryEntry(now, "trigger complete"));
+        // A completed job is never changed again: the next event opens a new job.
+        open.erase(it);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace trigd

@@ -1,0 +1,81 @@
+// The pure heart of ingestion: how a batch of events opens, updates, completes and discards
+// jobs (SPEC §5 "Accumulation", "Failure propagation"). The store loads the open jobs of the
+// schedules the batch reaches (locked), calls Accumulate, and writes back what it returns in
+// the same transaction as the consumed offsets. No I/O; thread-safe (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/time.h"
+#include "model/event.h"
+#include "model/job.h"
+#include "model/schedule.h"
+
+namespace trigd {
+
+// Bounded per-job history (oldest entries dropped first).
+inline constexpr size_t kMaxJobHistory = 50;
+// Bounded triggered_by list carried into launch requests.
+inline constexpr size_t kMaxTriggeringEvents = 1000;
+
+// A schedule as the batch sees it: id, version and its parsed definition.
+struct ScheduleView {
+  int64_t id = 0;
+  int version = 0;
+  std::shared_ptr<const Schedule> schedule;
+};
+
+// A job collecting events (PENDING_TRIGGER), as loaded from the store or opened by the batch.
+struct OpenJob {
+  int64_t id = 0;  // 0: opened by this batch, not stored yet
+  int64_t schedule_id = 0;
+  int schedule_version = 0;
+  TriggerState state;
+  std::vector<TriggeringEvent> triggered_by;
+  TimePoint opened_at;
+  // What this batch did to it.
+  bool changed = false;
+  bool complete = false;   // trigger satisfied: the job moves to PENDING_CONSTRAINT
+  bool discarded = false;  // upstream failure (or version change)
+  std::string discard_reason;
+  std::vector<nlohmann::json> history;  // entries to append
+};
+
+struct AccumulateInput {
+  const Event* event = nullptr;
+  std::vector<int64_t> schedule_ids;  // reached through the reverse index
+};
+
+struct Accumulation {
+  // Every job the batch touched, existing ones first in the order given, then new ones in
+  // the order they were opened. A schedule may have several (one completed, a new one open).
+  std::vector<OpenJob> jobs;
+  // Program events trigd publishes itself (killed with reason upstream_failed).
+  std::vector<Event> published;
+  // Per input event: true when it changed at least one job (else "no_match").
+  std::vector<bool> applied;
+};
+
+// `open_jobs`: the stored PENDING_TRIGGER job of each reached schedule, if any (at most one per
+// schedule). `schedules`: every reached schedule that is active (others are ignored).
+// `now` stamps history entries and new jobs' opened_at.
+Accumulation Accumulate(const std::vector<AccumulateInput>& events,
+                        const std::map<int64_t, ScheduleView>& schedules,
+                        std::vector<OpenJob> open_jobs, TimePoint now);
+
+// A history entry: {"at": now, "what": what} plus the extra fields given.
+nlohmann::json HistoryEntry(TimePoint now, const std::string& what,
+                            nlohmann::json extra = nlohmann::json::object());
+
+// The killed event trigd publishes for `schedule`'s own program when its upstream failed.
+// Its id is derived from the schedule and the failed event, so a replay publishes nothing new.
+Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoint now);
+
+}  // namespace trigd

@@ -1,0 +1,282 @@
+#include "store/admin.h"
+
+#include <functional>
+
+#include <pqxx/pqxx>
+
+#include "core/cron.h"
+#include "core/schedule_parser.h"
+#include "model/job.h"
+#include "store/pg_internal.h"
+
+namespace trigd {
+
+using nlohmann::json;
+using pg_internal::FromMillis;
+using pg_internal::Guard;
+using pg_internal::ToMillis;
+
+namespace {
+
+// Schedule changes are serialized so that the change log's sequence order is its commit order:
+// a running trigd follows it by sequence and must never skip a change committed late.
+void LockChangeLog(pqxx::work& tx) { tx.exec("LOCK TABLE schedule_changes IN EXCLUSIVE MODE"); }
+
+void LogChange(pqxx::work& tx, int64_t id) {
+  tx.exec_params("INSERT INTO schedule_changes (schedule_id) VALUES ($1)", id);
+}
+
+// (Re)starts a schedule's time trigger: fire times count from now.
+void ResetTimeTrigger(pqxx::work& tx, int64_t id, const Schedule& s, TimePoint now) {
+  std::vector<const Trigger*> leaves = TriggerLeaves(s.trigger);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (leaves[i]->kind != TriggerKind::kTime) continue;
+    std::optional<TimePoint> next = NextFireTime(leaves[i]->time, now, now);
+    tx.exec_params(
+        "INSERT INTO time_triggers (schedule_id, anchor, last_fire_time, next_fire_at, leaf) "
+        "VALUES ($1, to_timestamp($2::bigint / 1000.0), NULL, coalesce(to_timestamp($3::bigint / 1000.0), 'infinity'), $4) "
+        "ON CONFLICT (schedule_id) DO UPDATE SET anchor = EXCLUDED.anchor, last_fire_time = NULL, "
+        "next_fire_at = EXCLUDED.next_fire_at, leaf = EXCLUDED.leaf",
+        id, ToMillis(now), next ? std::optional<int64_t>(ToMillis(*next)) : std::nullopt, static_cast<int>(i));
+    return;  // one time leaf drives a schedule's ticks (see README)
+  }
+  tx.exec_params("DELETE FROM time_triggers WHERE schedule_id = $1", id);
+}
+
+void DiscardOpenJobs(pqxx::work& tx, int64_t id, const std::string& reason) {
+  tx.exec_params("UPDATE jobs SET state='discarded', discard_reason=$2, finished_at=now(), next_check_at=NULL, "
+                 "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
+                 "'what', 'discarded: ' || $2::text))) "
+                 "WHERE schedule_id=$1 AND state IN ('pending_trigger','pending_constraint')",
+                 id, reason);
+}
+
+TimePoint DbNow(pqxx::work& tx) {
+  return FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
+}
+
+Result<nlohmann::json> QueryJson(const std::string& pg, const std::string& sql,
+                                 const std::vector<std::optional<std::string>>& params) {
+  auto conn = pg_internal::Connect(pg);
+  if (!conn.ok()) return conn.status();
+  return Guard([&]() -> Result<nlohmann::json> {
+    pqxx::read_transaction tx(**conn);
+    // Rows come back as one JSON document built by PostgreSQL itself.
+    std::string wrapped = "SELECT coalesce(json_agg(q), '[]'::json)::text FROM (" + sql + ") q";
+    pqxx::result r;
+    switch (params.size()) {
+      case 0: r = tx.exec(wrapped); break;
+      case 1: r = tx.exec_params(wrapped, params[0]); break;
+      default: r = tx.exec_params(wrapped, params[0], params[1]); break;
+    }
+    return nlohmann::json::parse(r[0][0].as<std::string>());
+  });
+}
+
+}  // namespace
+
+Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
+                                                 const std::vector<Schedule>& schedules) {
+  auto conn = pg_internal::Connect(pg);
+  if (!conn.ok()) return conn.status();
+  return Guard([&]() -> Result<std::vector<ApplyOutcome>> {
+    pqxx::work tx(**conn);
+    LockChangeLog(tx);
+    TimePoint now = DbNow(tx);
+    std::vector<ApplyOutcome> out;
+    for (const Schedule& s : schedules) {
+      std::string name = s.id().value();
+      std::string text = ScheduleToJson(s).dump();
+      std::string hash = std::to_string(std::hash<std::string>()(text));
+      auto cur = tx.exec_params("SELECT id, version, doc_hash FROM schedules WHERE name = $1 FOR UPDATE", name);
+      if (!cur.empty() && cur[0][2].as<std::string>() == hash) {
+        out.push_back({name, cur[0][1].as<int>(), false});
+        continue;
+      }
+      std::optional<std::string> group;
+      if (s.constraints.concurrency_group) group = s.constraints.concurrency_group->name;
+      std::string state = s.enabled ? "active" : "suspended";
+      int64_t id;
+      int version;
+      if (cur.empty()) {
+        auto r = tx.exec_params1(
+            "INSERT INTO schedules (name, version, doc_hash, document, state, concurrency_group) "
+            "VALUES ($1, 1, $2, $3::jsonb, $4, $5) RETURNING id, version", name, hash, text, state, group);
+        id = r[0].as<int64_t>();
+        version = r[1].as<int>();
+      } else {
+        id = cur[0][0].as<int64_t>();
+        version = cur[0][1].as<int>() + 1;
+        tx.exec_params("UPDATE schedules SET version=$2, doc_hash=$3, document=$4::jsonb, state=$5, "
+                       "concurrency_group=$6, updated_at=now() WHERE id=$1", id, version, hash, text, state, group);
+        DiscardOpenJobs(tx, id, "schedule updated");
+        tx.exec_params("DELETE FROM schedule_triggers WHERE schedule_id=$1", id);
+      }
+      std::vector<const Trigger*> leaves = TriggerLeaves(s.trigger);
+      for (size_t i = 0; i < leaves.size(); ++i) {
+        tx.exec_params("INSERT INTO schedule_triggers (schedule_id, leaf, event_key) VALUES ($1,$2,$3)",
+                       id, static_cast<int>(i), LeafEventKey(*leaves[i], s.id()));
+      }
+      ResetTimeTrigger(tx, id, s, now);
+      LogChange(tx, id);
+      out.push_back({name, version, true});
+    }
+    tx.exec("NOTIFY trigd_schedules");
+    tx.commit();
+    return out;
+  });
+}
+
+Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAction action) {
+  auto conn = pg_internal::Connect(pg);
+  if (!conn.ok()) return conn.status();
+  Result<int> r = Guard([&]() -> Result<int> {
+    pqxx::work tx(**conn);
+    LockChangeLog(tx);
+    auto row = tx.exec_params("SELECT id, document::text FROM schedules WHERE name = $1 FOR UPDATE", name);
+    if (row.empty()) return NotFound("no schedule named " + name);
+    int64_t id = row[0][0].as<int64_t>();
+    const char* reason = action == ScheduleAction::kDelete ? "schedule deleted"
+                         : action == ScheduleAction::kSuspend ? "schedule suspended"
+                                                              : "schedule resumed";
+    // The job rows are locked here; a checker holding one finishes first, then sees this.
+    DiscardOpenJobs(tx, id, reason);
+    if (action == ScheduleAction::kDelete) {
+      // Launch requests decided but not yet published are withdrawn: nothing of a deleted
+      // schedule launches afterwards. (A request the relay is publishing right now holds its
+      // row lock; this waits for it, and that launch happened before the delete.)
+      for (const auto& w : tx.exec_params(
+               "DELETE FROM outbox o USING jobs j WHERE o.job_id = j.id AND j.schedule_id = $1 "
+               "AND j.state = 'pending_launch' RETURNING j.id", id)) {
+        int64_t job = w[0].as<int64_t>();
+        tx.exec_params("UPDATE jobs SET state='discarded', discard_reason='schedule deleted', finished_at=now(), "
+                       "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
+                       "'what', 'discarded: schedule deleted before its launch request was published'))) WHERE id=$1", job);
+        auto run = tx.exec_params("UPDATE runs SET state='killed', reason='schedule deleted', finished_at=now() "
+                                  "WHERE job_id=$1 AND state='launched' RETURNING concurrency_group", job);
+        if (!run.empty()) {
+          tx.exec_params("UPDATE schedule_runtime SET active_runs = greatest(active_runs - 1, 0) WHERE schedule_id=$1", id);
+          if (!run[0][0].is_null()) {
+            tx.exec_params("UPDATE group_runtime SET active_runs = greatest(active_runs - 1, 0) WHERE name=$1",
+                           run[0][0].as<std::string>());
+          }
+        }
+      }
+      tx.exec_params("DELETE FROM schedules WHERE id=$1", id);
+    } else {
+      tx.exec_params("UPDATE schedules SET state=$2, updated_at=now() WHERE id=$1", id,
+                     std::string(action == ScheduleAction::kSuspend ? "suspended" : "active"));
+      if (action == ScheduleAction::kResume) {
+        ParsedSchedule parsed = ParseSchedule(json::parse(row[0][1].as<std::string>()));
+        if (parsed.ok()) ResetTimeTrigger(tx, id, parsed.schedule, DbNow(tx));
+      }
+    }
+    LogChange(tx, id);
+    tx.exec("NOTIFY trigd_schedules");
+    tx.commit();
+    return 0;
+  });
+  return r.status();
+}
+
+Result<nlohmann::json> QueryJobs(const std::string& pg, const std::optional<std::string>& state,
+                                 const std::optional<std::string>& schedule, size_t limit) {
+  return QueryJson(pg,
+                   "SELECT j.id, j.schedule_name AS schedule, j.schedule_version AS version, j.state, j.priority, "
+                   "j.opened_at, j.ready_at, j.next_check_at, j.finished_at, j.discard_reason, "
+                   "j.last_decision, r.run_id FROM jobs j LEFT JOIN runs r ON r.job_id = j.id "
+                   "WHERE ($1::text IS NULL OR j.state = $1) AND ($2::text IS NULL OR j.schedule_name = $2) "
+                   "ORDER BY j.id DESC LIMIT " + std::to_string(limit),
+                   {state, schedule});
+}
+
+Result<nlohmann::json> QueryJob(const std::string& pg, int64_t id) {
+  return QueryJson(pg,
+                   "SELECT j.*, r.run_id, r.state AS run_state FROM jobs j LEFT JOIN runs r ON r.job_id = j.id "
+                   "WHERE j.id = $1::bigint", {std::to_string(id)});
+}
+
+Result<nlohmann::json> QueryRuns(const std::string& pg, const std::optional<std::string>& schedule, size_t limit) {
+  return QueryJson(pg,
+                   "SELECT run_id, job_id, schedule_name AS schedule, program, target, state, attempt, "
+                   "launched_at, last_seen_at, finished_at, reason FROM runs "
+                   "WHERE ($1::text IS NULL OR schedule_name = $1) ORDER BY launched_at DESC, run_id LIMIT " +
+                       std::to_string(limit),
+                   {schedule});
+}
+
+Result<nlohmann::json> QueryRun(const std::string& pg, const std::string& run_id) {
+  return QueryJson(pg, "SELECT * FROM runs WHERE run_id = $1", {run_id});
+}
+
+Result<nlohmann::json> QuerySchedules(const std::string& pg) {
+  return QueryJson(pg,
+                   "SELECT s.name, s.version, s.state, s.updated_at, "
+                   "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state IN "
+                   "('pending_trigger','pending_constraint')) AS open_jobs, "
+                   "(SELECT count(*) FROM runs r WHERE r.schedule_id = s.id AND r.state IN "
+                   "('launched','running','retry_wait')) AS active_runs FROM schedules s ORDER BY s.name",
+                   {});
+}
+
+Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name) {
+  return QueryJson(pg, "SELECT name, version, state, created_at, updated_at, document FROM schedules WHERE name = $1",
+                   {name});
+}
+
+Result<nlohmann::json> QueryOffsets(const std::string& pg) {
+  return QueryJson(pg, "SELECT group_id AS group, topic, partition, next_offset, updated_at FROM consumer_offsets "
+                       "ORDER BY group_id, topic, partition", {});
+}
+
+Result<JobInspection> InspectJob(const std::string& pg, int64_t id) {
+  auto conn = pg_internal::Connect(pg);
+  if (!conn.ok()) return conn.status();
+  return Guard([&]() -> Result<JobInspection> {
+    pqxx::work tx(**conn);
+    JobInspection out;
+    out.now = DbNow(tx);
+    auto j = tx.exec_params(
+        "SELECT coalesce(json_agg(q), '[]'::json)::text FROM (SELECT j.*, r.run_id, r.state AS run_state, "
+        TRIGD_MS("j.opened_at") " AS opened_at_ms, " TRIGD_MS("j.ready_at") " AS ready_at_ms, "
+        TRIGD_MS("j.next_check_at") " AS next_check_at_ms FROM jobs j LEFT JOIN runs r ON r.job_id = j.id "
+        "WHERE j.id = $1) q", id);
+    json rows = json::parse(j[0][0].as<std::string>());
+    if (rows.empty()) return NotFound("no job " + std::to_string(id));
+    out.job = rows[0];
+    int64_t sid = out.job["schedule_id"].get<int64_t>();
+    int version = out.job["schedule_version"].get<int>();
+    auto s = tx.exec_params("SELECT version, state, document::text, concurrency_group FROM schedules WHERE id=$1", sid);
+    if (s.empty()) {
+      out.schedule_state = "deleted";
+      return out;
+    }
+    out.schedule_state = s[0][1].as<std::string>();
+    if (s[0][0].as<int>() != version) {
+      out.schedule_state = "updated (now v" + std::to_string(s[0][0].as<int>()) + ")";
+      return out;
+    }
+    ParsedSchedule parsed = ParseSchedule(json::parse(s[0][2].as<std::string>()));
+    if (parsed.ok()) out.schedule = parsed.schedule;
+    auto rt = tx.exec_params("SELECT active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime WHERE schedule_id=$1", sid);
+    if (!rt.empty()) {
+      out.facts.active_runs = rt[0][0].as<int64_t>();
+      if (!rt[0][1].is_null()) out.facts.last_launch = FromMillis(rt[0][1].as<int64_t>());
+    }
+    if (!s[0][3].is_null()) {
+      auto g = tx.exec_params("SELECT active_runs FROM group_runtime WHERE name=$1", s[0][3].as<std::string>());
+      if (!g.empty()) out.facts.group_active_runs = g[0][0].as<int64_t>();
+    }
+    if (out.schedule && out.schedule->constraints.max_runs_per) {
+      for (const auto& r : tx.exec_params(
+               "SELECT " TRIGD_MS("launched_at") " FROM runs WHERE schedule_id=$1 AND "
+               "launched_at > now() - make_interval(secs => $2::bigint / 1000.0)",
+               sid, static_cast<int64_t>(out.schedule->constraints.max_runs_per->period.count()))) {
+        out.facts.launches_in_period.push_back(FromMillis(r[0].as<int64_t>()));
+      }
+    }
+    return out;
+  });
+}
+
+}  // namespace trigd

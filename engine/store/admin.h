@@ -1,0 +1,58 @@
+// PostgreSQL operations for trigctl: schedule management and read-only inspection. Each call
+// opens its own connection and is one transaction.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "common/time.h"
+#include "core/constraint_checker.h"
+#include "model/schedule.h"
+
+namespace trigd {
+
+struct ApplyOutcome {
+  std::string name;
+  int version = 0;
+  bool changed = false;
+};
+
+// Applies every schedule in one transaction (all or nothing). A changed document bumps the
+// version, discards the schedule's open and waiting jobs (counting starts afresh) and replaces
+// its event keys; an unchanged one keeps its version and changes nothing.
+Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
+                                                 const std::vector<Schedule>& schedules);
+
+enum class ScheduleAction { kDelete, kSuspend, kResume };
+// One transaction. Delete and suspend discard the schedule's open and waiting jobs; delete
+// also withdraws launch requests not yet published, so no job of it launches afterwards.
+// Resume starts afresh (time triggers count from now). kNotFound for an unknown name.
+Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAction action);
+
+// Read-only queries: rows as JSON objects (column -> value).
+Result<nlohmann::json> QueryJobs(const std::string& pg, const std::optional<std::string>& state,
+                                 const std::optional<std::string>& schedule, size_t limit);
+Result<nlohmann::json> QueryJob(const std::string& pg, int64_t id);
+Result<nlohmann::json> QueryRuns(const std::string& pg, const std::optional<std::string>& schedule,
+                                 size_t limit);
+Result<nlohmann::json> QueryRun(const std::string& pg, const std::string& run_id);
+Result<nlohmann::json> QuerySchedules(const std::string& pg);
+Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name);
+// Stored consumer positions: [{group, topic, partition, next_offset}].
+Result<nlohmann::json> QueryOffsets(const std::string& pg);
+
+// Everything `trigctl jobs why` needs about one job, read in one snapshot.
+struct JobInspection {
+  nlohmann::json job;               // the job row
+  std::optional<Schedule> schedule;  // its schedule if it still exists at the job's version
+  std::string schedule_state;        // active, suspended, deleted, or "updated (vN)"
+  RunFacts facts;                    // as the checker would see them now
+  TimePoint now;                     // the database's clock
+};
+Result<JobInspection> InspectJob(const std::string& pg, int64_t id);
+
+}  // namespace trigd

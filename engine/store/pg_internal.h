@@ -1,0 +1,69 @@
+// Helpers shared by the PostgreSQL adapter's files. Only engine/store includes this.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include "common/status.h"
+#include "common/time.h"
+
+namespace trigd::pg_internal {
+
+// Runs f, turning libpqxx's exceptions into statuses by what the caller does next:
+// a lost connection is kUnavailable (reconnect, retry); a serialization failure, deadlock or
+// unique violation between racing instances is kAborted (rerun the transaction).
+template <class F>
+auto Guard(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const pqxx::broken_connection& e) {
+    return Unavailable(std::string("PostgreSQL: ") + e.what());
+  } catch (const pqxx::transaction_rollback& e) {
+    return Aborted(std::string("PostgreSQL: ") + e.what());
+  } catch (const pqxx::unique_violation& e) {
+    return Aborted(std::string("PostgreSQL: ") + e.what());
+  } catch (const pqxx::in_doubt_error& e) {
+    return Unavailable(std::string("PostgreSQL (commit in doubt): ") + e.what());
+  } catch (const std::exception& e) {
+    return Internal(std::string("PostgreSQL: ") + e.what());
+  }
+}
+
+inline Result<std::unique_ptr<pqxx::connection>> Connect(const std::string& pg) {
+  try {
+    return std::make_unique<pqxx::connection>(pg);
+  } catch (const std::exception& e) {
+    return Unavailable(std::string("cannot connect to PostgreSQL: ") + e.what());
+  }
+}
+
+// Timestamps cross the wire as epoch milliseconds (exact, no time-zone parsing).
+inline TimePoint FromMillis(int64_t ms) { return TimePoint(Millis(ms)); }
+inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
+// SQL expression for a timestamptz column as epoch milliseconds.
+#define TRIGD_MS(col) "(extract(epoch from " col ") * 1000)::bigint"
+
+inline std::string NewRunId() {
+  static thread_local uint64_t a = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
+  static thread_local uint64_t b = std::random_device{}() * 0xC2B2AE3D27D4EB4Full ^ std::random_device{}();
+  auto next = [](uint64_t& x) {  // splitmix64
+    uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  char buf[40];
+  uint64_t hi = next(a), lo = next(b);
+  std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xffff), static_cast<unsigned>(hi & 0xfff),
+                static_cast<unsigned>(0x8000 | ((lo >> 48) & 0x3fff)),
+                static_cast<unsigned long long>(lo & 0xffffffffffffull));
+  return buf;
+}
+
+}  // namespace trigd::pg_internal
