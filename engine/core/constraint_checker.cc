@@ -51,8 +51,8 @@ Millis LocalTimeOfDay(LocalTime local) {
 bool TimeOfDayInside(const TimeWindow& window, Millis time_of_day) {
   Millis start = window.start_minute * kMinute;
   Millis end = window.end_minute * kMinute;
-  // A window from a time to the same time would be empty and never open; nobody writes that
-  // to mean "never", so it is read as the whole day.
+  // The parser refuses start == end; a schedule built by hand that way is read as the whole
+  // day, so a job is never held by a window that cannot open.
   if (start == end) return true;
   if (start < end) return time_of_day >= start && time_of_day < end;
   return time_of_day >= start || time_of_day < end;  // crosses midnight
@@ -72,10 +72,11 @@ std::string FormatLocalClock(const date::time_zone* zone, TimePoint t) {
   return date::format("%H:%M", date::floor<std::chrono::minutes>(zone->to_local(t)));
 }
 
-// Instants at or after `from` and before `to` where the window may begin to hold: every instant
-// whose local time is the window's start (none on a spring-forward day when the start is
-// skipped, two on a fall-back day when it repeats) and every change of the zone's offset (the
-// clock can jump over the start, forward into the window, or back into it).
+// Instants near [from, to] where the window may begin to hold (the caller drops those before
+// the time it asks about): every instant whose local time is the window's start (none on a
+// spring-forward day when the start is skipped, two on a fall-back day when it repeats) and
+// every change of the zone's offset (the clock can jump over the start, forward into the
+// window, or back into it).
 std::vector<TimePoint> WindowEntryCandidates(const TimeWindow& window,
                                              const date::time_zone* zone, TimePoint from,
                                              TimePoint to) {
@@ -102,7 +103,7 @@ std::vector<TimePoint> WindowEntryCandidates(const TimeWindow& window,
   }
   auto seconds_from = date::floor<std::chrono::seconds>(from);
   date::sys_info info = zone->get_info(seconds_from);
-  while (info.end < to) {
+  while (info.end <= to) {
     candidates.push_back(TimePoint(info.end));
     info = zone->get_info(info.end);
   }

@@ -153,7 +153,7 @@ TEST(TimeWindowTest, WindowAcrossMidnightHoldsOnBothSides) {
   EXPECT_FALSE(InsideWindow(window, At("2026-11-23T12:00:00Z")));
 }
 
-TEST(TimeWindowTest, WindowFromAndToTheSameTimeIsTheWholeDay) {
+TEST(TimeWindowTest, HandBuiltWindowFromAndToTheSameTimeIsTheWholeDay) {
   TimeWindow window = Window("00:00", "00:00", "Europe/Berlin");
   EXPECT_TRUE(InsideWindow(window, At("2026-11-22T23:00:00Z")));
   EXPECT_TRUE(InsideWindow(window, At("2026-11-22T12:34:56Z")));
