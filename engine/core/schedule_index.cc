@@ -1,0 +1,579 @@
+// Layout (chosen so a lookup touches two cache lines, and a leaf trigger costs a few dozen
+// bytes however many schedules exist):
+//
+//   key_slots_   open-addressing table (linear probing) of {tag, record}: 8 bytes a slot.
+//                The tag is the hash's top 32 bits; the slot's home index is the tag's top
+//                bits, so growth and backward-shift deletion never rehash key text.
+//   records_     one arena of 64-bit words holding every distinct key once:
+//                  word 0: key length (low 32 bits) | number of listening schedules (high 32)
+//                  word 1: the schedule id itself when one schedule listens (the common case),
+//                          else the posting block: pool offset (low 32) | block class (high 32)
+//                  word 2..: the key's bytes, padded to a whole word
+//                A record's offset is the key's stable id until the arena is compacted.
+//   postings_    pooled blocks of schedule ids (capacity 2^class) for keys shared by several
+//                schedules, order-free so removal is swap-with-last.
+//   schedule_slots_ / refs_  schedule id -> its (record, position in posting) pairs, so Remove
+//                touches only the schedule's own keys and swap-with-last can fix the moved
+//                schedule's position in O(its key count).
+//
+// Dead records (keys no schedule listens on any more) are reclaimed by compacting the arena
+// when they are more than half of it.
+#include "core/schedule_index.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+namespace trigd {
+namespace {
+
+// Invariants guard the index's own bookkeeping, never caller input: a violation is a bug, and
+// continuing would route events to the wrong schedules.
+void CheckInvariant(bool holds) {
+  if (!holds) std::abort();
+}
+
+constexpr uint32_t kNoRecord = std::numeric_limits<uint32_t>::max();
+constexpr uint32_t kNoSchedule = std::numeric_limits<uint32_t>::max();
+// Header and posting words in front of a record's text.
+constexpr size_t kRecordHeaderWords = 2;
+// Compaction copies every live record; below this much garbage it is not worth the pause.
+constexpr size_t kMinDeadWordsToCompact = 4096;
+constexpr uint32_t kInitialSlotBits = 4;
+
+// wyhash-style mixing: a 64x64->128 multiply folds every input bit into both halves.
+constexpr uint64_t kSecret0 = 0xa0761d6478bd642fULL;
+constexpr uint64_t kSecret1 = 0xe7037ed1a0b428dbULL;
+constexpr uint64_t kSecret2 = 0x8ebc6af09c88c6e3ULL;
+
+inline uint64_t Mix(uint64_t a, uint64_t b) {
+  const unsigned __int128 product = static_cast<unsigned __int128>(a) * b;
+  return static_cast<uint64_t>(product) ^ static_cast<uint64_t>(product >> 64);
+}
+
+inline uint64_t Load64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline uint64_t Load32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Keys are short ("partition:<dataset>"), so the hash reads them 8 or 16 bytes at a time
+// rather than byte by byte (FNV would cost more than the probe).
+uint64_t HashKey(std::string_view key) {
+  const char* p = key.data();
+  const size_t n = key.size();
+  uint64_t seed = kSecret0;
+  uint64_t a = 0;
+  uint64_t b = 0;
+  if (n <= 16) {
+    if (n >= 4) {
+      // Two overlapping reads from each end cover every byte of 4..16-byte keys.
+      const size_t middle = (n >> 3) << 2;
+      a = (Load32(p) << 32) | Load32(p + middle);
+      b = (Load32(p + n - 4) << 32) | Load32(p + n - 4 - middle);
+    } else if (n > 0) {
+      a = (static_cast<uint64_t>(static_cast<uint8_t>(p[0])) << 16) |
+          (static_cast<uint64_t>(static_cast<uint8_t>(p[n >> 1])) << 8) |
+          static_cast<uint8_t>(p[n - 1]);
+    }
+  } else {
+    size_t remaining = n;
+    while (remaining > 16) {
+      seed = Mix(Load64(p) ^ kSecret1, Load64(p + 8) ^ seed);
+      p += 16;
+      remaining -= 16;
+    }
+    a = Load64(p + remaining - 16);
+    b = Load64(p + remaining - 8);
+  }
+  return Mix(kSecret1 ^ n, Mix(a ^ kSecret1, b ^ seed ^ kSecret2));
+}
+
+inline uint64_t HashScheduleId(int64_t id) {
+  return Mix(static_cast<uint64_t>(id) ^ kSecret0, kSecret1);
+}
+
+// Capacity class of a block holding `count` entries: the smallest c with 2^c >= count.
+uint32_t BlockClassFor(size_t count) {
+  uint32_t block_class = 0;
+  while ((size_t{1} << block_class) < count) ++block_class;
+  return block_class;
+}
+
+// Blocks of 2^class entries carved from one vector, with a free list per class. Offsets stay
+// valid across growth (pointers do not: take them after the last Allocate).
+template <typename T>
+class BlockPool {
+ public:
+  uint32_t Allocate(uint32_t block_class) {
+    std::vector<uint32_t>& free_blocks = free_blocks_[block_class];
+    if (!free_blocks.empty()) {
+      const uint32_t offset = free_blocks.back();
+      free_blocks.pop_back();
+      return offset;
+    }
+    const size_t offset = storage_.size();
+    const size_t capacity = size_t{1} << block_class;
+    CheckInvariant(offset + capacity < std::numeric_limits<uint32_t>::max());
+    storage_.resize(offset + capacity);
+    return static_cast<uint32_t>(offset);
+  }
+
+  void Free(uint32_t offset, uint32_t block_class) { free_blocks_[block_class].push_back(offset); }
+
+  T* at(uint32_t offset) { return storage_.data() + offset; }
+  const T* at(uint32_t offset) const { return storage_.data() + offset; }
+
+  size_t MemoryBytes() const {
+    size_t bytes = storage_.capacity() * sizeof(T);
+    for (const std::vector<uint32_t>& free_blocks : free_blocks_) {
+      bytes += free_blocks.capacity() * sizeof(uint32_t);
+    }
+    return bytes;
+  }
+
+ private:
+  std::vector<T> storage_;
+  std::array<std::vector<uint32_t>, 32> free_blocks_;
+};
+
+struct KeySlot {
+  uint32_t tag;
+  uint32_t record;  // kNoRecord: empty slot
+};
+
+// One (key, position of the schedule in the key's posting) pair of a schedule.
+struct Ref {
+  uint32_t record;
+  uint32_t position;
+};
+
+struct ScheduleSlot {
+  int64_t id;
+  uint32_t refs;       // offset in refs_ (meaningless while ref_count is 0)
+  uint32_t ref_count;  // kNoSchedule: empty slot
+};
+
+}  // namespace
+
+struct ScheduleIndex::Impl {
+  Impl() {
+    ResizeKeySlots(kInitialSlotBits);
+    ResizeScheduleSlots(kInitialSlotBits);
+  }
+
+  // --- Key records -------------------------------------------------------------------------
+
+  uint32_t Length(uint32_t record) const { return static_cast<uint32_t>(records_[record]); }
+  uint32_t Count(uint32_t record) const { return static_cast<uint32_t>(records_[record] >> 32); }
+  void SetCount(uint32_t record, uint32_t count) {
+    records_[record] = (static_cast<uint64_t>(count) << 32) | Length(record);
+  }
+  const char* Text(uint32_t record) const {
+    // char may alias the arena's words.
+    return reinterpret_cast<const char*>(&records_[record + kRecordHeaderWords]);
+  }
+  static size_t RecordWords(size_t length) { return kRecordHeaderWords + (length + 7) / 8; }
+
+  uint32_t AppendRecord(std::string_view key) {
+    const size_t record = records_.size();
+    CheckInvariant(key.size() < std::numeric_limits<uint32_t>::max());
+    CheckInvariant(record + RecordWords(key.size()) < kNoRecord);
+    records_.resize(record + RecordWords(key.size()), 0);
+    records_[record] = key.size();  // count 0 until the caller appends a posting
+    if (!key.empty()) {
+      std::memcpy(reinterpret_cast<char*>(&records_[record + kRecordHeaderWords]), key.data(),
+                  key.size());
+    }
+    return static_cast<uint32_t>(record);
+  }
+
+  std::span<const int64_t> Postings(uint32_t record) const {
+    const uint32_t count = Count(record);
+    // int64_t may alias the arena's uint64_t words (its signed counterpart).
+    if (count <= 1) return {reinterpret_cast<const int64_t*>(&records_[record + 1]), count};
+    return {postings_.at(static_cast<uint32_t>(records_[record + 1])), count};
+  }
+
+  // --- Key table ---------------------------------------------------------------------------
+
+  size_t KeyHome(uint32_t tag) const { return tag >> key_shift_; }
+  size_t KeyMask() const { return key_slots_.size() - 1; }
+
+  void ResizeKeySlots(uint32_t bits) {
+    std::vector<KeySlot> old = std::move(key_slots_);
+    key_slots_.assign(size_t{1} << bits, KeySlot{0, kNoRecord});
+    key_shift_ = 32 - bits;
+    for (const KeySlot& slot : old) {
+      if (slot.record == kNoRecord) continue;
+      size_t i = KeyHome(slot.tag);
+      while (key_slots_[i].record != kNoRecord) i = (i + 1) & KeyMask();
+      key_slots_[i] = slot;
+    }
+  }
+
+  std::span<const int64_t> Lookup(std::string_view key) const {
+    const uint32_t tag = static_cast<uint32_t>(HashKey(key) >> 32);
+    for (size_t i = KeyHome(tag);; i = (i + 1) & KeyMask()) {
+      const KeySlot slot = key_slots_[i];
+      if (slot.record == kNoRecord) return {};
+      if (slot.tag == tag && Length(slot.record) == key.size() &&
+          std::memcmp(Text(slot.record), key.data(), key.size()) == 0) {
+        return Postings(slot.record);
+      }
+    }
+  }
+
+  // The record of `key`, created with no postings if the key is new.
+  uint32_t InternKey(std::string_view key) {
+    const uint32_t tag = static_cast<uint32_t>(HashKey(key) >> 32);
+    size_t i = KeyHome(tag);
+    for (;; i = (i + 1) & KeyMask()) {
+      const KeySlot slot = key_slots_[i];
+      if (slot.record == kNoRecord) break;
+      if (slot.tag == tag && Length(slot.record) == key.size() &&
+          std::memcmp(Text(slot.record), key.data(), key.size()) == 0) {
+        return slot.record;
+      }
+    }
+    const uint32_t record = AppendRecord(key);
+    key_slots_[i] = KeySlot{tag, record};
+    ++key_count_;
+    key_string_bytes_ += key.size();
+    // Keep the load at most 3/4 so probe runs stay short.
+    if (key_count_ * 4 > key_slots_.size() * 3) ResizeKeySlots(32 - key_shift_ + 1);
+    return record;
+  }
+
+  // Forgets a key no schedule listens on any more.
+  void DeleteRecord(uint32_t record) {
+    const std::string_view key(Text(record), Length(record));
+    const uint32_t tag = static_cast<uint32_t>(HashKey(key) >> 32);
+    size_t hole = KeyHome(tag);
+    while (key_slots_[hole].record != record) {
+      CheckInvariant(key_slots_[hole].record != kNoRecord);
+      hole = (hole + 1) & KeyMask();
+    }
+    // Backward-shift deletion: pull later members of the probe run into the hole unless that
+    // would move them before their home slot. No tombstones, so lookups of absent keys stay
+    // short however many keys come and go.
+    for (size_t next = (hole + 1) & KeyMask(); key_slots_[next].record != kNoRecord;
+         next = (next + 1) & KeyMask()) {
+      const size_t home = KeyHome(key_slots_[next].tag);
+      // `next` may move into `hole` iff its home is not cyclically within (hole, next].
+      if (((next - home) & KeyMask()) >= ((next - hole) & KeyMask())) {
+        key_slots_[hole] = key_slots_[next];
+        hole = next;
+      }
+    }
+    key_slots_[hole] = KeySlot{0, kNoRecord};
+    --key_count_;
+    key_string_bytes_ -= key.size();
+    dead_words_ += RecordWords(key.size());
+    SetCount(record, 0);
+  }
+
+  // --- Postings ----------------------------------------------------------------------------
+
+  // Adds `id` to the key's schedules; returns its position there. Never moves other ids.
+  uint32_t AppendPosting(uint32_t record, int64_t id) {
+    const uint32_t count = Count(record);
+    if (count == 0) {
+      records_[record + 1] = static_cast<uint64_t>(id);
+      SetCount(record, 1);
+      return 0;
+    }
+    if (count == 1) {
+      const uint32_t block = postings_.Allocate(1);
+      postings_.at(block)[0] = static_cast<int64_t>(records_[record + 1]);
+      postings_.at(block)[1] = id;
+      records_[record + 1] = (uint64_t{1} << 32) | block;
+      SetCount(record, 2);
+      return 1;
+    }
+    uint32_t block = static_cast<uint32_t>(records_[record + 1]);
+    uint32_t block_class = static_cast<uint32_t>(records_[record + 1] >> 32);
+    if (count == (uint32_t{1} << block_class)) {
+      const uint32_t grown = postings_.Allocate(block_class + 1);
+      std::copy_n(postings_.at(block), count, postings_.at(grown));
+      postings_.Free(block, block_class);
+      block = grown;
+      ++block_class;
+      records_[record + 1] = (static_cast<uint64_t>(block_class) << 32) | block;
+    }
+    CheckInvariant(count < std::numeric_limits<uint32_t>::max());
+    postings_.at(block)[count] = id;
+    SetCount(record, count + 1);
+    return count;
+  }
+
+  // Removes `id`, which sits at `position`, from the key's schedules; the key is forgotten
+  // when no schedule is left on it.
+  void RemovePosting(uint32_t record, uint32_t position, int64_t id) {
+    const uint32_t count = Count(record);
+    CheckInvariant(count >= 1 && position < count);
+    if (count == 1) {
+      CheckInvariant(static_cast<int64_t>(records_[record + 1]) == id);
+      DeleteRecord(record);
+      return;
+    }
+    const uint32_t block = static_cast<uint32_t>(records_[record + 1]);
+    const uint32_t block_class = static_cast<uint32_t>(records_[record + 1] >> 32);
+    int64_t* ids = postings_.at(block);
+    CheckInvariant(ids[position] == id);
+    const uint32_t last = count - 1;
+    if (position != last) {
+      ids[position] = ids[last];
+      SetRefPosition(ids[position], record, position);
+    }
+    const uint32_t remaining = count - 1;
+    SetCount(record, remaining);
+    if (remaining == 1) {
+      records_[record + 1] = static_cast<uint64_t>(postings_.at(block)[0]);
+      postings_.Free(block, block_class);
+    } else if (block_class > 1 && remaining <= (uint32_t{1} << block_class) / 4) {
+      // Halve at a quarter full (not at half) so a count hovering at a boundary does not
+      // reallocate on every put and remove.
+      const uint32_t shrunk = postings_.Allocate(block_class - 1);
+      std::copy_n(postings_.at(block), remaining, postings_.at(shrunk));
+      postings_.Free(block, block_class);
+      records_[record + 1] = (static_cast<uint64_t>(block_class - 1) << 32) | shrunk;
+    }
+  }
+
+  // --- Schedule table ----------------------------------------------------------------------
+
+  size_t ScheduleHome(int64_t id) const { return HashScheduleId(id) >> schedule_shift_; }
+  size_t ScheduleMask() const { return schedule_slots_.size() - 1; }
+
+  void ResizeScheduleSlots(uint32_t bits) {
+    std::vector<ScheduleSlot> old = std::move(schedule_slots_);
+    schedule_slots_.assign(size_t{1} << bits, ScheduleSlot{0, 0, kNoSchedule});
+    schedule_shift_ = 64 - bits;
+    for (const ScheduleSlot& slot : old) {
+      if (slot.ref_count == kNoSchedule) continue;
+      size_t i = ScheduleHome(slot.id);
+      while (schedule_slots_[i].ref_count != kNoSchedule) i = (i + 1) & ScheduleMask();
+      schedule_slots_[i] = slot;
+    }
+  }
+
+  // Slot index of `id`, or kNoSlot.
+  static constexpr size_t kNoSlot = std::numeric_limits<size_t>::max();
+  size_t FindSchedule(int64_t id) const {
+    for (size_t i = ScheduleHome(id);; i = (i + 1) & ScheduleMask()) {
+      const ScheduleSlot& slot = schedule_slots_[i];
+      if (slot.ref_count == kNoSchedule) return kNoSlot;
+      if (slot.id == id) return i;
+    }
+  }
+
+  size_t FindOrInsertSchedule(int64_t id) {
+    size_t found = FindSchedule(id);
+    if (found != kNoSlot) return found;
+    if ((schedule_count_ + 1) * 4 > schedule_slots_.size() * 3) {
+      ResizeScheduleSlots(64 - schedule_shift_ + 1);
+    }
+    size_t i = ScheduleHome(id);
+    while (schedule_slots_[i].ref_count != kNoSchedule) i = (i + 1) & ScheduleMask();
+    schedule_slots_[i] = ScheduleSlot{id, 0, 0};
+    ++schedule_count_;
+    return i;
+  }
+
+  void EraseScheduleSlot(size_t hole) {
+    for (size_t next = (hole + 1) & ScheduleMask(); schedule_slots_[next].ref_count != kNoSchedule;
+         next = (next + 1) & ScheduleMask()) {
+      const size_t home = ScheduleHome(schedule_slots_[next].id);
+      if (((next - home) & ScheduleMask()) >= ((next - hole) & ScheduleMask())) {
+        schedule_slots_[hole] = schedule_slots_[next];
+        hole = next;
+      }
+    }
+    schedule_slots_[hole] = ScheduleSlot{0, 0, kNoSchedule};
+    --schedule_count_;
+  }
+
+  // Records that schedule `id` now sits at `position` in the key's posting.
+  void SetRefPosition(int64_t id, uint32_t record, uint32_t position) {
+    const size_t i = FindSchedule(id);
+    CheckInvariant(i != kNoSlot);
+    Ref* refs = refs_.at(schedule_slots_[i].refs);
+    for (uint32_t k = 0; k < schedule_slots_[i].ref_count; ++k) {
+      if (refs[k].record == record) {
+        refs[k].position = position;
+        return;
+      }
+    }
+    CheckInvariant(false);
+  }
+
+  // --- Operations --------------------------------------------------------------------------
+
+  void Put(int64_t id, const std::vector<std::string>& event_keys) {
+    // Interning first may grow the key table and arena; nothing below holds pointers into them.
+    new_records_.clear();
+    for (const std::string& key : event_keys) new_records_.push_back(InternKey(key));
+    std::sort(new_records_.begin(), new_records_.end());
+    new_records_.erase(std::unique(new_records_.begin(), new_records_.end()), new_records_.end());
+
+    const size_t slot = FindOrInsertSchedule(id);
+    const uint32_t old_count = schedule_slots_[slot].ref_count;
+    const uint32_t old_refs = schedule_slots_[slot].refs;
+    old_refs_.assign(refs_.at(old_refs), refs_.at(old_refs) + old_count);
+    std::sort(old_refs_.begin(), old_refs_.end(),
+              [](const Ref& a, const Ref& b) { return a.record < b.record; });
+
+    // Merge the sorted old and new key sets: keys kept keep their posting position (appends
+    // and other schedules' removals never move this schedule's entry of a kept key).
+    merged_refs_.clear();
+    size_t o = 0;
+    size_t n = 0;
+    while (o < old_refs_.size() || n < new_records_.size()) {
+      if (n == new_records_.size() ||
+          (o < old_refs_.size() && old_refs_[o].record < new_records_[n])) {
+        RemovePosting(old_refs_[o].record, old_refs_[o].position, id);
+        ++o;
+      } else if (o == old_refs_.size() || new_records_[n] < old_refs_[o].record) {
+        merged_refs_.push_back(Ref{new_records_[n], AppendPosting(new_records_[n], id)});
+        ++n;
+      } else {
+        merged_refs_.push_back(old_refs_[o]);
+        ++o;
+        ++n;
+      }
+    }
+
+    // Removing postings never moves schedule slots, so `slot` is still this schedule's.
+    const uint32_t new_count = static_cast<uint32_t>(merged_refs_.size());
+    uint32_t refs = old_refs;
+    if (old_count == 0 || new_count == 0 || BlockClassFor(old_count) != BlockClassFor(new_count)) {
+      if (old_count > 0) refs_.Free(old_refs, BlockClassFor(old_count));
+      refs = new_count > 0 ? refs_.Allocate(BlockClassFor(new_count)) : 0;
+    }
+    std::copy(merged_refs_.begin(), merged_refs_.end(), refs_.at(refs));
+    schedule_slots_[slot].refs = refs;
+    schedule_slots_[slot].ref_count = new_count;
+    MaybeCompact();
+  }
+
+  void Remove(int64_t id) {
+    const size_t slot = FindSchedule(id);
+    if (slot == kNoSlot) return;
+    const uint32_t count = schedule_slots_[slot].ref_count;
+    const uint32_t refs = schedule_slots_[slot].refs;
+    // RemovePosting rewrites other schedules' refs only, and allocates nothing in refs_.
+    for (uint32_t k = 0; k < count; ++k) {
+      const Ref ref = refs_.at(refs)[k];
+      RemovePosting(ref.record, ref.position, id);
+    }
+    if (count > 0) refs_.Free(refs, BlockClassFor(count));
+    EraseScheduleSlot(slot);
+    MaybeCompact();
+  }
+
+  // Copies the live records into a fresh arena once dead ones are more than half of it, then
+  // rewrites every record offset held in the key table and the schedules' refs.
+  void MaybeCompact() {
+    if (dead_words_ < kMinDeadWordsToCompact || dead_words_ * 2 < records_.size()) return;
+    std::vector<uint64_t> compacted;
+    compacted.reserve(records_.size() - dead_words_);
+    for (KeySlot& slot : key_slots_) {
+      if (slot.record == kNoRecord) continue;
+      const uint32_t moved = static_cast<uint32_t>(compacted.size());
+      const size_t words = RecordWords(Length(slot.record));
+      compacted.insert(compacted.end(), records_.begin() + slot.record,
+                       records_.begin() + slot.record + words);
+      // The old header word becomes the forwarding address for the refs pass below.
+      records_[slot.record] = moved;
+      slot.record = moved;
+    }
+    for (const ScheduleSlot& slot : schedule_slots_) {
+      if (slot.ref_count == kNoSchedule) continue;
+      Ref* refs = refs_.at(slot.refs);
+      for (uint32_t k = 0; k < slot.ref_count; ++k) {
+        refs[k].record = static_cast<uint32_t>(records_[refs[k].record]);
+      }
+    }
+    records_.swap(compacted);
+    dead_words_ = 0;
+  }
+
+  size_t MemoryBytes() const {
+    return sizeof(Impl) + key_slots_.capacity() * sizeof(KeySlot) +
+           records_.capacity() * sizeof(uint64_t) + postings_.MemoryBytes() +
+           schedule_slots_.capacity() * sizeof(ScheduleSlot) + refs_.MemoryBytes() +
+           new_records_.capacity() * sizeof(uint32_t) +
+           (old_refs_.capacity() + merged_refs_.capacity()) * sizeof(Ref);
+  }
+
+  std::vector<KeySlot> key_slots_;
+  uint32_t key_shift_ = 0;  // home slot = tag >> key_shift_
+  std::vector<uint64_t> records_;
+  BlockPool<int64_t> postings_;
+  std::vector<ScheduleSlot> schedule_slots_;
+  uint32_t schedule_shift_ = 0;  // home slot = hash >> schedule_shift_
+  BlockPool<Ref> refs_;
+
+  size_t key_count_ = 0;
+  size_t key_string_bytes_ = 0;
+  size_t schedule_count_ = 0;
+  size_t dead_words_ = 0;
+
+  // Scratch space of Put, kept to spare an allocation per call.
+  std::vector<uint32_t> new_records_;
+  std::vector<Ref> old_refs_;
+  std::vector<Ref> merged_refs_;
+};
+
+ScheduleIndex::ScheduleIndex() : impl_(new Impl) {}
+
+ScheduleIndex::~ScheduleIndex() { delete impl_; }
+
+// A moved-from index has no Impl; it reads as empty and recreates one on the next Put.
+ScheduleIndex::ScheduleIndex(ScheduleIndex&& other) noexcept
+    : impl_(std::exchange(other.impl_, nullptr)) {}
+
+ScheduleIndex& ScheduleIndex::operator=(ScheduleIndex&& other) noexcept {
+  std::swap(impl_, other.impl_);
+  return *this;
+}
+
+void ScheduleIndex::Put(int64_t schedule_id, const std::vector<std::string>& event_keys) {
+  if (impl_ == nullptr) impl_ = new Impl;
+  impl_->Put(schedule_id, event_keys);
+}
+
+void ScheduleIndex::Remove(int64_t schedule_id) {
+  if (impl_ != nullptr) impl_->Remove(schedule_id);
+}
+
+std::span<const int64_t> ScheduleIndex::Lookup(std::string_view key) const {
+  if (impl_ == nullptr) return {};
+  return impl_->Lookup(key);
+}
+
+size_t ScheduleIndex::schedule_count() const {
+  return impl_ == nullptr ? 0 : impl_->schedule_count_;
+}
+
+size_t ScheduleIndex::key_count() const { return impl_ == nullptr ? 0 : impl_->key_count_; }
+
+size_t ScheduleIndex::MemoryBytes() const {
+  return impl_ == nullptr ? 0 : impl_->MemoryBytes();
+}
+
+size_t ScheduleIndex::KeyStringBytes() const {
+  return impl_ == nullptr ? 0 : impl_->key_string_bytes_;
+}
+
+}  // namespace trigd
