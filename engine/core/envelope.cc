@@ -1,0 +1,341 @@
+#include "core/envelope.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <utility>
+
+namespace trigd {
+namespace {
+
+// nlohmann's parser is iterative, but copying, comparing and dumping a value recurse; an
+// event nested deeper than any real payload could overflow the stack later, in code that
+// cannot refuse it. Refusing it here keeps every later step safe.
+constexpr int kMaxNesting = 64;
+
+Status Reject(const char* reason, const std::string& detail) {
+  return Invalid(std::string(reason) + ": " + detail);
+}
+
+// A quoted, escaped echo of producer text for a message, cut short so that a dead-letter
+// reason stays readable; a cut inside a UTF-8 sequence is replaced, never thrown on.
+std::string Quote(std::string_view s) {
+  constexpr size_t kMaxEcho = 100;
+  std::string text(s.substr(0, kMaxEcho));
+  std::string quoted = nlohmann::json(std::move(text))
+                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.size() > kMaxEcho) quoted += "...";
+  return quoted;
+}
+
+// What a message says a value was: numbers and booleans as written, anything else by type.
+std::string Describe(const nlohmann::json& value) {
+  if (value.is_number() || value.is_boolean()) return value.dump();
+  return value.type_name();
+}
+
+// True when brackets outside strings nest deeper than `limit`. Only meaningful for text the
+// parser accepts; for anything else the parser reports the error.
+bool NestsDeeperThan(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+// A required, non-empty string member of `object`; `path` names it in messages.
+Result<std::string> RequiredString(const nlohmann::json& object, const char* key,
+                                   const std::string& path) {
+  auto it = object.find(key);
+  if (it == object.end()) return Reject("missing_field", path + " is required");
+  if (!it->is_string()) {
+    return Reject("bad_field", path + ": expected a string, got " + it->type_name());
+  }
+  const std::string& value = it->get_ref<const std::string&>();
+  if (value.empty()) return Reject("bad_field", path + ": must not be empty");
+  return value;
+}
+
+// An optional integer member no smaller than `min`; null counts as absent.
+Result<std::optional<int64_t>> OptionalInteger(const nlohmann::json& object, const char* key,
+                                               const std::string& path, int64_t min,
+                                               const char* expected) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::optional<int64_t>();
+  const std::string message = path + ": expected " + expected + ", got " + Describe(*it);
+  if (it->is_number_unsigned()) {
+    uint64_t value = it->get<uint64_t>();
+    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Reject("bad_field", message);
+    }
+    if (static_cast<int64_t>(value) < min) return Reject("bad_field", message);
+    return std::optional<int64_t>(static_cast<int64_t>(value));
+  }
+  if (it->is_number_integer()) {
+    int64_t value = it->get<int64_t>();
+    if (value < min) return Reject("bad_field", message);
+    return std::optional<int64_t>(value);
+  }
+  return Reject("bad_field", message);
+}
+
+// Checks the exact RFC 3339 shape (YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)) and cuts
+// the fraction to milliseconds, trigd's precision. Producers commonly send microseconds
+// (Python) or nanoseconds (Go), which ParseTime refuses; and only well-formed text reaches
+// date::parse, which misbehaves on some malformed offsets.
+std::optional<std::string> NormalizeRfc3339(std::string_view text) {
+  auto digits = [&](size_t at, size_t n) {
+    if (at + n > text.size()) return false;
+    for (size_t i = at; i < at + n; ++i) {
+      if (text[i] < '0' || text[i] > '9') return false;
+    }
+    return true;
+  };
+  auto is = [&](size_t at, std::string_view any_of) {
+    return at < text.size() && any_of.find(text[at]) != std::string_view::npos;
+  };
+  if (!(digits(0, 4) && is(4, "-") && digits(5, 2) && is(7, "-") && digits(8, 2) &&
+        is(10, "Tt") && digits(11, 2) && is(13, ":") && digits(14, 2) && is(16, ":") &&
+        digits(17, 2))) {
+    return std::nullopt;
+  }
+  std::string normalized(text.substr(0, 19));
+  size_t at = 19;
+  if (is(at, ".")) {
+    size_t end = at + 1;
+    while (digits(end, 1)) ++end;
+    if (end == at + 1) return std::nullopt;
+    normalized += text.substr(at, std::min<size_t>(end - at, 4));  // '.' and 3 digits
+    at = end;
+  }
+  if (is(at, "Zz") && at + 1 == text.size()) return normalized + "Z";
+  if (is(at, "+-") && digits(at + 1, 2) && is(at + 3, ":") && digits(at + 4, 2) &&
+      at + 6 == text.size()) {
+    return normalized + std::string(text.substr(at));
+  }
+  return std::nullopt;
+}
+
+Result<TimePoint> RequiredTime(const nlohmann::json& object, const char* key,
+                               const std::string& path) {
+  Result<std::string> text = RequiredString(object, key, path);
+  if (!text.ok()) return text.status();
+  std::optional<std::string> normalized = NormalizeRfc3339(*text);
+  Result<TimePoint> time = ParseTime(normalized.value_or(""));
+  if (!normalized || !time.ok()) {
+    return Reject("bad_field", path + ": invalid time " + Quote(*text) +
+                                   ": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
+  }
+  return *time;
+}
+
+Status ParsePartition(const nlohmann::json& payload, PartitionPayload& out) {
+  Result<std::string> dataset = RequiredString(payload, "dataset", "payload.dataset");
+  if (!dataset.ok()) return dataset.status();
+  out.dataset = std::move(dataset).value();
+
+  auto partitions = payload.find("partitions");
+  if (partitions == payload.end()) {
+    return Reject("missing_field", "payload.partitions is required");
+  }
+  if (!partitions->is_array()) {
+    return Reject("bad_field", std::string("payload.partitions: expected an array, got ") +
+                                   partitions->type_name());
+  }
+  // An event that names no partition announces nothing a trigger could count.
+  if (partitions->empty()) return Reject("bad_field", "payload.partitions: must not be empty");
+  for (size_t i = 0; i < partitions->size(); ++i) {
+    const nlohmann::json& p = (*partitions)[i];
+    const std::string path = "payload.partitions[" + std::to_string(i) + "]";
+    if (!p.is_string()) {
+      return Reject("bad_field", path + ": expected a string, got " + p.type_name());
+    }
+    if (p.get_ref<const std::string&>().empty()) {
+      return Reject("bad_field", path + ": must not be empty");
+    }
+    out.partitions.push_back(p.get<std::string>());
+  }
+
+  Result<std::optional<int64_t>> bytes =
+      OptionalInteger(payload, "bytes", "payload.bytes", 0, "a non-negative integer");
+  if (!bytes.ok()) return bytes.status();
+  out.bytes = *bytes;
+  return Status::Ok();
+}
+
+Status ParseProgram(const nlohmann::json& payload, ProgramPayload& out) {
+  Result<std::string> program = RequiredString(payload, "program", "payload.program");
+  if (!program.ok()) return program.status();
+  out.program = std::move(program).value();
+
+  Result<std::string> run_id = RequiredString(payload, "run_id", "payload.run_id");
+  if (!run_id.ok()) return run_id.status();
+  out.run_id = std::move(run_id).value();
+
+  auto status = payload.find("status");
+  if (status == payload.end()) return Reject("missing_field", "payload.status is required");
+  if (!status->is_string()) {
+    return Reject("bad_field",
+                  std::string("payload.status: expected a string, got ") + status->type_name());
+  }
+  std::optional<ProgramStatus> parsed =
+      ProgramStatusFromName(status->get_ref<const std::string&>());
+  if (!parsed) {
+    return Reject("bad_field", "payload.status: unknown status " +
+                                   Quote(status->get_ref<const std::string&>()) +
+                                   " (expected started, heartbeat, succeeded, failed or killed)");
+  }
+  out.status = *parsed;
+
+  Result<std::optional<int64_t>> attempt =
+      OptionalInteger(payload, "attempt", "payload.attempt", 1, "a positive integer");
+  if (!attempt.ok()) return attempt.status();
+  out.attempt = attempt->value_or(1);
+
+  auto reason = payload.find("reason");
+  if (reason != payload.end() && !reason->is_null()) {
+    if (!reason->is_string()) {
+      return Reject("bad_field",
+                    std::string("payload.reason: expected a string, got ") + reason->type_name());
+    }
+    out.reason = reason->get<std::string>();
+  }
+  return Status::Ok();
+}
+
+Status ParseTick(const nlohmann::json& payload, TickPayload& out) {
+  Result<std::string> schedule = RequiredString(payload, "schedule", "payload.schedule");
+  if (!schedule.ok()) return schedule.status();
+  const size_t slash = schedule->find('/');
+  if (slash == 0 || slash == std::string::npos || slash + 1 == schedule->size() ||
+      schedule->find('/', slash + 1) != std::string::npos) {
+    return Reject("bad_field", "payload.schedule: expected \"namespace/name\", got " +
+                                   Quote(*schedule));
+  }
+  out.schedule = std::move(schedule).value();
+
+  Result<TimePoint> fire_time = RequiredTime(payload, "fire_time", "payload.fire_time");
+  if (!fire_time.ok()) return fire_time.status();
+  out.fire_time = *fire_time;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes) {
+  if (bytes.size() > max_bytes) {
+    return Reject("oversized", std::to_string(bytes.size()) + " bytes, more than the limit of " +
+                                   std::to_string(max_bytes));
+  }
+  if (NestsDeeperThan(bytes, kMaxNesting)) {
+    return Reject("bad_json", "nested deeper than " + std::to_string(kMaxNesting) + " levels");
+  }
+  // No exceptions: a syntax error or ill-formed UTF-8 gives a discarded value.
+  nlohmann::json document = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr,
+                                                   /*allow_exceptions=*/false);
+  if (document.is_discarded()) {
+    return Reject("bad_json", "not valid JSON (or not valid UTF-8)");
+  }
+  if (!document.is_object()) {
+    return Reject("not_object", std::string("expected a JSON object, got ") +
+                                    document.type_name());
+  }
+
+  Event event;
+  Result<std::string> id = RequiredString(document, "id", "id");
+  if (!id.ok()) return id.status();
+  event.id = std::move(id).value();
+
+  auto type = document.find("type");
+  if (type == document.end()) return Reject("missing_field", "type is required");
+  if (!type->is_string()) {
+    return Reject("bad_field", std::string("type: expected a string, got ") + type->type_name());
+  }
+  const std::string& type_name = type->get_ref<const std::string&>();
+  if (type_name == "partition") {
+    event.type = EventType::kPartition;
+  } else if (type_name == "program") {
+    event.type = EventType::kProgram;
+  } else if (type_name == "tick") {
+    event.type = EventType::kTick;
+  } else {
+    return Invalid("unknown_type: " + Quote(type_name) + " (expected partition, program or tick)");
+  }
+
+  Result<TimePoint> time = RequiredTime(document, "time", "time");
+  if (!time.ok()) return time.status();
+  event.time = *time;
+
+  auto payload = document.find("payload");
+  if (payload == document.end()) return Reject("missing_field", "payload is required");
+  if (!payload->is_object()) {
+    return Reject("bad_field",
+                  std::string("payload: expected an object, got ") + payload->type_name());
+  }
+  Status status;
+  switch (event.type) {
+    case EventType::kPartition: status = ParsePartition(*payload, event.partition); break;
+    case EventType::kProgram: status = ParseProgram(*payload, event.program); break;
+    case EventType::kTick: status = ParseTick(*payload, event.tick); break;
+  }
+  if (!status.ok()) return status;
+  event.payload = std::move(*payload);
+  return event;
+}
+
+std::string DeadLetterReason(const Status& status) {
+  const std::string& message = status.message();
+  return message.substr(0, message.find(':'));
+}
+
+nlohmann::json EnvelopeToJson(const Event& event) {
+  nlohmann::json payload;
+  if (!event.payload.is_null()) {
+    payload = event.payload;
+  } else {
+    payload = nlohmann::json::object();
+    switch (event.type) {
+      case EventType::kPartition:
+        payload["dataset"] = event.partition.dataset;
+        payload["partitions"] = event.partition.partitions;
+        if (event.partition.bytes) payload["bytes"] = *event.partition.bytes;
+        break;
+      case EventType::kProgram:
+        payload["program"] = event.program.program;
+        payload["run_id"] = event.program.run_id;
+        payload["status"] = ProgramStatusName(event.program.status);
+        payload["attempt"] = event.program.attempt;
+        if (!event.program.reason.empty()) payload["reason"] = event.program.reason;
+        break;
+      case EventType::kTick:
+        payload["schedule"] = event.tick.schedule;
+        payload["fire_time"] = FormatTime(event.tick.fire_time);
+        break;
+    }
+  }
+  return {{"id", event.id},
+          {"type", EventTypeName(event.type)},
+          {"time", FormatTime(event.time)},
+          {"payload", std::move(payload)}};
+}
+
+}  // namespace trigd

@@ -1,0 +1,207 @@
+#include "core/trigger_eval.h"
+
+#include <algorithm>
+
+namespace trigd {
+namespace {
+
+bool IsComposite(const Trigger& trigger) {
+  return trigger.kind == TriggerKind::kAll || trigger.kind == TriggerKind::kAny;
+}
+
+// The partition count a leaf waits for: `count`, or 1 when neither count nor min_bytes is
+// set; none when only min_bytes is set (then only bytes count).
+std::optional<int64_t> PartitionTarget(const PartitionTrigger& leaf) {
+  if (leaf.count) return leaf.count;
+  if (leaf.min_bytes) return std::nullopt;
+  return 1;
+}
+
+bool PartitionSatisfied(const PartitionTrigger& leaf, const LeafState& state) {
+  std::optional<int64_t> target = PartitionTarget(leaf);
+  if (target && state.count >= *target) return true;
+  return leaf.min_bytes && state.bytes >= *leaf.min_bytes;
+}
+
+bool Wants(const ProgramTrigger& leaf, ProgramStatus status) {
+  return std::find(leaf.statuses.begin(), leaf.statuses.end(), status) != leaf.statuses.end();
+}
+
+// Counts the partitions of `event` that `state` has not seen. Bytes are the event's, not a
+// partition's, so they are added once for an event that brings at least one new partition:
+// a re-sent partition adds neither count nor bytes.
+bool ApplyPartition(const PartitionTrigger& leaf, const PartitionPayload& event,
+                    LeafState& state) {
+  // State read back from storage is normally sorted; binary search depends on it.
+  if (!std::is_sorted(state.partitions.begin(), state.partitions.end())) {
+    std::sort(state.partitions.begin(), state.partitions.end());
+    state.partitions.erase(std::unique(state.partitions.begin(), state.partitions.end()),
+                           state.partitions.end());
+  }
+  bool counted = false;
+  for (const std::string& partition : event.partitions) {
+    auto it = std::lower_bound(state.partitions.begin(), state.partitions.end(), partition);
+    if (it != state.partitions.end() && *it == partition) continue;
+    state.partitions.insert(it, partition);
+    ++state.count;
+    counted = true;
+  }
+  if (!counted) return false;
+  if (event.bytes) state.bytes += *event.bytes;
+  if (PartitionSatisfied(leaf, state)) state.satisfied = true;
+  return true;
+}
+
+bool Evaluate(const Trigger& trigger, const TriggerState& state, size_t& next_leaf) {
+  if (!IsComposite(trigger)) return state.leaves[next_leaf++].satisfied;
+  // Every child is evaluated (no short-circuit) so that leaf numbering stays in step.
+  bool all = true;
+  bool any = false;
+  for (const Trigger& child : trigger.children) {
+    bool satisfied = Evaluate(child, state, next_leaf);
+    all = all && satisfied;
+    any = any || satisfied;
+  }
+  return trigger.kind == TriggerKind::kAll ? all : any;
+}
+
+std::string StatusList(const std::vector<ProgramStatus>& statuses) {
+  std::string out;
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    if (i > 0) out += i + 1 == statuses.size() ? " or " : ", ";
+    out += ProgramStatusName(statuses[i]);
+  }
+  return out;
+}
+
+std::string DescribeLeaf(const Trigger& leaf, const LeafState& state) {
+  switch (leaf.kind) {
+    case TriggerKind::kPartition: {
+      const PartitionTrigger& p = leaf.partition;
+      std::optional<int64_t> target = PartitionTarget(p);
+      std::string detail;
+      if (target) {
+        detail = std::to_string(state.count) + " of " + std::to_string(*target) + " partitions";
+        if (p.min_bytes) {
+          detail += " or " + std::to_string(state.bytes) + " of " +
+                    std::to_string(*p.min_bytes) + " bytes";
+        }
+      } else {
+        detail = std::to_string(state.bytes) + " of " + std::to_string(*p.min_bytes) +
+                 " bytes (" + std::to_string(state.count) + " partitions)";
+      }
+      return detail + " of " + p.dataset;
+    }
+    case TriggerKind::kProgram: {
+      const ProgramTrigger& p = leaf.program;
+      return std::to_string(state.count) + " of " + std::to_string(p.count) + " " +
+             StatusList(p.statuses) + " events of " + p.program;
+    }
+    case TriggerKind::kTime: {
+      const TimeTrigger& t = leaf.time;
+      std::string when = t.cron ? "cron \"" + *t.cron + "\" in " + t.timezone
+                                : "every " + FormatDuration(t.every.value_or(Millis(0)));
+      return (state.satisfied ? "ticked" : "waiting for a tick") + std::string(" (") + when +
+             ")";
+    }
+    case TriggerKind::kAll:
+    case TriggerKind::kAny:
+      break;
+  }
+  return {};
+}
+
+void Describe(const Trigger& trigger, const std::string& path, const TriggerState& state,
+              size_t& next_leaf, std::vector<LeafProgress>& out) {
+  if (!IsComposite(trigger)) {
+    const LeafState& leaf_state = state.leaves[next_leaf++];
+    out.push_back({path, leaf_state.satisfied, DescribeLeaf(trigger, leaf_state)});
+    return;
+  }
+  const std::string prefix = path + "." + TriggerKindName(trigger.kind) + "[";
+  for (size_t i = 0; i < trigger.children.size(); ++i) {
+    const Trigger& child = trigger.children[i];
+    std::string child_path = prefix + std::to_string(i) + "]";
+    // A leaf inside a composite is named by its kind, as in the schedule document.
+    if (!IsComposite(child)) child_path += std::string(".") + TriggerKindName(child.kind);
+    Describe(child, child_path, state, next_leaf, out);
+  }
+}
+
+}  // namespace
+
+TriggerState NewTriggerState(const Trigger& trigger) {
+  TriggerState state;
+  state.leaves.resize(TriggerLeaves(trigger).size());
+  return state;
+}
+
+ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, const Event& event,
+                       TriggerState& state) {
+  const std::vector<const Trigger*> leaves = TriggerLeaves(trigger);
+  if (state.leaves.size() != leaves.size()) state = NewTriggerState(trigger);
+
+  ApplyResult result;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const Trigger& leaf = *leaves[i];
+    LeafState& leaf_state = state.leaves[i];
+    bool counted = false;
+    // Satisfied leaves keep counting: the events still belong to this open job and travel
+    // with its launch request, and a satisfied leaf never becomes unsatisfied.
+    switch (leaf.kind) {
+      case TriggerKind::kPartition:
+        if (event.type == EventType::kPartition &&
+            event.partition.dataset == leaf.partition.dataset) {
+          counted = ApplyPartition(leaf.partition, event.partition, leaf_state);
+        }
+        break;
+      case TriggerKind::kProgram:
+        if (event.type != EventType::kProgram || event.program.program != leaf.program.program) {
+          break;
+        }
+        if (Wants(leaf.program, event.program.status)) {
+          ++leaf_state.count;
+          if (leaf_state.count >= leaf.program.count) leaf_state.satisfied = true;
+          counted = true;
+        } else if ((event.program.status == ProgramStatus::kFailed ||
+                    event.program.status == ProgramStatus::kKilled) &&
+                   leaf.program.on_upstream_failure == UpstreamFailurePolicy::kDiscard) {
+          result.upstream_failure = true;
+        }
+        break;
+      case TriggerKind::kTime:
+        if (event.type == EventType::kTick && event.tick.schedule == schedule.value()) {
+          ++leaf_state.count;
+          leaf_state.satisfied = true;
+          counted = true;
+        }
+        break;
+      case TriggerKind::kAll:
+      case TriggerKind::kAny:
+        break;
+    }
+    if (counted) {
+      result.changed = true;
+      result.leaves.push_back(static_cast<int>(i));
+    }
+  }
+  return result;
+}
+
+bool IsComplete(const Trigger& trigger, const TriggerState& state) {
+  // A state from another definition of the trigger says nothing about this one.
+  if (state.leaves.size() != TriggerLeaves(trigger).size()) return false;
+  size_t next_leaf = 0;
+  return Evaluate(trigger, state, next_leaf);
+}
+
+std::vector<LeafProgress> DescribeProgress(const Trigger& trigger, const TriggerState& state) {
+  const TriggerState fresh = NewTriggerState(trigger);
+  const TriggerState& current = state.leaves.size() == fresh.leaves.size() ? state : fresh;
+  std::vector<LeafProgress> out;
+  size_t next_leaf = 0;
+  Describe(trigger, "trigger", current, next_leaf, out);
+  return out;
+}
+
+}  // namespace trigd
