@@ -153,6 +153,21 @@ std::string FormatTimeOfDay(int minute_of_day) {
   return buf;
 }
 
+// True when `text` is one or more <digits><letters> parts. ParseDuration names a bad unit
+// well ("1w": unknown unit "w") but not a missing one ("10", "1.5m", "15 minutes").
+bool HasDurationShape(std::string_view text) {
+  if (text.empty()) return false;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t digits = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    size_t letters = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    if (letters == digits || i == letters) return false;
+  }
+  return true;
+}
+
 // Sums a duration's parts in floating point before ParseDuration multiplies them in int64,
 // so that "999999999999d" is refused instead of overflowing. Malformed parts are left for
 // ParseDuration to name.
@@ -310,8 +325,10 @@ class DocumentParser {
 
   std::optional<int64_t> ReadInteger(const Json& value, const std::string& path, int64_t min,
                                      int64_t max) {
-    auto out_of_range = [&](const std::string& got) {
-      if (max == kMaxInteger) {
+    auto out_of_range = [&](const std::string& got, bool too_large) {
+      if (max == kMaxInteger && too_large) {
+        Error(path, "must be at most " + std::to_string(max) + ", got " + got);
+      } else if (max == kMaxInteger) {
         Error(path, "must be at least " + std::to_string(min) + ", got " + got);
       } else {
         Error(path, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
@@ -322,7 +339,7 @@ class DocumentParser {
     int64_t n;
     if (value.is_number_unsigned()) {
       uint64_t u = value.template get<uint64_t>();
-      if (u > static_cast<uint64_t>(max)) return out_of_range(value.dump());
+      if (u > static_cast<uint64_t>(max)) return out_of_range(value.dump(), true);
       n = static_cast<int64_t>(u);
     } else if (value.is_number_integer()) {
       n = value.template get<int64_t>();
@@ -333,16 +350,15 @@ class DocumentParser {
         Error(path, "expected an integer, got number " + value.dump());
         return std::nullopt;
       }
-      if (d < static_cast<double>(min) || d > static_cast<double>(max) || d >= 9.2e18 ||
-          d <= -9.2e18) {
-        return out_of_range(value.dump());
-      }
+      // Compared as doubles: int64's limits are not exact doubles, so stay clear of them.
+      if (d > static_cast<double>(max) || d >= 9.2e18) return out_of_range(value.dump(), true);
+      if (d < static_cast<double>(min) || d <= -9.2e18) return out_of_range(value.dump(), false);
       n = static_cast<int64_t>(d);
     } else {
       Error(path, std::string("expected an integer, got ") + value.type_name());
       return std::nullopt;
     }
-    if (n < min || n > max) return out_of_range(std::to_string(n));
+    if (n < min || n > max) return out_of_range(std::to_string(n), n > max);
     return n;
   }
 
@@ -361,6 +377,11 @@ class DocumentParser {
       return std::nullopt;
     }
     std::string text = value.template get<std::string>();
+    if (!HasDurationShape(text)) {
+      Error(path, "invalid duration " + Quote(text) +
+                      ": expected numbers with units ms, s, m, h or d, e.g. \"90s\" or \"1h30m\"");
+      return std::nullopt;
+    }
     if (DurationExceedsMaximum(text)) {
       Error(path, "duration " + Quote(text) + " is longer than the maximum of " +
                       FormatDuration(kMaxDuration));
