@@ -102,17 +102,36 @@ void InsertOutbox(pqxx::work& tx, const json& rows) {
                  "AS x(topic text, key text, payload text, job_id bigint)", rows.dump());
 }
 
-// A run ended (or was given up): frees its slots and wakes the jobs waiting on them.
-void ReleaseRun(pqxx::work& tx, int64_t schedule_id, const std::optional<std::string>& group) {
-  tx.exec_params("UPDATE schedule_runtime SET active_runs = greatest(active_runs - 1, 0) "
-                 "WHERE schedule_id = $1", schedule_id);
-  if (group) {
-    tx.exec_params("UPDATE group_runtime SET active_runs = greatest(active_runs - 1, 0) WHERE name = $1",
-                   *group);
+// Runs ended (or were given up): frees their slots and wakes the jobs waiting on them.
+// Counter rows are locked schedules first, then groups, each in sorted order, the order the
+// checker uses, so the two never deadlock. Waiting jobs a checker holds right now are
+// skipped: that checker is queued behind these counter locks and will see the freed slots.
+struct EndedRun {
+  int64_t schedule_id = 0;
+  std::optional<std::string> group;
+};
+void ReleaseRuns(pqxx::work& tx, const std::vector<EndedRun>& ended) {
+  if (ended.empty()) return;
+  std::map<int64_t, int> per_schedule;
+  std::map<std::string, int> per_group;
+  for (const EndedRun& e : ended) {
+    ++per_schedule[e.schedule_id];
+    if (e.group) ++per_group[*e.group];
   }
-  tx.exec_params("UPDATE jobs SET next_check_at = now() WHERE state = 'pending_constraint' AND "
-                 "(schedule_id = $1 OR ($2::text IS NOT NULL AND concurrency_group = $2))",
-                 schedule_id, group);
+  for (const auto& [id, n] : per_schedule) {
+    tx.exec_params("UPDATE schedule_runtime SET active_runs = greatest(active_runs - $2, 0) WHERE schedule_id = $1",
+                   id, n);
+  }
+  for (const auto& [name, n] : per_group) {
+    tx.exec_params("UPDATE group_runtime SET active_runs = greatest(active_runs - $2, 0) WHERE name = $1", name, n);
+  }
+  std::vector<int64_t> ids;
+  for (const auto& [id, n] : per_schedule) ids.push_back(id);
+  json groups = json::array();
+  for (const auto& [name, n] : per_group) groups.push_back(name);
+  tx.exec_params("UPDATE jobs SET next_check_at = now() WHERE id IN (SELECT id FROM jobs WHERE state = 'pending_constraint' "
+                 "AND (schedule_id = ANY($1::bigint[]) OR concurrency_group IN (SELECT jsonb_array_elements_text($2::jsonb))) "
+                 "FOR UPDATE SKIP LOCKED)", IntArray(ids), groups.dump());
 }
 
 }  // namespace
@@ -312,6 +331,7 @@ Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
           "FROM jsonb_to_recordset($1::jsonb) AS " + kRecord + " WHERE j.id = x.id", updates.dump());
     }
     // Only a run still in flight moves: a duplicate or late report changes nothing.
+    std::vector<EndedRun> ended;
     for (const RunReport& rep : reports) {
       bool final_status = IsFinal(rep.status);
       std::string status = ProgramStatusName(rep.status);
@@ -326,9 +346,10 @@ Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
           rep.run_id, status, final_status, rep.attempt);
       if (r.empty() || !final_status) continue;
       ++result.run_outcomes[status];
-      ReleaseRun(tx, r[0][0].as<int64_t>(),
-                 r[0][1].is_null() ? std::nullopt : std::optional<std::string>(r[0][1].as<std::string>()));
+      ended.push_back({r[0][0].as<int64_t>(),
+                       r[0][1].is_null() ? std::nullopt : std::optional<std::string>(r[0][1].as<std::string>())});
     }
+    ReleaseRuns(tx, ended);
     json outbox = json::array();
     for (const DeadLetter& d : batch.dead) {
       outbox.push_back({{"topic", topic_prefix_ + "dead"}, {"key", d.key}, {"payload", d.payload}});
@@ -597,6 +618,7 @@ Result<SweepResult> PgStore::SweepRuns() {
     SweepResult out;
     const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
     json outbox = json::array();
+    std::vector<EndedRun> ended;
     for (const auto& r : tx.exec(
              "SELECT run_id, attempt, max_attempts, program, schedule_id, schedule_name, concurrency_group, "
              "(SELECT version FROM schedules s WHERE s.id = runs.schedule_id), "
@@ -626,8 +648,7 @@ Result<SweepResult> PgStore::SweepRuns() {
         tx.exec_params("UPDATE runs SET state='failed', reason='lost', finished_at=now(), "
                        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
                        "'status', 'failed', 'reason', 'lost', 'attempt', attempt))) WHERE run_id=$1", run_id);
-        ReleaseRun(tx, schedule_id,
-                   r[6].is_null() ? std::nullopt : std::optional<std::string>(r[6].as<std::string>()));
+        ended.push_back({schedule_id, r[6].is_null() ? std::nullopt : std::optional<std::string>(r[6].as<std::string>())});
         Event e;
         e.id = "lost:" + run_id + ":" + std::to_string(attempt);
         e.type = EventType::kProgram;
@@ -651,6 +672,7 @@ Result<SweepResult> PgStore::SweepRuns() {
       outbox.push_back({{"topic", topic_prefix_ + "launch." + r[0].as<std::string>()},
                         {"key", r[1].as<std::string>()}, {"payload", r[2].as<std::string>()}});
     }
+    ReleaseRuns(tx, ended);
     InsertOutbox(tx, outbox);
     tx.commit();
     return out;

@@ -1,0 +1,409 @@
+// Integration tests of the PostgreSQL adapter on a real PostgreSQL: the transactional promises
+// of SPEC §5 (batch atomicity, fencing, de-duplication), the checker's launches, concurrency
+// limits under racing checkers, priority, schedule changes, ticks and lost runs.
+#include "store/pg_store.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <pqxx/pqxx>
+
+#include "core/schedule_parser.h"
+#include "store/admin.h"
+#include "store/migrator.h"
+
+namespace trigd {
+namespace {
+
+using nlohmann::json;
+
+std::string Pg() {
+  const char* pg = std::getenv("TRIGD_PG");
+  return pg ? pg : "host=127.0.0.1 port=55432 user=trigd dbname=trigd";
+}
+
+Schedule Parse(const json& doc) {
+  ParsedSchedule p = ParseSchedule(doc);
+  EXPECT_TRUE(p.ok()) << (p.errors.empty() ? "" : p.errors[0].ToString());
+  return p.schedule;
+}
+
+json PartitionSchedule(const std::string& name, const std::string& dataset, json constraints = json::object()) {
+  json doc = {{"name", name}, {"program", {{"name", "prog." + name}}},
+              {"trigger", {{"partition", {{"dataset", dataset}}}}}};
+  if (!constraints.empty()) doc["constraints"] = constraints;
+  return doc;
+}
+
+Event PartitionEvent(const std::string& id, const std::string& dataset, const std::string& part = "p") {
+  Event e;
+  e.id = id;
+  e.type = EventType::kPartition;
+  e.partition.dataset = dataset;
+  e.partition.partitions = {part};
+  e.payload = {{"dataset", dataset}, {"partitions", {part}}};
+  return e;
+}
+
+Event ProgramEvent(const std::string& id, const std::string& program, const std::string& run_id,
+                   ProgramStatus status) {
+  Event e;
+  e.id = id;
+  e.type = EventType::kProgram;
+  e.program.program = program;
+  e.program.run_id = run_id;
+  e.program.status = status;
+  e.payload = {{"program", program}, {"run_id", run_id}, {"status", ProgramStatusName(status)}};
+  return e;
+}
+
+// A fresh, migrated database per test; needs the real PostgreSQL (fails, never skips).
+class PgStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    {
+      pqxx::connection admin(Pg());
+      pqxx::nontransaction tx(admin);
+      tx.exec("DROP DATABASE IF EXISTS trigd_store_test WITH (FORCE)");
+      tx.exec("CREATE DATABASE trigd_store_test");
+    }
+    conn_ = Pg() + " dbname=trigd_store_test";
+    ASSERT_TRUE(ApplyMigrations(conn_, TRIGD_SOURCE_DIR "/schema", nullptr).ok());
+    store_ = NewStore();
+  }
+  std::unique_ptr<PgStore> NewStore() {
+    auto store = PgStore::Connect(conn_, "t.");
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return std::move(*store);
+  }
+  void Apply(const std::vector<json>& docs) {
+    std::vector<Schedule> s;
+    for (const auto& d : docs) s.push_back(Parse(d));
+    auto r = ApplySchedules(conn_, s);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  // event key -> schedule ids, as the engine's reverse index would answer.
+  std::map<std::string, std::vector<int64_t>> Index() {
+    auto changes = store_->LoadScheduleChanges(0);
+    EXPECT_TRUE(changes.ok());
+    std::map<std::string, std::vector<int64_t>> index;
+    for (const auto& s : changes->schedules)
+      for (const auto& k : s.event_keys) index[k].push_back(s.id);
+    return index;
+  }
+  IngestBatch Batch(const std::vector<Event>& events, int64_t first_offset, std::vector<DeadLetter> dead = {}) {
+    IngestBatch b;
+    b.group = "g";
+    auto index = Index();
+    for (const auto& e : events) {
+      b.events.push_back(e);
+      b.schedule_ids.push_back(index[e.EventKey()]);
+    }
+    b.dead = std::move(dead);
+    int64_t n = static_cast<int64_t>(events.size() + b.dead.size());
+    b.positions = {{"t.events.data", 0, first_offset, first_offset + n}};
+    return b;
+  }
+  int64_t Count(const std::string& sql) {
+    pqxx::connection c(conn_);
+    pqxx::work tx(c);
+    return tx.exec1(sql)[0].as<int64_t>();
+  }
+  void Exec(const std::string& sql) {
+    pqxx::connection c(conn_);
+    pqxx::work tx(c);
+    tx.exec(sql);
+    tx.commit();
+  }
+  std::string conn_;
+  std::unique_ptr<PgStore> store_;
+};
+
+TEST_F(PgStoreTest, BatchWritesJobsOffsetsAndDeadLettersTogether) {
+  Apply({PartitionSchedule("s", "d")});
+  auto r = store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0, {{"k", "{\"reason\":\"bad_json\"}"}}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->fenced);
+  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(r->jobs_opened, 1);
+  EXPECT_EQ(r->jobs_ready, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_constraint'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.dead'"), 1);
+  EXPECT_EQ(Count("SELECT next_offset FROM consumer_offsets WHERE group_id='g'"), 2);
+  auto offsets = store_->LoadOffsets("g", {{"t.events.data", 0}, {"t.events.data", 1}});
+  ASSERT_TRUE(offsets.ok());
+  EXPECT_EQ((*offsets)[0], std::optional<int64_t>(2));
+  EXPECT_EQ((*offsets)[1], std::nullopt);
+}
+
+TEST_F(PgStoreTest, StalePositionIsFencedAndNothingOfTheBatchIsApplied) {
+  Apply({PartitionSchedule("s", "d")});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e2", "d")}, 1)).ok());
+  // A consumer that lost the partition replays offsets 0..1 with another event: refused whole.
+  auto stale = store_->ApplyBatch(Batch({PartitionEvent("e3", "d")}, 0, {{"k", "x"}}));
+  ASSERT_TRUE(stale.ok());
+  EXPECT_TRUE(stale->fenced);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.dead'"), 0);
+  EXPECT_EQ(Count("SELECT next_offset FROM consumer_offsets"), 2);
+}
+
+TEST_F(PgStoreTest, ResentEventIdChangesNothing) {
+  Apply({PartitionSchedule("s", "d")});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  auto again = store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e2", "d"), PartitionEvent("e2", "d")}, 1));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->outcome, (std::vector<std::string>{"duplicate", "applied", "duplicate"}));
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 2);
+}
+
+TEST_F(PgStoreTest, EventsAccumulateInOneOpenJobUntilTheTriggerCompletes) {
+  json doc = {{"name", "s"}, {"program", {{"name", "p"}}},
+              {"trigger", {{"all", {{{"partition", {{"dataset", "d"}, {"count", 2}}}},
+                                    {{"program", {{"name", "up"}}}}}}}}};
+  Apply({doc});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a"), PartitionEvent("e2", "d", "a")}, 0)).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_trigger'"), 1);
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e3", "d", "b"), ProgramEvent("e4", "up", "r", ProgramStatus::kSucceeded)}, 2)).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_constraint'"), 1);
+  // e2 repeated partition "a": no new partition, so it did not count.
+  EXPECT_EQ(Count("SELECT jsonb_array_length(triggered_by) FROM jobs"), 3);
+  // A completed job is never changed: the next event opens a new job.
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e5", "d", "c")}, 4)).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_trigger'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 2);
+}
+
+TEST_F(PgStoreTest, CheckerLaunchesReadyJobWithItsRunAndLaunchRequestTogether) {
+  Apply({PartitionSchedule("s", "d")});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  auto c = store_->CheckDueJobs(100);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->launched, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_launch'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='launched'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND "
+                  "payload::jsonb->>'run_id' = (SELECT run_id FROM runs)"), 1);
+  // Checked again, nothing more happens: the same job never gets two runs.
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
+  auto rows = store_->ClaimOutbox(10);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  auto done = store_->CompleteOutbox({(*rows)[0].id}, {*(*rows)[0].job_id});
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->size(), 1u);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='launched'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
+}
+
+TEST_F(PgStoreTest, UnconfirmedOutboxRowsStayForTheNextRelay) {
+  Apply({PartitionSchedule("s", "d")});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e2", "d", "q")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  auto rows = store_->ClaimOutbox(10);
+  ASSERT_EQ(rows->size(), 2u);
+  ASSERT_TRUE(store_->CompleteOutbox({(*rows)[0].id}, {*(*rows)[0].job_id}).ok());
+  auto again = store_->ClaimOutbox(10);
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ((*again)[0].payload, (*rows)[1].payload);  // same run id re-sent
+}
+
+TEST_F(PgStoreTest, WorkerReportsMoveRunsAndFreeTheirSlot) {
+  Apply({PartitionSchedule("s", "d", {{"max_concurrent_runs", 1}})});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a"), PartitionEvent("e2", "d", "b")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_constraint'"), 1);
+  pqxx::connection c(conn_);
+  std::string run_id = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
+  auto r = store_->ApplyBatch(Batch({ProgramEvent("w1", "prog.s", run_id, ProgramStatus::kStarted),
+                                     ProgramEvent("w2", "prog.s", run_id, ProgramStatus::kSucceeded),
+                                     ProgramEvent("w3", "prog.s", run_id, ProgramStatus::kFailed)}, 2));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->run_outcomes["succeeded"], 1);
+  EXPECT_EQ(r->run_outcomes.count("failed"), 0u);  // a late report changes nothing
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='succeeded'"), 1);
+  // The waiting job was woken by the run's end and now launches.
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM runs"), 2);
+}
+
+TEST_F(PgStoreTest, HighestPriorityWaitingJobTakesTheFreedGroupSlotFirst) {
+  auto doc = [](const std::string& name, int priority) {
+    json d = PartitionSchedule(name, "d." + name, {{"concurrency_group", {{"name", "g1"}, {"max", 1}}}});
+    d["priority"] = priority;
+    return d;
+  };
+  Apply({doc("blocker", 0), doc("low", 1), doc("high", 9), doc("mid", 5)});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("b", "d.blocker")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("l", "d.low"), PartitionEvent("h", "d.high"),
+                                        PartitionEvent("m", "d.mid")}, 1)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
+  std::vector<std::string> order;
+  int64_t offset = 4;
+  for (int i = 0; i < 3; ++i) {
+    pqxx::connection c(conn_);
+    auto row = pqxx::work(c).exec1("SELECT run_id, program FROM runs WHERE state='launched'");
+    auto r = store_->ApplyBatch(Batch({ProgramEvent("done" + std::to_string(i), row[1].as<std::string>(),
+                                                    row[0].as<std::string>(), ProgramStatus::kSucceeded)}, offset++));
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+    order.push_back(pqxx::work(c).exec1("SELECT schedule_name FROM runs WHERE state='launched'")[0].as<std::string>());
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"default/high", "default/mid", "default/low"}));
+}
+
+// Three checkers (three trigd instances) race on the same schedules and group while runs end
+// at random; an observer polls committed state and must never see a limit exceeded.
+TEST_F(PgStoreTest, ConcurrencyLimitsHoldWithThreeRacingCheckers) {
+  std::vector<json> docs;
+  for (int i = 0; i < 3; ++i) {
+    docs.push_back(PartitionSchedule("c" + std::to_string(i), "d" + std::to_string(i),
+                                     {{"max_concurrent_runs", 2}, {"concurrency_group", {{"name", "shared"}, {"max", 3}}}}));
+  }
+  Apply(docs);
+  const int kJobsPerSchedule = 40;
+  std::vector<Event> events;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < kJobsPerSchedule; ++j)
+      events.push_back(PartitionEvent("e" + std::to_string(i) + "." + std::to_string(j), "d" + std::to_string(i), std::to_string(j)));
+  ASSERT_TRUE(store_->ApplyBatch(Batch(events, 0)).ok());
+  ASSERT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_constraint'"), 3 * kJobsPerSchedule);
+  std::atomic<bool> done{false};
+  std::atomic<int> violations{0}, max_group{0}, observations{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      auto s = NewStore();
+      while (!done) {
+        auto r = s->CheckDueJobs(5);
+        if (!r.ok() && r.status().code() != StatusCode::kAborted) ADD_FAILURE() << r.status().ToString();
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    pqxx::connection c(conn_);
+    while (!done) {
+      pqxx::read_transaction tx(c);
+      int64_t group = tx.exec1("SELECT count(*) FROM runs WHERE state IN ('launched','running','retry_wait')")[0].as<int64_t>();
+      int64_t per = tx.exec1("SELECT coalesce(max(n), 0) FROM (SELECT count(*) n FROM runs WHERE state IN "
+                             "('launched','running','retry_wait') GROUP BY schedule_id) q")[0].as<int64_t>();
+      if (group > 3 || per > 2) ++violations;
+      max_group = std::max<int>(max_group, static_cast<int>(group));
+      ++observations;
+    }
+  });
+  auto finisher = NewStore();
+  std::mt19937 rng(7);
+  int64_t offset = static_cast<int64_t>(events.size());
+  int finished = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (finished < 3 * kJobsPerSchedule && std::chrono::steady_clock::now() < deadline) {
+    pqxx::connection c(conn_);
+    auto active = pqxx::work(c).exec("SELECT run_id, program FROM runs WHERE state='launched'");
+    if (active.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      continue;
+    }
+    auto row = active[rng() % active.size()];
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 5));
+    IngestBatch b = Batch({ProgramEvent("fin" + std::to_string(finished), row[1].as<std::string>(),
+                                        row[0].as<std::string>(), ProgramStatus::kSucceeded)}, offset);
+    auto r = finisher->ApplyBatch(b);
+    if (r.ok() && !r->fenced) {
+      ++offset;
+      ++finished;
+    }
+  }
+  done = true;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(finished, 3 * kJobsPerSchedule);
+  EXPECT_EQ(violations.load(), 0);
+  EXPECT_EQ(max_group.load(), 3);  // the limit was reached, so the test exercised it
+  EXPECT_GT(observations.load(), 50);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs"), 3 * kJobsPerSchedule);
+  EXPECT_EQ(Count("SELECT count(DISTINCT job_id) FROM runs"), 3 * kJobsPerSchedule);
+}
+
+TEST_F(PgStoreTest, UpdateDiscardsTheOpenJobAndCountingStartsAfresh) {
+  json doc = {{"name", "s"}, {"program", {{"name", "p"}}}, {"trigger", {{"partition", {{"dataset", "d"}, {"count", 2}}}}}};
+  Apply({doc});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a")}, 0)).ok());
+  doc["priority"] = 3;
+  Apply({doc});
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='discarded' AND discard_reason='schedule updated'"), 1);
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e2", "d", "b")}, 1)).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_trigger'"), 1);  // 1 of 2, not 2 of 2
+}
+
+TEST_F(PgStoreTest, DeleteWithdrawsALaunchRequestNotYetPublished) {
+  Apply({PartitionSchedule("s", "d")});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  ASSERT_EQ(Count("SELECT count(*) FROM outbox WHERE job_id IS NOT NULL"), 1);
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kDelete).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='discarded'"), 1);
+  EXPECT_EQ(ChangeSchedule(conn_, "default/s", ScheduleAction::kDelete).code(), StatusCode::kNotFound);
+}
+
+TEST_F(PgStoreTest, DueTickIsProducedOncePerFireTime) {
+  Apply({{{"name", "t"}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"every", "1m"}}}}}}});
+  Exec("UPDATE time_triggers SET anchor = now() - interval '90 seconds', next_fire_at = now() - interval '30 seconds'");
+  auto r = store_->TickTimeTriggers(100);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->produced, 1);
+  EXPECT_EQ(store_->TickTimeTriggers(100)->produced, 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.events.time' AND payload::jsonb->>'id' LIKE 'tick:default/t:%'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at > now()"), 1);
+}
+
+TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
+  json doc = PartitionSchedule("s", "d");
+  doc["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
+  doc["heartbeat_timeout"] = "1s";
+  Apply({doc});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  Exec("UPDATE runs SET last_seen_at = now() - interval '10 seconds'");
+  auto s1 = store_->SweepRuns();
+  ASSERT_TRUE(s1.ok()) << s1.status().ToString();
+  EXPECT_EQ(s1->lost, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='retry_wait'"), 1);
+  Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
+  EXPECT_EQ(store_->SweepRuns()->retried, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND (payload::jsonb->>'attempt')::int = 2 "
+                  "AND payload::jsonb->>'run_id' = (SELECT run_id FROM runs)"), 1);
+  Exec("UPDATE runs SET last_seen_at = now() - interval '10 seconds'");
+  auto s3 = store_->SweepRuns();
+  EXPECT_EQ(s3->failed, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.events.program' AND payload::jsonb->'payload'->>'reason'='lost'"), 1);
+  EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime"), 0);
+}
+
+TEST_F(PgStoreTest, UpstreamFailureDiscardsTheOpenJobAndPublishesKilled) {
+  json doc = {{"name", "down"}, {"program", {{"name", "down.p"}}},
+              {"trigger", {{"all", {{{"partition", {{"dataset", "d"}}}},
+                                    {{"program", {{"name", "up"}, {"on_upstream_failure", "discard"}}}}}}}}};
+  Apply({doc});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f1", "up", "r1", ProgramStatus::kFailed)}, 1)).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='discarded' AND discard_reason='upstream_failed'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.events.program' AND key='down.p' AND "
+                  "payload::jsonb->'payload'->>'status'='killed' AND payload::jsonb->'payload'->>'reason'='upstream_failed'"), 1);
+  // With no open job the failure still travels down.
+  ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f2", "up", "r2", ProgramStatus::kFailed)}, 2)).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE key='down.p'"), 2);
+}
+
+}  // namespace
+}  // namespace trigd
