@@ -42,8 +42,9 @@ struct EnumName {
   E value;
 };
 
-constexpr EnumName<CatchupPolicy> kCatchupPolicies[] = {
-    {"all", CatchupPolicy::kAll}, {"latest", CatchupPolicy::kLatest}, {"none", CatchupPolicy::kNone}};
+constexpr EnumName<CatchupPolicy> kCatchupPolicies[] = {{"all", CatchupPolicy::kAll},
+                                                         {"latest", CatchupPolicy::kLatest},
+                                                         {"none", CatchupPolicy::kNone}};
 constexpr EnumName<UpstreamFailurePolicy> kUpstreamFailurePolicies[] = {
     {"wait", UpstreamFailurePolicy::kWait}, {"discard", UpstreamFailurePolicy::kDiscard}};
 constexpr EnumName<OnUnmet> kOnUnmetPolicies[] = {{"wait", OnUnmet::kWait},
@@ -70,9 +71,9 @@ constexpr std::string_view kTimeTriggerFields[] = {"cron", "every", "timezone", 
 constexpr std::string_view kPartitionTriggerFields[] = {"dataset", "count", "min_bytes"};
 constexpr std::string_view kProgramTriggerFields[] = {"name", "status", "count",
                                                       "on_upstream_failure"};
-constexpr std::string_view kConstraintFields[] = {"max_concurrent_runs", "concurrency_group",
-                                                  "delay",         "time_window",
-                                                  "min_since_last_run", "max_runs_per"};
+constexpr std::string_view kConstraintFields[] = {
+    "max_concurrent_runs", "concurrency_group",  "delay",
+    "time_window",         "min_since_last_run", "max_runs_per"};
 constexpr std::string_view kConcurrencyGroupFields[] = {"name", "max", "on_unmet"};
 constexpr std::string_view kTimeWindowFields[] = {"start", "end", "timezone", "on_unmet"};
 constexpr std::string_view kMinSinceLastRunFields[] = {"duration", "on_unmet"};
@@ -608,8 +609,8 @@ class DocumentParser {
   void ReadStatuses(const Json& value, const std::string& path,
                     std::vector<ProgramStatus>& out) {
     if (value.is_string()) {
-      Error(path, "expected an array of statuses, e.g. [" + Quote(value.template get<std::string>()) +
-                      "], got string");
+      std::string given = value.template get<std::string>();
+      Error(path, "expected an array of statuses, e.g. [" + Quote(given) + "], got string");
       return;
     }
     if (!value.is_array()) {

@@ -409,8 +409,10 @@ TEST(ScheduleParserTest, RepeatedKeyIsReportedWithItsPathInsteadOfLastOneWinning
 TEST(ScheduleParserTest, SameScheduleTwiceInOneFileIsRefused) {
   std::vector<ParsedSchedule> parsed = ParseScheduleFile(R"([
     {"name": "a", "program": {"name": "p"}, "trigger": {"partition": {"dataset": "d"}}},
-    {"namespace": "other", "name": "a", "program": {"name": "p"}, "trigger": {"partition": {"dataset": "d"}}},
-    {"namespace": "default", "name": "a", "program": {"name": "q"}, "trigger": {"partition": {"dataset": "e"}}}
+    {"namespace": "other", "name": "a", "program": {"name": "p"},
+     "trigger": {"partition": {"dataset": "d"}}},
+    {"namespace": "default", "name": "a", "program": {"name": "q"},
+     "trigger": {"partition": {"dataset": "e"}}}
   ])");
   ASSERT_EQ(parsed.size(), 3u);
   EXPECT_TRUE(parsed[0].ok());
@@ -556,7 +558,9 @@ class RandomScheduleMaker {
     s.trigger = MakeTrigger(0);
     Constraints& c = s.constraints;
     if (Chance()) c.max_concurrent_runs = Int(1, 50);
-    if (Chance()) c.concurrency_group = ConcurrencyGroup{Identifier(false), Int(1, 9), OnUnmetValue()};
+    if (Chance()) {
+      c.concurrency_group = ConcurrencyGroup{Identifier(false), Int(1, 9), OnUnmetValue()};
+    }
     if (Chance()) c.delay = Millis(Int(0, 86'400'000));
     if (Chance()) {
       int start = static_cast<int>(Int(0, 1439));
@@ -676,7 +680,8 @@ TEST(ScheduleParserTest, CanonicalFormWritesDefaultsAndShortestDurations) {
   EXPECT_EQ(canonical["namespace"], "default");
   EXPECT_EQ(canonical["program"]["target"], "default");
   EXPECT_EQ(canonical["program"]["args"], json::object());
-  EXPECT_EQ(canonical["retry"], (json{{"max_attempts", 1}, {"backoff", "1m"}, {"max_backoff", "1h"}}));
+  EXPECT_EQ(canonical["retry"],
+            (json{{"max_attempts", 1}, {"backoff", "1m"}, {"max_backoff", "1h"}}));
   EXPECT_EQ(canonical["enabled"], true);
   EXPECT_EQ(canonical["priority"], 0);
   EXPECT_FALSE(canonical.contains("timeout"));

@@ -9,8 +9,8 @@ Usage: schema_examples_test.py PROJECT_SOURCE_DIR
 - for every structural error of an invalid golden document (unknown field, bad enum value,
   wrong type, missing required field, empty array), the schema reports an error at the same
   place: at the field itself (or within it), or, for an unknown or missing field, at its
-  object, naming the field. Semantic errors (bad cron, unknown time zone, start == end, ...) are the parser's
-  alone and are not asserted here.
+  object, naming the field. Semantic errors (bad cron, unknown time zone, start == end, ...)
+  are the parser's alone and are not asserted here.
 """
 
 import json
