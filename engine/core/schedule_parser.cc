@@ -632,7 +632,9 @@ class DocumentParser {
       std::string name = element.template get<std::string>();
       std::optional<ProgramStatus> status = ProgramStatusFromName(name);
       if (!status) {
-        Error(path, "unknown status " + Quote(name));
+        // Same shape as the other enums' messages; SPEC's example is its prefix.
+        Error(path, "unknown status " + Quote(name) +
+                        " (expected started, heartbeat, succeeded, failed or killed)");
         ok = false;
       } else if (std::find(statuses.begin(), statuses.end(), *status) != statuses.end()) {
         Error(path, "duplicate status " + Quote(name));

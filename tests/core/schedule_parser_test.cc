@@ -242,7 +242,8 @@ TEST(ScheduleParserTest, MessagesNamePathAndReasonAsDocumented) {
                         {{{"partition", {{"dataset", "sales.raw"}}}},
                          {{"program", {{"name", "sales.ingest"}, {"status", {"done"}}}}}}}};
   EXPECT_EQ(ErrorLines(ParseSchedule(status)),
-            std::vector<std::string>{"trigger.all[1].program.status: unknown status \"done\""});
+            std::vector<std::string>{"trigger.all[1].program.status: unknown status \"done\" "
+                                     "(expected started, heartbeat, succeeded, failed or killed)"});
 }
 
 TEST(ScheduleParserTest, DefaultsFillEveryOmittedField) {
