@@ -312,15 +312,9 @@ Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
         "x(id bigint, schedule_id bigint, schedule_name text, schedule_version int, state text, "
         "priority int, trigger_state jsonb, triggered_by jsonb, history jsonb, opened_at bigint, "
         "ready_at bigint, next_check_at bigint, concurrency_group text, discard_reason text)";
-    if (!inserts.empty()) {
-      tx.exec_params(
-          "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, priority, trigger_state, "
-          "triggered_by, history, opened_at, first_event_at, ready_at, next_check_at, concurrency_group) "
-          "SELECT schedule_id, schedule_name, schedule_version, state, priority, trigger_state, triggered_by, "
-          "history, to_timestamp(opened_at / 1000.0), to_timestamp(opened_at / 1000.0), "
-          "to_timestamp(ready_at / 1000.0), to_timestamp(next_check_at / 1000.0), concurrency_group "
-          "FROM jsonb_to_recordset($1::jsonb) AS " + kRecord, inserts.dump());
-    }
+    // Updates first: a batch that completes a stored open job and opens the next one for the
+    // same schedule must move the old row out of pending_trigger before the new row is inserted
+    // (jobs_one_open allows one per schedule; the other order violates it on every retry).
     if (!updates.empty()) {
       tx.exec_params(
           "UPDATE jobs j SET state = x.state, trigger_state = x.trigger_state, triggered_by = x.triggered_by, "
@@ -329,6 +323,15 @@ Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
           "next_check_at = to_timestamp(x.next_check_at / 1000.0), discard_reason = x.discard_reason, "
           "finished_at = CASE WHEN x.state = 'discarded' THEN now() END "
           "FROM jsonb_to_recordset($1::jsonb) AS " + kRecord + " WHERE j.id = x.id", updates.dump());
+    }
+    if (!inserts.empty()) {
+      tx.exec_params(
+          "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, priority, trigger_state, "
+          "triggered_by, history, opened_at, first_event_at, ready_at, next_check_at, concurrency_group) "
+          "SELECT schedule_id, schedule_name, schedule_version, state, priority, trigger_state, triggered_by, "
+          "history, to_timestamp(opened_at / 1000.0), to_timestamp(opened_at / 1000.0), "
+          "to_timestamp(ready_at / 1000.0), to_timestamp(next_check_at / 1000.0), concurrency_group "
+          "FROM jsonb_to_recordset($1::jsonb) AS " + kRecord, inserts.dump());
     }
     // Only a run still in flight moves: a duplicate or late report changes nothing.
     std::vector<EndedRun> ended;
