@@ -324,7 +324,11 @@ void RelayLoop(Shared& sh) {
     sh.metrics.JobTransition("launched").Increment(static_cast<double>(done->size()));
     for (double s : *done) sh.metrics.EventToLaunch().Observe(s);
     if (confirmed.size() < rows->size()) {
-      Log("relay: " + std::to_string(rows->size() - confirmed.size()) + " messages not confirmed by Kafka; will re-send");
+      Log("relay: " + std::to_string(rows->size() - confirmed.size()) + " messages not confirmed by Kafka (" +
+          producer->LastError() + "); will re-send with a new producer");
+      // A fresh producer: an idempotent producer can be left fenced or fatal after a broker
+      // restart; the rows stay in the outbox and go again, with the same run ids.
+      producer.reset();
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
   }

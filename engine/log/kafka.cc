@@ -16,10 +16,12 @@ class DeliveryCollector : public RdKafka::DeliveryReportCb {
   void dr_cb(RdKafka::Message& m) override {
     auto* index = static_cast<size_t*>(m.msg_opaque());
     if (index && *index < ok.size()) ok[*index] = (m.err() == RdKafka::ERR_NO_ERROR);
+    if (m.err() != RdKafka::ERR_NO_ERROR && last_error.empty()) last_error = m.errstr();
     ++reported;
   }
   std::vector<bool> ok;
   size_t reported = 0;
+  std::string last_error;
 };
 
 class RdProducer : public Producer {
@@ -27,6 +29,7 @@ class RdProducer : public Producer {
   std::vector<bool> ProduceAndWait(const std::vector<OutMessage>& messages, int timeout_ms) override {
     dr_.ok.assign(messages.size(), false);
     dr_.reported = 0;
+    dr_.last_error.clear();
     std::vector<size_t> indexes(messages.size());
     size_t queued = 0;
     for (size_t i = 0; i < messages.size(); ++i) {
@@ -45,6 +48,12 @@ class RdProducer : public Producer {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (dr_.reported < queued && std::chrono::steady_clock::now() < deadline) producer_->poll(5);
     return dr_.ok;
+  }
+
+  std::string LastError() override {
+    std::string fatal;
+    if (producer_->fatal_error(fatal) != RdKafka::ERR_NO_ERROR) return "fatal: " + fatal;
+    return dr_.last_error.empty() ? "no delivery report in time" : dr_.last_error;
   }
 
   std::unique_ptr<RdKafka::Producer> producer_;
@@ -72,8 +81,8 @@ class Rebalancer : public RdKafka::RebalanceCb {
     for (auto* p : parts) keys.emplace_back(p->topic(), p->partition());
     auto offsets = lookup_(keys);
     for (size_t i = 0; i < parts.size(); ++i) {
-      parts[i]->set_offset(i < offsets.size() && offsets[i] ? *offsets[i]
-                                                            : RdKafka::Topic::OFFSET_BEGINNING);
+      int64_t offset = i < offsets.size() && offsets[i] ? *offsets[i] : RdKafka::Topic::OFFSET_BEGINNING;
+      parts[i]->set_offset(offset == kCommittedOffset ? RdKafka::Topic::OFFSET_STORED : offset);
     }
   }
   OffsetLookup lookup_;

@@ -42,10 +42,15 @@ class Producer {
   // message (true: the broker confirmed it).
   virtual std::vector<bool> ProduceAndWait(const std::vector<OutMessage>& messages,
                                            int timeout_ms) = 0;
+  // Why the last ProduceAndWait left messages unconfirmed ("fatal: ..." when the idempotent
+  // producer hit a fatal error: the caller must create a new producer).
+  virtual std::string LastError() = 0;
 };
 
 // Called on assignment with the partitions assigned; returns the offset to start each at
-// (std::nullopt: start at the beginning of the partition).
+// (std::nullopt: start at the beginning of the partition; kCommittedOffset: resume at the
+// group's offset committed in Kafka, or the beginning when it has none).
+inline constexpr int64_t kCommittedOffset = -1000;
 using OffsetLookup =
     std::function<std::vector<std::optional<int64_t>>(const std::vector<std::pair<std::string, int>>&)>;
 
