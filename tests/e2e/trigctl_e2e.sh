@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# e2e: trigctl as a user drives it. Schedules: apply (file and folder, all or nothing with every
+# problem named), list, show, exit codes; two running trigd instances see an applied, updated
+# and deleted schedule within a second. Inspection: jobs list/show/why (unmet branches, failing
+# constraints, next check, history), runs list/show, lag, --json everywhere.
+set -euo pipefail
+src=$1; bin=$2
+: "${TRIGD_PG:?}" "${TRIGD_KAFKA:?}"
+run=ctl$$$(date +%s)
+db=trigd_$run
+psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
+export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run"
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; for f in "$tmp"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
+ctl() { "$bin/trigctl" "$@"; }
+json_get() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+ctl topics create >/dev/null
+"$bin/trigd" migrate >/dev/null
+
+# Exit code 2: PostgreSQL or Kafka unreachable.
+set +e
+ctl --pg "host=127.0.0.1 port=1 user=trigd dbname=x connect_timeout=2" schedules list >/dev/null 2>&1; rc_pg=$?
+ctl --kafka 127.0.0.1:1 lag >/dev/null 2>&1; rc_kafka=$?
+set -e
+[[ $rc_pg == 2 ]] || fail "unreachable PostgreSQL: exit $rc_pg, expected 2"
+[[ $rc_kafka == 2 ]] || fail "unreachable Kafka: exit $rc_kafka, expected 2"
+
+# A folder with one bad document is refused whole, with every problem named.
+mkdir -p "$tmp/bad"
+cp "$src/tools/examples/demo-ingest.json" "$tmp/bad/a.json"
+cat >"$tmp/bad/b.json" <<'DOC'
+{"name": "broken", "program": {"name": "p"},
+ "trigger": {"all": [{"partition": {"dataset": "d"}}, {"program": {"name": "up", "status": ["done"]}}]},
+ "constraints": {"time_window": {"start": "22:00", "end": "06:00", "timezone": "Europe/Berln"}, "max_concurent_runs": 1}}
+DOC
+set +e
+out=$(ctl schedules apply -f "$tmp/bad" 2>&1); rc=$?
+set -e
+[[ $rc == 1 ]] || fail "invalid folder: exit $rc, expected 1"
+echo "$out" | grep -qF 'trigger.all[1].program.status: unknown status "done"' || fail "status error not named: $out"
+echo "$out" | grep -qF 'constraints.time_window.timezone: unknown time zone "Europe/Berln"' || fail "timezone error not named: $out"
+echo "$out" | grep -qF 'constraints.max_concurent_runs: unknown field' || fail "typo not named: $out"
+[[ $(ctl schedules list --json | json_get 'len(d)') == 0 ]] || fail "a refused folder applied something"
+
+# Two instances running; schedules applied afterwards are seen within a second.
+for i in 1 2; do
+  TRIGD_METRICS=127.0.0.1:$((20000 + RANDOM % 20000)) "$bin/trigd" >"$tmp/trigd$i.log" 2>&1 & pids+=($!)
+done
+sleep 2
+cat >"$tmp/watch.json" <<'DOC'
+{"name": "watch", "program": {"name": "watch.p"},
+ "trigger": {"all": [{"partition": {"dataset": "watch.d", "count": 2}}, {"program": {"name": "watch.up"}}]},
+ "constraints": {"max_concurrent_runs": 1, "delay": "1h"}, "priority": 7}
+DOC
+ctl schedules apply -f "$tmp/watch.json" | grep -q "applied    default/watch v1" || fail "apply"
+ctl schedules apply -f "$tmp/watch.json" | grep -q "unchanged  default/watch v1" || fail "re-apply changed the version"
+sleep 1
+ctl events emit partition watch.d p1 >/dev/null
+deadline=$((SECONDS + 20))
+until [[ $(ctl jobs list --json | json_get 'len(d)') == 1 ]]; do ((SECONDS < deadline)) || fail "no job opened 1 s after apply"; sleep 0.3; done
+job=$(ctl jobs list --json | json_get 'd[0]["id"]')
+why=$(ctl jobs why "$job")
+echo "$why" | grep -qF "[met]   trigger.all[0].partition: 1 of 2" && fail "1 of 2 partitions shown as met"
+echo "$why" | grep -qF "[unmet] trigger.all[0].partition: 1 of 2 partitions of watch.d" || fail "jobs why (open): $why"
+echo "$why" | grep -qF "[unmet] trigger.all[1].program" || fail "jobs why (program branch): $why"
+ctl events emit partition watch.d p2 >/dev/null
+ctl events emit program watch.up succeeded >/dev/null
+deadline=$((SECONDS + 20))
+until [[ $(ctl jobs show "$job" --json | json_get 'd["state"]') == pending_constraint ]]; do ((SECONDS < deadline)) || fail "job not ready"; sleep 0.3; done
+why=$(ctl jobs why "$job" --json)
+echo "$why" | json_get '[c for c in d["constraints"] if c["constraint"]=="delay"][0]["result"]' | grep -qx wait || fail "delay not waiting: $why"
+echo "$why" | json_get 'd["next_check_at"]' | grep -q "T" || fail "no next check time: $why"
+echo "$why" | json_get 'all(t["satisfied"] for t in d["trigger"])' | grep -qx True || fail "trigger not met: $why"
+ctl jobs why "$job" | grep -q "^history:" || fail "no history"
+ctl jobs list --state pending_constraint --schedule default/watch | grep -q "default/watch" || fail "jobs list filters"
+ctl jobs show "$job" | grep -q '"schedule_name": "default/watch"' || fail "jobs show"
+
+# Update: within a second both instances follow the new definition (count 1: one event fires).
+sed 's/"count": 2/"count": 1/; s/"delay": "1h"/"delay": "0s"/' "$tmp/watch.json" | python3 -c 'import json,sys; d=json.load(sys.stdin); d["trigger"]=d["trigger"]["all"][0]; print(json.dumps(d))' >"$tmp/watch2.json"
+ctl schedules apply -f "$tmp/watch2.json" | grep -q "applied    default/watch v2" || fail "update"
+[[ $(ctl jobs show "$job" --json | json_get 'd["state"]') == discarded ]] || fail "update did not discard the waiting job"
+sleep 1
+ctl events emit partition watch.d p3 >/dev/null
+deadline=$((SECONDS + 20))
+until [[ $(ctl runs list --json | json_get 'len(d)') == 1 ]]; do ((SECONDS < deadline)) || fail "no run under v2"; sleep 0.3; done
+run_id=$(ctl runs list --json | json_get 'd[0]["run_id"]')
+ctl runs show "$run_id" --json | json_get 'd["schedule_name"]' | grep -qx default/watch || fail "runs show"
+ctl runs list --schedule default/watch | grep -q "$run_id" || fail "runs list --schedule"
+ctl schedules show default/watch --json | json_get 'd["version"]' | grep -qx 2 || fail "schedules show version"
+ctl schedules list | grep -q "default/watch" || fail "schedules list"
+launched_job=$(ctl runs show "$run_id" --json | json_get 'd["job_id"]')
+ctl jobs why "$launched_job" | grep -q "launched" || fail "jobs why for a launched job"
+
+# Lag: committed positions reach the ends of the partitions.
+deadline=$((SECONDS + 20))
+until ctl lag | grep -q "total lag: 0"; do ((SECONDS < deadline)) || fail "lag never reached 0: $(ctl lag)"; sleep 0.5; done
+ctl lag --json | json_get 'sum(r["end"] for r in d)' | grep -qx 4 || fail "lag --json end offsets: $(ctl lag --json)"
+
+# Delete: within a second no instance opens a job for it.
+ctl schedules delete default/watch | grep -q "deleted default/watch" || fail "delete"
+set +e; ctl schedules show default/watch >/dev/null 2>&1; rc=$?; set -e
+[[ $rc == 1 ]] || fail "show of a deleted schedule: exit $rc"
+sleep 1
+before=$(ctl jobs list --json | json_get 'len(d)')
+ctl events emit partition watch.d p4 >/dev/null
+sleep 2
+[[ $(ctl jobs list --json | json_get 'len(d)') == "$before" ]] || fail "an event opened a job of a deleted schedule"
+echo "trigctl e2e: validation, exit codes, reload within 1 s on two instances, jobs why, runs, lag all as expected"
