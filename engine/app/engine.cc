@@ -194,6 +194,7 @@ void IngestLoop(Shared& sh) {
       consumer->Rewind();
       continue;
     }
+    sh.metrics.IngestTransactions().Increment();
     consumer->CommitKafka(batch);
     for (const std::string& reason : dead_reasons) sh.metrics.DeadLetter(reason).Increment();
     for (size_t i = 0; i < in.events.size(); ++i) count_event(EventTypeName(in.events[i].type), r->outcome[i]);

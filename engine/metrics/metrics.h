@@ -33,6 +33,8 @@ class Metrics {
   prometheus::Histogram& EventToLaunch() { return *event_to_launch_; }
   prometheus::Gauge& ConsumerLag(const std::string& topic, int partition);
   prometheus::Counter& TransactionRetries() { return *transaction_retries_; }
+  // Ingest transactions committed (each applies one batch of events with its offsets).
+  prometheus::Counter& IngestTransactions() { return *ingest_transactions_; }
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
@@ -52,6 +54,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* lag_;
   prometheus::Histogram* event_to_launch_;
   prometheus::Counter* transaction_retries_;
+  prometheus::Counter* ingest_transactions_;
   std::mutex mu_;  // guards the caches (several engine threads look handles up)
   std::map<std::string, prometheus::Counter*> counter_cache_;
   std::map<std::string, prometheus::Gauge*> gauge_cache_;
