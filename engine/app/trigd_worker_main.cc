@@ -1,19 +1,37 @@
-// trigd-worker: the reference worker (SPEC §8). Consumes trigd.launch.<target>, runs
-// program.args.command with /bin/sh, heartbeats while it runs, and reports started, then
-// succeeded (exit 0), failed (other exit) or killed (signal) on trigd.events.program.
-// The request's offset is committed when the run starts: trigd, not the worker, owns retries
-// of runs whose worker died (heartbeat timeout).
+// trigd-worker: the reference worker (SPEC §8). Consumes <prefix>launch.<target> in the
+// consumer group <group>-worker-<target> ("trigd-worker-default" by default; --group-id
+// overrides it), so several workers share a target. For each launch request it runs
+// program.args.command with /bin/sh (TRIGD_RUN_ID, TRIGD_ATTEMPT and TRIGD_SCHEDULE set),
+// reports started, heartbeats every heartbeat_timeout/3 (at least 500 ms) while the command
+// runs, then succeeded (exit 0), failed (other exit) or killed (signal) on
+// <prefix>events.program. Without a command a run succeeds at once.
+//
+// Up to --concurrency N (default 1) commands run at once as child processes, each in its own
+// process group; the loop reaps them, heartbeats and consumes the next request only while a
+// slot is free, so a request never waits inside a busy worker (another worker of the group,
+// or this one when a slot frees, takes it). A request's offset is committed when its run
+// starts: trigd, not the worker, owns retries of runs whose worker died (heartbeat timeout).
+// A request delivered twice (same run id and attempt) while it runs, or shortly after, is
+// ignored. SIGTERM or SIGINT: the children's process groups get SIGTERM (SIGKILL after a
+// grace period), each run still going is reported `killed`, and the worker exits.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstring>
+#include <deque>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,10 +40,23 @@
 #include "common/time.h"
 #include "log/kafka.h"
 
+extern char** environ;
+
 namespace {
+
+using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr auto kMinHeartbeat = std::chrono::milliseconds(500);
+constexpr auto kDefaultHeartbeatTimeout = std::chrono::minutes(5);
+constexpr auto kKillGrace = std::chrono::seconds(5);
+constexpr int kReportTimeoutMs = 10000;
+constexpr size_t kRememberFinished = 1000;
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
+
+void Log(const std::string& what) { std::cerr << "trigd-worker: " << what << std::endl; }
 
 std::string EventId() {
   static std::mt19937_64 rng(std::random_device{}());
@@ -35,13 +66,232 @@ std::string EventId() {
   return buf;
 }
 
-std::string ProgramEvent(const nlohmann::json& req, const std::string& status) {
-  nlohmann::json e = {
-      {"id", EventId()}, {"type", "program"},
-      {"time", trigd::FormatTime(trigd::SystemClock::Get().Now())},
-      {"payload", {{"program", req["program"]["name"]}, {"run_id", req["run_id"]},
-                   {"status", status}, {"attempt", req.value("attempt", 1)}}}};
-  return e.dump();
+// One launch request taken from the topic, valid enough to run.
+struct Request {
+  std::string run_id;
+  std::string program;
+  std::string schedule;
+  int64_t attempt = 1;
+  std::optional<std::string> command;  // nullopt: no command, succeeds at once
+  std::chrono::milliseconds heartbeat_every{};
+  std::string Key() const { return run_id + "#" + std::to_string(attempt); }
+};
+
+// Validates a launch request; an error message when it cannot be run.
+std::variant<Request, std::string> ParseRequest(const std::string& value) {
+  json req = json::parse(value, nullptr, false);
+  if (req.is_discarded() || !req.is_object()) return std::string("not a JSON object");
+  if (!req.contains("run_id") || !req["run_id"].is_string() || req["run_id"].get<std::string>().empty()) {
+    return std::string("no run_id");
+  }
+  if (!req.contains("program") || !req["program"].is_object() || !req["program"].contains("name") ||
+      !req["program"]["name"].is_string()) {
+    return std::string("no program.name");
+  }
+  Request r;
+  r.run_id = req["run_id"].get<std::string>();
+  r.program = req["program"]["name"].get<std::string>();
+  if (req.contains("schedule") && req["schedule"].is_string()) r.schedule = req["schedule"].get<std::string>();
+  if (req.contains("attempt") && req["attempt"].is_number_integer()) r.attempt = req["attempt"].get<int64_t>();
+  const json& args = req["program"].value("args", json::object());
+  if (args.is_object() && args.contains("command")) {
+    if (!args["command"].is_string()) return std::string("program.args.command is not a string");
+    if (!args["command"].get<std::string>().empty()) r.command = args["command"].get<std::string>();
+  }
+  std::chrono::milliseconds timeout = kDefaultHeartbeatTimeout;
+  if (req.contains("heartbeat_timeout") && req["heartbeat_timeout"].is_string()) {
+    if (auto t = trigd::ParseDuration(req["heartbeat_timeout"].get<std::string>()); t.ok()) timeout = *t;
+  }
+  // Three heartbeats per timeout, so one lost message does not make the run look lost.
+  r.heartbeat_every = std::max<std::chrono::milliseconds>(kMinHeartbeat, timeout / 3);
+  return r;
+}
+
+trigd::OutMessage Report(const std::string& topic, const Request& r, const std::string& status) {
+  json e = {{"id", EventId()},
+            {"type", "program"},
+            {"time", trigd::FormatTime(trigd::SystemClock::Get().Now())},
+            {"payload", {{"program", r.program}, {"run_id", r.run_id}, {"status", status}, {"attempt", r.attempt}}}};
+  return {topic, r.program, e.dump()};
+}
+
+// Starts `command` under /bin/sh in its own process group. The environment is built before
+// fork: the child of a multi-threaded process (librdkafka's threads) may only exec.
+pid_t Spawn(const Request& r) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string_view v(*e);
+    if (v.starts_with("TRIGD_RUN_ID=") || v.starts_with("TRIGD_ATTEMPT=") || v.starts_with("TRIGD_SCHEDULE=")) continue;
+    env_strings.emplace_back(v);
+  }
+  env_strings.push_back("TRIGD_RUN_ID=" + r.run_id);
+  env_strings.push_back("TRIGD_ATTEMPT=" + std::to_string(r.attempt));
+  env_strings.push_back("TRIGD_SCHEDULE=" + r.schedule);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  const char* argv[] = {"sh", "-c", r.command->c_str(), nullptr};
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    execve("/bin/sh", const_cast<char* const*>(argv), envp.data());
+    _exit(127);
+  }
+  if (pid > 0) setpgid(pid, pid);  // also here: no race with an early kill of the group
+  return pid;
+}
+
+struct Running {
+  Request request;
+  SteadyClock::time_point next_heartbeat;
+};
+
+class Worker {
+ public:
+  Worker(trigd::Producer& producer, std::string events_topic, size_t concurrency)
+      : producer_(producer), events_topic_(std::move(events_topic)), concurrency_(concurrency) {}
+
+  bool HasFreeSlot() const { return running_.size() < concurrency_; }
+  bool Idle() const { return running_.empty(); }
+
+  void Take(const trigd::Message& m) {
+    auto parsed = ParseRequest(m.value);
+    if (auto* error = std::get_if<std::string>(&parsed)) {
+      Log("skipping launch request at " + m.topic + "/" + std::to_string(m.partition) + "@" +
+          std::to_string(m.offset) + ": " + *error);
+      return;
+    }
+    Request& r = std::get<Request>(parsed);
+    if (active_.count(r.Key()) || finished_set_.count(r.Key())) {
+      Log("run " + r.run_id + " attempt " + std::to_string(r.attempt) + " delivered again: ignored");
+      return;
+    }
+    Send({Report(events_topic_, r, "started")});
+    if (!r.command) {
+      Log("run " + r.run_id + " attempt " + std::to_string(r.attempt) + " (" + r.program + "): no command, succeeded");
+      Send({Report(events_topic_, r, "succeeded")});
+      Remember(r.Key());
+      return;
+    }
+    pid_t pid = Spawn(r);
+    if (pid < 0) {
+      Log("run " + r.run_id + ": fork failed: " + std::strerror(errno));
+      Send({Report(events_topic_, r, "failed")});
+      Remember(r.Key());
+      return;
+    }
+    Log("run " + r.run_id + " attempt " + std::to_string(r.attempt) + " (" + r.program + ") started: pid " +
+        std::to_string(pid));
+    active_.insert(r.Key());
+    auto next = SteadyClock::now() + r.heartbeat_every;
+    running_.emplace(pid, Running{std::move(r), next});
+  }
+
+  // Reports the children that ended and the heartbeats that are due.
+  void Tend() {
+    for (auto it = running_.begin(); it != running_.end();) {
+      int wstatus = 0;
+      pid_t done = waitpid(it->first, &wstatus, WNOHANG);
+      if (done == 0) {
+        ++it;
+        continue;
+      }
+      std::string status = "failed";
+      if (done > 0 && WIFSIGNALED(wstatus)) status = "killed";
+      else if (done > 0 && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) status = "succeeded";
+      Finish(it->second.request, status,
+             done > 0 && WIFEXITED(wstatus) ? "exit " + std::to_string(WEXITSTATUS(wstatus))
+             : done > 0                     ? "signal " + std::to_string(WTERMSIG(wstatus))
+                                            : "lost child");
+      it = running_.erase(it);
+    }
+    std::vector<trigd::OutMessage> beats;
+    auto now = SteadyClock::now();
+    for (auto& [pid, run] : running_) {
+      if (now < run.next_heartbeat) continue;
+      beats.push_back(Report(events_topic_, run.request, "heartbeat"));
+      run.next_heartbeat = now + run.request.heartbeat_every;
+    }
+    if (!beats.empty()) Send(beats);
+  }
+
+  // SIGTERM: ends every child (SIGKILL after the grace period) and reports each run killed.
+  void KillAll() {
+    for (const auto& [pid, run] : running_) kill(-pid, SIGTERM);
+    auto deadline = SteadyClock::now() + kKillGrace;
+    while (SteadyClock::now() < deadline) {
+      bool any = false;
+      for (const auto& [pid, run] : running_) {
+        if (kill(pid, 0) == 0) {
+          int wstatus;
+          if (waitpid(pid, &wstatus, WNOHANG) == 0) any = true;
+        }
+      }
+      if (!any) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    for (const auto& [pid, run] : running_) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, nullptr, WNOHANG);
+      Finish(run.request, "killed", "worker stopping");
+    }
+    running_.clear();
+  }
+
+ private:
+  void Finish(const Request& r, const std::string& status, const std::string& how) {
+    Send({Report(events_topic_, r, status)});
+    Log("run " + r.run_id + " attempt " + std::to_string(r.attempt) + " (" + r.program + ") " + status + " (" +
+        how + ")");
+    active_.erase(r.Key());
+    Remember(r.Key());
+  }
+
+  void Remember(const std::string& key) {
+    if (finished_set_.insert(key).second) finished_.push_back(key);
+    while (finished_.size() > kRememberFinished) {
+      finished_set_.erase(finished_.front());
+      finished_.pop_front();
+    }
+  }
+
+  void Send(const std::vector<trigd::OutMessage>& messages) {
+    std::vector<bool> ok = producer_.ProduceAndWait(messages, kReportTimeoutMs);
+    size_t failed = static_cast<size_t>(std::count(ok.begin(), ok.end(), false));
+    if (failed > 0) Log(std::to_string(failed) + " report(s) not confirmed by Kafka");
+  }
+
+  trigd::Producer& producer_;
+  const std::string events_topic_;
+  const size_t concurrency_;
+  std::map<pid_t, Running> running_;
+  std::set<std::string> active_;           // run id + attempt of the running children
+  std::deque<std::string> finished_;       // recently finished, oldest first
+  std::set<std::string> finished_set_;
+};
+
+// Reads "--name value" or "--name=value" from args, removing it.
+std::optional<std::string> TakeFlag(std::vector<std::string>& args, const std::string& name) {
+  std::optional<std::string> value;
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == name && i + 1 < args.size()) {
+      value = args[++i];
+    } else if (args[i].rfind(name + "=", 0) == 0) {
+      value = args[i].substr(name.size() + 1);
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
+  args = std::move(rest);
+  return value;
+}
+
+int Usage(const std::string& why) {
+  std::cerr << "trigd-worker: " << why << "\n"
+            << "usage: trigd-worker [--target T] [--concurrency N] [--group-id G] [--kafka H:P] "
+               "[--topic-prefix P] [--group G]\n";
+  return 1;
 }
 
 }  // namespace
@@ -49,64 +299,57 @@ std::string ProgramEvent(const nlohmann::json& req, const std::string& status) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   trigd::Config config = trigd::LoadConfig(args);
-  std::string target = "default";
-  for (size_t i = 0; i + 1 < args.size(); ++i)
-    if (args[i] == "--target") target = args[i + 1];
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGINT, OnSignal);
+  std::string target = TakeFlag(args, "--target").value_or("default");
+  std::string group = TakeFlag(args, "--group-id").value_or(config.group + "-worker-" + target);
+  size_t concurrency = 1;
+  if (auto c = TakeFlag(args, "--concurrency")) {
+    char* end = nullptr;
+    long n = std::strtol(c->c_str(), &end, 10);
+    if (c->empty() || *end != '\0' || n < 1 || n > 10000) return Usage("--concurrency: expected 1..10000, got " + *c);
+    concurrency = static_cast<size_t>(n);
+  }
+  if (!args.empty()) return Usage("unknown argument " + args.front());
+  if (target.empty()) return Usage("--target must not be empty");
+
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
 
   auto producer = trigd::Producer::Create(config.kafka);
-  if (!producer.ok()) { std::cerr << "trigd-worker: " << producer.status().ToString() << "\n"; return 2; }
+  if (!producer.ok()) {
+    Log(producer.status().ToString());
+    return 2;
+  }
+  const std::string launch_topic = config.topic_prefix + "launch." + target;
   auto consumer = trigd::Consumer::Create(
-      config.kafka, config.group + "-worker-" + target, {config.topic_prefix + "launch." + target},
-      [](const std::vector<std::pair<std::string, int>>& parts) {
-        // Workers keep their positions in Kafka: nullopt asks for the group's committed offset
-        // or the beginning.
-        return std::vector<std::optional<int64_t>>(parts.size());
+      config.kafka, group, {launch_topic}, [](const std::vector<std::pair<std::string, int>>& parts) {
+        // Workers keep their positions in Kafka: a restarted worker resumes after the last
+        // request a worker of its group started.
+        return std::vector<std::optional<int64_t>>(parts.size(), trigd::kCommittedOffset);
       });
-  if (!consumer.ok()) { std::cerr << "trigd-worker: " << consumer.status().ToString() << "\n"; return 2; }
-  const std::string events_topic = config.topic_prefix + "events.program";
-  std::cerr << "trigd-worker: consuming " << config.topic_prefix << "launch." << target << "\n";
+  if (!consumer.ok()) {
+    Log(consumer.status().ToString());
+    return 2;
+  }
+  Log("consuming " + launch_topic + " in group " + group + ", up to " + std::to_string(concurrency) +
+      " run(s) at once");
 
+  Worker worker(**producer, config.topic_prefix + "events.program", concurrency);
   while (!g_stop) {
-    for (const auto& m : (*consumer)->Poll(1, 200, 0)) {
+    worker.Tend();
+    if (!worker.HasFreeSlot()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    // A short wait keeps reaping and heartbeats timely while runs go on.
+    for (const trigd::Message& m : (*consumer)->Poll(1, worker.Idle() ? 200 : 50, 0)) {
       (*consumer)->CommitKafka({m});
-      nlohmann::json req = nlohmann::json::parse(m.value, nullptr, false);
-      if (req.is_discarded() || !req.contains("run_id") || !req.contains("program")) {
-        std::cerr << "trigd-worker: skipping malformed launch request at offset " << m.offset << "\n";
-        continue;
-      }
-      const std::string program = req["program"]["name"];
-      (*producer)->ProduceAndWait({{events_topic, program, ProgramEvent(req, "started")}}, 10000);
-      std::string command = req["program"]["args"].value("command", "");
-      std::string status = "succeeded";
-      if (!command.empty()) {
-        pid_t pid = fork();
-        if (pid == 0) {
-          setenv("TRIGD_RUN_ID", req["run_id"].get<std::string>().c_str(), 1);
-          execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-          _exit(127);
-        }
-        // Three heartbeats per timeout, so one lost message does not make the run look lost.
-        auto timeout = trigd::ParseDuration(req.value("heartbeat_timeout", "5m"));
-        auto hb_every = std::max<trigd::Millis>(std::chrono::milliseconds(500),
-                                                (timeout.ok() ? *timeout : std::chrono::minutes(5)) / 3);
-        auto next_hb = std::chrono::steady_clock::now() + hb_every;
-        int wstatus = 0;
-        while (waitpid(pid, &wstatus, WNOHANG) == 0) {
-          if (g_stop) kill(pid, SIGTERM);
-          if (std::chrono::steady_clock::now() >= next_hb) {
-            (*producer)->ProduceAndWait({{events_topic, program, ProgramEvent(req, "heartbeat")}}, 10000);
-            next_hb += hb_every;
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-        if (WIFSIGNALED(wstatus)) status = "killed";
-        else if (WEXITSTATUS(wstatus) != 0) status = "failed";
-      }
-      (*producer)->ProduceAndWait({{events_topic, program, ProgramEvent(req, status)}}, 10000);
-      std::cerr << "trigd-worker: run " << req["run_id"].get<std::string>() << " " << status << "\n";
+      worker.Take(m);
     }
   }
+  worker.KillAll();
+  Log("stopped");
   return 0;
 }

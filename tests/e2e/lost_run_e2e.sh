@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# e2e: a worker killed with -9 mid-run. With heartbeat_timeout 3s and retry (2 attempts), trigd
+# must detect the run lost, hold it in retry_wait for the backoff, and publish a second launch
+# request with the SAME run id and attempt 2; a second worker (started after the kill, same
+# consumer group) resumes after the first worker's committed position, runs attempt 2 (the
+# command sleeps only on attempt 1) and the run succeeds. trigd_runs_total counts lost and
+# retried.
+#
+# Why the backoff is 12s and not 1s: the killed worker stays a member of the consumer group
+# until Kafka's session timeout (10 s) evicts it, and until then nobody can be assigned its
+# partitions. A retry published earlier waits unread, and trigd counts a launched run's
+# heartbeat_timeout from its launch, so with a 1s backoff attempt 2 is itself lost (and, with
+# no attempts left, failed) before the second worker can take it.
+set -euo pipefail
+src=$1; bin=$2
+: "${TRIGD_PG:?TRIGD_PG must point at the PostgreSQL that tools/services starts}"
+: "${TRIGD_KAFKA:?TRIGD_KAFKA must point at the Kafka broker that tools/services starts}"
+run=lost$$$(date +%s)
+db=trigd_$run
+psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
+port=$((20000 + RANDOM % 20000))
+export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run" TRIGD_METRICS="127.0.0.1:$port"
+tmp=$(mktemp -d)
+pids=(); groups=()
+cleanup() {
+  for g in "${groups[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*"; echo "--- trigd log"; tail -50 "$tmp/trigd.log"
+  for w in "$tmp"/worker*.log; do echo "--- $w"; cat "$w"; done
+  "$bin/trigctl" runs list || true
+  exit 1
+}
+started=$SECONDS
+
+cat >"$tmp/lost.json" <<'EOF'
+{"namespace": "default", "name": "lost", "program": {"name": "lost.job",
+ "args": {"command": "[ \"$TRIGD_ATTEMPT\" = 1 ] && sleep 30; true"}},
+ "trigger": {"partition": {"dataset": "lost.raw"}},
+ "heartbeat_timeout": "3s", "retry": {"max_attempts": 2, "backoff": "12s"}}
+EOF
+"$bin/trigctl" topics create >/dev/null
+"$bin/trigd" migrate >/dev/null
+"$bin/trigctl" schedules apply -f "$tmp/lost.json" >/dev/null || fail "apply"
+"$bin/trigd" >"$tmp/trigd.log" 2>&1 & pids+=($!)
+"$bin/trigd-worker" >"$tmp/worker1.log" 2>&1 & worker1=$!; pids+=($worker1)
+
+"$bin/trigctl" events emit partition lost.raw dt=1 >/dev/null || fail "emit"
+
+run_field() {  # run_field RUN_ID FIELD
+  "$bin/trigctl" runs show "$1" --json | python3 -c '
+import json, sys
+v = json.load(sys.stdin).get(sys.argv[1])
+print(v if isinstance(v, str) else json.dumps(v))' "$2"
+}
+wait_until() {  # wait_until SECONDS CMD...: polls CMD every 0.3 s
+  local deadline=$((SECONDS + $1)); shift
+  while ((SECONDS < deadline)); do "$@" && return 0; sleep 0.3; done
+  return 1
+}
+launches() { kcat -C -b "$TRIGD_KAFKA" -t "${run}.launch.default" -e -q 2>/dev/null || true; }
+has_launch() { [[ $(launches | wc -l) -ge $1 ]]; }
+wait_until 60 has_launch 1 || fail "no launch request"
+run_id=$(launches | head -1 | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["run_id"])')
+is_state() { [[ $(run_field "$run_id" state) == "$1" ]]; }
+wait_until 30 is_state running || fail "run $run_id never running (state $(run_field "$run_id" state))"
+# The command's process group, so the test can end it like a host death would.
+child=$(sed -n 's/.*attempt 1 .* started: pid \([0-9]*\).*/\1/p' "$tmp/worker1.log")
+[[ -n $child ]] || fail "worker1 did not log its child's pid"
+groups+=("$child")
+sleep 1  # at least one heartbeat after started
+kill -9 "$worker1"; wait "$worker1" 2>/dev/null || true
+kill -KILL -- "-$child" 2>/dev/null || true
+killed_at=$SECONDS
+echo "killed worker1 (run $run_id attempt 1) at $((killed_at - started)) s"
+"$bin/trigd-worker" >"$tmp/worker2.log" 2>&1 & pids+=($!)
+
+wait_until 30 is_state retry_wait || fail "run $run_id never lost/retry_wait (state $(run_field "$run_id" state))"
+echo "run lost, in retry_wait $((SECONDS - killed_at)) s after the kill"
+wait_until 30 has_launch 2 || fail "no second launch request"
+second=$(launches | sed -n 2p)
+python3 - "$second" "$run_id" <<'EOF' || fail "second launch request: $second"
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["run_id"] == sys.argv[2], ("run id changed", r["run_id"])
+assert r["attempt"] == 2, ("attempt", r["attempt"])
+EOF
+succeeded() { is_state succeeded && [[ $(run_field "$run_id" attempt) == 2 ]]; }
+wait_until 30 succeeded || fail "run $run_id: state $(run_field "$run_id" state), attempt $(run_field "$run_id" attempt)"
+done_at=$SECONDS
+# The run's history tells the story: launched, started, lost, launched again, succeeded.
+story=$(run_field "$run_id" history | python3 -c '
+import json, sys
+print(" ".join("%s/%s" % (e.get("status"), e.get("attempt")) for e in json.load(sys.stdin)))')
+[[ $story == "launched/1 started/1 lost/1 launched/2 started/2 succeeded/2" ]] || fail "history: $story"
+# The second worker resumed after the first one's committed position: it never ran attempt 1.
+grep -q "attempt 2 (lost.job) succeeded (exit 0)" "$tmp/worker2.log" || fail "worker2 did not run attempt 2"
+grep -q "attempt 1" "$tmp/worker2.log" && fail "worker2 re-ran attempt 1 (launch topic re-read from the start)"
+[[ $(launches | wc -l) == 2 ]] || fail "expected exactly 2 launch requests, got $(launches | wc -l)"
+metrics=$(curl -sf "http://127.0.0.1:$port/metrics") || fail "no /metrics on $port"
+metric() { echo "$metrics" | grep -F "$1" | awk '{print $NF}'; }
+lost=$(metric 'trigd_runs_total{outcome="lost"}'); retried=$(metric 'trigd_runs_total{outcome="retried"}')
+[[ ${lost:-0} -ge 1 && ${retried:-0} -ge 1 ]] || fail "metrics: lost=$lost retried=$retried"
+echo "lost run e2e: run $run_id lost and retried as attempt 2, succeeded $((done_at - killed_at)) s after the kill -9"
