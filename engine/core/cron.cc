@@ -1,8 +1,5 @@
 #include "core/cron.h"
 
-// date's tz.h trips g++ 12 false positives inside <chrono> at -O2 (as in common/time.cc).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 #include <date/date.h>
 #include <date/tz.h>
 
