@@ -151,21 +151,32 @@ Result<ScheduleChanges> PgStore::LoadScheduleChanges(int64_t after_seq) {
     pqxx::read_transaction tx(*conn_->c);
     ScheduleChanges out;
     out.last_seq = tx.exec1("SELECT coalesce(max(seq), 0) FROM schedule_changes")[0].as<int64_t>();
-    if (out.last_seq == after_seq && after_seq != 0) return out;
-    std::string which = after_seq == 0
-        ? "SELECT id FROM schedules"
-        : "SELECT DISTINCT schedule_id FROM schedule_changes WHERE seq > " + std::to_string(after_seq) +
-              " AND seq <= " + std::to_string(out.last_seq);
+    if (after_seq == 0) {
+      // Start-up: every active schedule's keys in one ordered scan (1M schedules load in
+      // seconds; rows of one schedule are adjacent, so no map is needed).
+      for (const auto& r : tx.exec("SELECT t.schedule_id, t.event_key FROM schedule_triggers t "
+                                   "JOIN schedules s ON s.id = t.schedule_id WHERE s.state = 'active' "
+                                   "ORDER BY t.schedule_id")) {
+        int64_t id = r[0].as<int64_t>();
+        if (out.schedules.empty() || out.schedules.back().id != id) out.schedules.push_back({id, true, {}});
+        out.schedules.back().event_keys.push_back(r[1].as<std::string>());
+      }
+      return out;
+    }
+    if (out.last_seq == after_seq) return out;
+    // Changed schedules: removed unless they still have active keys.
     std::map<int64_t, ScheduleKeys> keys;
-    for (const auto& r : tx.exec("SELECT c.id FROM (" + which + ") c(id)")) {
+    for (const auto& r : tx.exec_params("SELECT DISTINCT schedule_id FROM schedule_changes WHERE seq > $1 AND seq <= $2",
+                                        after_seq, out.last_seq)) {
       int64_t id = r[0].as<int64_t>();
       keys[id] = {id, false, {}};
     }
-    for (const auto& r : tx.exec(
+    std::vector<int64_t> ids;
+    for (const auto& [id, k] : keys) ids.push_back(id);
+    for (const auto& r : tx.exec_params(
              "SELECT t.schedule_id, t.event_key FROM schedule_triggers t JOIN schedules s ON s.id = t.schedule_id "
-             "WHERE s.state = 'active' AND t.schedule_id IN (" + which + ")")) {
+             "WHERE s.state = 'active' AND t.schedule_id = ANY($1::bigint[])", IntArray(ids))) {
       ScheduleKeys& k = keys[r[0].as<int64_t>()];
-      k.id = r[0].as<int64_t>();
       k.active = true;
       k.event_keys.push_back(r[1].as<std::string>());
     }
