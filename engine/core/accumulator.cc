@@ -18,11 +18,14 @@ Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoi
   e.type = EventType::kProgram;
   e.time = now;
   e.program.program = schedule.program.name;
-  e.program.run_id = "";
+  // No run exists; the event's own id stands in as its run id, because the envelope (SPEC §3)
+  // requires one and an empty one would send the event to the dead letters instead of down the
+  // DAG. It never matches a real run (those are UUIDs).
+  e.program.run_id = e.id;
   e.program.status = ProgramStatus::kKilled;
   e.program.attempt = 1;
   e.program.reason = "upstream_failed";
-  e.payload = {{"program", schedule.program.name}, {"run_id", ""}, {"status", "killed"},
+  e.payload = {{"program", schedule.program.name}, {"run_id", e.id}, {"status", "killed"},
                {"attempt", 1}, {"reason", "upstream_failed"},
                {"schedule", schedule.id().value()},
                {"upstream", {{"program", failed.program.program}, {"run_id", failed.program.run_id},

@@ -75,7 +75,8 @@ nlohmann::json HistoryEntry(TimePoint now, const std::string& what,
                             nlohmann::json extra = nlohmann::json::object());
 
 // The killed event trigd publishes for `schedule`'s own program when its upstream failed.
-// Its id is derived from the schedule and the failed event, so a replay publishes nothing new.
+// Its id is derived from the schedule and the failed event, so a replay publishes nothing new;
+// its run id is that id (no run exists).
 Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoint now);
 
 }  // namespace trigd

@@ -4,7 +4,8 @@
 # request with the SAME run id and attempt 2; a second worker (started after the kill, same
 # consumer group) resumes after the first worker's committed position, runs attempt 2 (the
 # command sleeps only on attempt 1) and the run succeeds. trigd_runs_total counts lost and
-# retried.
+# retried. Then the worker's other duties: two new runs go at once on its two slots
+# (--concurrency 2), and SIGTERM makes it end both commands and report each run `killed`.
 #
 # Why the backoff is 12s and not 1s: the killed worker stays a member of the consumer group
 # until Kafka's session timeout (10 s) evicts it, and until then nobody can be assigned its
@@ -77,7 +78,7 @@ kill -9 "$worker1"; wait "$worker1" 2>/dev/null || true
 kill -KILL -- "-$child" 2>/dev/null || true
 killed_at=$SECONDS
 echo "killed worker1 (run $run_id attempt 1) at $((killed_at - started)) s"
-"$bin/trigd-worker" >"$tmp/worker2.log" 2>&1 & pids+=($!)
+"$bin/trigd-worker" --concurrency 2 >"$tmp/worker2.log" 2>&1 & worker2=$!; pids+=($worker2)
 
 wait_until 30 is_state retry_wait || fail "run $run_id never lost/retry_wait (state $(run_field "$run_id" state))"
 echo "run lost, in retry_wait $((SECONDS - killed_at)) s after the kill"
@@ -105,4 +106,29 @@ metrics=$(curl -sf "http://127.0.0.1:$port/metrics") || fail "no /metrics on $po
 metric() { echo "$metrics" | grep -F "$1" | awk '{print $NF}'; }
 lost=$(metric 'trigd_runs_total{outcome="lost"}'); retried=$(metric 'trigd_runs_total{outcome="retried"}')
 [[ ${lost:-0} -ge 1 && ${retried:-0} -ge 1 ]] || fail "metrics: lost=$lost retried=$retried"
-echo "lost run e2e: run $run_id lost and retried as attempt 2, succeeded $((done_at - killed_at)) s after the kill -9"
+echo "run $run_id lost and retried as attempt 2, succeeded $((done_at - killed_at)) s after the kill -9"
+
+# Two more runs (attempt 1: each sleeps 30 s) run at once on worker2's two slots.
+"$bin/trigctl" events emit partition lost.raw dt=2 >/dev/null || fail "emit dt=2"
+"$bin/trigctl" events emit partition lost.raw dt=3 >/dev/null || fail "emit dt=3"
+running_runs() {
+  "$bin/trigctl" runs list --json | python3 -c '
+import json, sys
+print(" ".join(sorted(r["run_id"] for r in json.load(sys.stdin) if r["state"] == "running")))'
+}
+two_running() { [[ $(running_runs | wc -w) == 2 ]]; }
+wait_until 30 two_running || fail "two runs were not running at once: [$(running_runs)]"
+pair=$(running_runs)
+# SIGTERM: both commands end, both runs are reported killed, the worker exits.
+kill -TERM "$worker2"
+
+exited() { ! kill -0 "$worker2" 2>/dev/null; }
+wait_until 15 exited || fail "worker2 still running 15 s after SIGTERM"
+wait "$worker2" 2>/dev/null || fail "worker2 exited non-zero after SIGTERM"
+for id in $pair; do
+  killed_run() { [[ $(run_field "$1" state) == killed ]]; }
+  wait_until 15 killed_run "$id" || fail "run $id: state $(run_field "$id" state) after SIGTERM, expected killed"
+  grep -q "run $id attempt 1 (lost.job) killed" "$tmp/worker2.log" || fail "worker2 did not log $id killed"
+done
+echo "SIGTERM: worker2 exited, runs $pair reported killed"
+echo "lost run e2e: passed in $((SECONDS - started)) s"
