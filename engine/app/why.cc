@@ -109,7 +109,7 @@ std::string FormatExplanation(const json& e) {
         for (const auto& l : entry["leaves"]) o << "; " << (l.is_string() ? l.get<std::string>() : l.dump());
       }
       if (entry.contains("run_id")) o << " run " << entry["run_id"].get<std::string>();
-      if (entry.contains("next_check_at")) o << "; next check " << entry["next_check_at"].get<std::string>();
+      // Waiting entries say their next check in their reason already.
       o << "\n";
     }
   }
