@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e2e (issue "Event ingestion" 6a): replaying the same events changes nothing.
-# 200 events with known ids (150 partition events, 50 program events) reach three schedules
+# 200 events with known ids (151 partition events, 49 program events) reach three schedules
 # (partition count 1, partition count 3, program). Then the same 200 are produced again, and
 # then, with trigd stopped, the group's positions in PostgreSQL are rewound to 0 and trigd is
 # restarted, so it consumes all 400 messages once more. Jobs, runs and launch requests must be
@@ -46,11 +46,11 @@ python3 - "$run" "$tmp" <<'EOF'
 import json, sys
 run, tmp = sys.argv[1], sys.argv[2]
 with open(f"{tmp}/data.txt", "w") as d, open(f"{tmp}/program.txt", "w") as p:
-    for i in range(150):
+    for i in range(151):
         e = {"id": f"{run}-d{i}", "type": "partition", "time": "2026-11-22T10:00:00Z",
              "payload": {"dataset": "replay.d", "partitions": [f"p={i}"]}}
         d.write("replay.d\t" + json.dumps(e) + "\n")
-    for i in range(50):
+    for i in range(49):
         e = {"id": f"{run}-p{i}", "type": "program", "time": "2026-11-22T10:00:00Z",
              "payload": {"program": "replay.up", "run_id": f"up-{i}", "status": "succeeded", "attempt": 1}}
         p.write("replay.up\t" + json.dumps(e) + "\n")
@@ -88,10 +88,22 @@ duplicates() {  # trigd_events_total{outcome="duplicate"} summed over types
 }
 
 start_trigd
-produce
+# First pass: one partition event alone, so a count-3 job is stored open with one partition;
+# then the other 150 at once, so a batch completes that stored job and leaves the next one open
+# in the same transaction (inserting the new open job before updating the old one violated
+# jobs_one_open on every retry and stalled ingestion for good; 151 = 1 + 2 + 49 * 3 + 1 leaves
+# one job open at the end, whatever the batch boundaries).
+head -n 1 "$tmp/data.txt" | kcat -P -b "$TRIGD_KAFKA" -t "$run.events.data" -K $'\t'
+deadline=$((SECONDS + 60))
+until [[ $(psql "$TRIGD_PG" -tAc "SELECT count(*) FROM jobs WHERE schedule_name = 'replay/p3' AND state = 'pending_trigger'") == 1 ]]; do
+  ((SECONDS < deadline)) || fail "the first event did not open a count-3 job"
+  sleep 0.2
+done
+tail -n +2 "$tmp/data.txt" | kcat -P -b "$TRIGD_KAFKA" -t "$run.events.data" -K $'\t'
+kcat -P -b "$TRIGD_KAFKA" -t "$run.events.program" -K $'\t' <"$tmp/program.txt"
 settle 90 || fail "first pass did not settle (lag $(total_lag), busy $(busy))"
 first=$(snapshot)
-expected="replay/p1:launched=150 replay/p3:launched=50 replay/prog:launched=50
+expected="replay/p1:launched=151 replay/p3:launched=50 replay/p3:pending_trigger=1 replay/prog:launched=49
 runs=250
 launches=250 run_ids=250"
 [[ $first == "$expected" ]] || fail "first pass: got
