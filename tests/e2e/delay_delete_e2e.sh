@@ -36,35 +36,39 @@ EOF
   sleep 1.5  # the running trigd picks the schedule up within a second
   "$bin/trigctl" events emit partition "delayed-$n.raw" dt=1 >/dev/null || fail "emit"
 
-  # The job becomes ready and waits on its delay.
+  # The job becomes ready and waits on its delay. The steps from here to the delete are few
+  # and cheap (no python): the delete must land before the delay ends on a loaded machine too.
   local deadline=$((SECONDS + 30))
   while ((SECONDS < deadline)); do
-    job=$("$bin/trigctl" jobs list --schedule "$name" --state pending_constraint --json | python3 -c '
-import json, sys
-j = json.load(sys.stdin)
-print(j[0]["id"] if j else "")')
+    job=$("$bin/trigctl" jobs list --schedule "$name" --state pending_constraint --json | grep -o '"id":[0-9]*' | head -1 | cut -d: -f2 || true)
     [[ -n $job ]] && break
     sleep 0.2
   done
   [[ -n $job ]] || fail "no job of $name waiting on its constraints"
-
-  # One `jobs why`, then the delete about 2 s after readiness.
   why=$("$bin/trigctl" jobs why "$job" --json)
-  read -r delay_ends left < <(python3 -c '
+  # The delay's end is the job's next check; delete about 2 s after readiness (2 s before it).
+  delay_ends=$(echo "$why" | grep -o '"next_check_at":"[^"]*"' | tail -1 | cut -d'"' -f4 || true)
+  [[ -n $delay_ends ]] || fail "jobs why shows no next check: $why"
+  left_ms=$(( $(date -d "$delay_ends" +%s%3N) - $(date +%s%3N) - 2200 ))
+  ((left_ms <= 0)) || sleep "$((left_ms / 1000)).$(printf %03d $((left_ms % 1000)))"
+  "$bin/trigctl" schedules delete "$name" | grep -q deleted || fail "delete"
+
+  local rc=0
+  python3 - "$why" "$delay_ends" <<'EOF' || rc=$?
 import json, sys
-from datetime import datetime, timezone
 w = json.loads(sys.argv[1])
+if w["state"] != "pending_constraint":
+    sys.exit(2)  # asked after the delay ended: too slow
+assert w["next_check_at"] == sys.argv[2], (w["next_check_at"], sys.argv[2])
 delay = [c for c in w["constraints"] if c["constraint"] == "delay"]
 assert delay and delay[0]["result"] == "wait", w["constraints"]
 assert "delay until" in delay[0]["reason"], delay[0]
 assert w["decision_now"] == "wait", w["decision_now"]
 assert "delay" in w["summary"], w["summary"]
 assert w["next_check_at"] == delay[0]["next_check_at"], (w["next_check_at"], delay[0]["next_check_at"])
-ends = delay[0]["next_check_at"]
-print(ends, (datetime.fromisoformat(ends.replace("Z", "+00:00")) - datetime.now(timezone.utc)).total_seconds())' "$why") ||
-    fail "jobs why does not show the delay wait: $why"
-  sleep "$(python3 -c 'import sys; print(max(0.0, float(sys.argv[1]) - 2.2))' "$left")"
-  "$bin/trigctl" schedules delete "$name" | grep -q deleted || fail "delete"
+EOF
+  ((rc != 2)) || { echo "try $n: too slow, jobs why came after the delay ended"; return 2; }
+  ((rc == 0)) || fail "jobs why did not show the delay wait: $why"
 
   # finished_at: when the delete discarded the job (or the relay launched it).
   shown=$("$bin/trigctl" jobs show "$job" --json)
