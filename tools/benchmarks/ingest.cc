@@ -1,0 +1,131 @@
+// Ingest: events matching no schedule through trigd's full consume path vs a bare librdkafka batch consumer on the same topic.
+//
+// Setup: --schedules schedules listening on datasets no event names, and --events partition
+// events (about 190 bytes each) produced beforehand to <prefix>events.data (4 partitions).
+// Engine path: build/bin/trigd as a child process with this run's database and prefix and a
+// fresh consumer group per round: its ingest loop polls batches (up to 5,000), parses every
+// envelope, looks each key up in the reverse index (no match), and commits each batch's
+// positions to PostgreSQL in one transaction (CAS-fenced), then to Kafka's group. The rate is
+// taken from its committed positions in consumer_offsets, polled every 5 ms: from the first
+// committed batch to the last (so the group join and start-up are not counted).
+// Baseline: rd_kafka_consume_batch_queue on the same topic (all partitions assigned from the
+// beginning, trigd's consumer settings), every payload touched, from its first message to
+// the last. Figures are medians over --rounds, alternating.
+//
+// Usage: trigd-bench-ingest [--events=500000] [--schedules=1000] [--rounds=3]
+#include <cstdio>
+
+#include "bench_util.h"
+
+namespace {
+
+// Sum of the committed next offsets of `group` on `topic` (= events consumed and committed).
+int64_t Committed(pqxx::connection& c, const std::string& group, const std::string& topic) {
+  pqxx::nontransaction tx(c);
+  return tx.exec_params1("SELECT coalesce(sum(next_offset), 0) FROM consumer_offsets WHERE group_id = $1 AND topic = $2",
+                         group, topic)[0].as<int64_t>();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Flags flags(argc, argv, "trigd-bench-ingest [--events=500000] [--schedules=1000] [--rounds=3]");
+  const int64_t events = flags.Int("events", 500000);
+  const int64_t schedules = flags.Int("schedules", 1000);
+  const int rounds = static_cast<int>(flags.Int("rounds", 3));
+  flags.Check();
+  bench::Run& run = bench::Run::Start("ingest");
+  const double load_before = bench::LoadAverage();
+  std::printf("ingest benchmark: %lld events matching none of %lld schedules, %d rounds (load %.1f)\n",
+              static_cast<long long>(events), static_cast<long long>(schedules), rounds, load_before);
+  std::vector<nlohmann::json> docs;
+  for (int64_t k = 0; k < schedules; ++k) {
+    docs.push_back({{"namespace", "bench"}, {"name", "s" + std::to_string(k)},
+                    {"program", {{"name", "p" + std::to_string(k)}}},
+                    {"trigger", {{"partition", {{"dataset", "listened." + std::to_string(k)}}}}}});
+  }
+  bench::ApplyScheduleDocs(run, docs);
+  const std::string topic = run.prefix + "events.data";
+  auto t = bench::Clock::now();
+  {
+    bench::BulkProducer producer(run.kafka);
+    for (int64_t i = 0; i < events; ++i) {
+      std::string dataset = "unlistened." + std::to_string(i % 997);
+      producer.Produce(topic, dataset,
+                       bench::PartitionEvent("ev-" + std::to_string(i), dataset, "dt=2026-11-22/h=" + std::to_string(i % 24)));
+    }
+    producer.Flush();
+  }
+  std::printf("produced %lld events in %.1f s\n", static_cast<long long>(events), bench::SecondsSince(t));
+
+  pqxx::connection watch(run.pg);
+  std::vector<double> engine_rate, bare_rate;
+  std::printf("\n%6s %16s %18s %8s\n", "round", "engine events/s", "bare consumer/s", "ratio");
+  for (int round = 0; round < rounds; ++round) {
+    // Engine: a fresh group reads the topic from the beginning.
+    const std::string group = run.group + "-r" + std::to_string(round);
+    bench::Child& trigd = run.StartTrigd(group);
+    auto deadline = bench::Clock::now() + std::chrono::seconds(60);
+    int64_t first_count = 0;
+    bench::Clock::time_point first_at;
+    while ((first_count = Committed(watch, group, topic)) == 0) {
+      if (bench::Clock::now() > deadline || !trigd.Alive()) run.Fail("trigd committed nothing within 60 s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    first_at = bench::Clock::now();
+    deadline = first_at + std::chrono::seconds(240);
+    int64_t n = first_count;
+    while (n < events) {
+      if (bench::Clock::now() > deadline || !trigd.Alive()) {
+        run.Fail("trigd committed " + std::to_string(n) + " of " + std::to_string(events) + " events within 240 s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      n = Committed(watch, group, topic);
+    }
+    double engine_s = bench::SecondsSince(first_at);
+    if (n != events) run.Fail("trigd committed " + std::to_string(n) + " positions for " + std::to_string(events) + " events");
+    trigd.Stop();
+    engine_rate.push_back(static_cast<double>(events - first_count) / engine_s);
+
+    // Baseline.
+    int64_t seen = 0;
+    uint64_t bytes = 0;
+    bench::Clock::time_point bare_first;
+    {
+      bench::BatchConsumer consumer(run.kafka, group + "-bare", topic, 4);
+      deadline = bench::Clock::now() + std::chrono::seconds(240);
+      int64_t first_batch = 0;
+      while (seen < events) {
+        if (bench::Clock::now() > deadline) run.Fail("bare consumer saw " + std::to_string(seen) + " events within 240 s");
+        size_t got = consumer.ConsumeBatch(100, [&](const char* p, size_t len) { bytes += len + static_cast<uint8_t>(p[len / 2]); });
+        if (got > 0 && seen == 0) {
+          bare_first = bench::Clock::now();
+          first_batch = static_cast<int64_t>(got);
+        }
+        seen += static_cast<int64_t>(got);
+      }
+      double bare_s = bench::SecondsSince(bare_first);
+      bare_rate.push_back(static_cast<double>(events - first_batch) / bare_s);
+    }
+    std::printf("%6d %16.0f %18.0f %8.2f\n", round + 1, engine_rate.back(), bare_rate.back(),
+                engine_rate.back() / bare_rate.back());
+    std::fflush(stdout);
+  }
+  double engine = bench::Median(engine_rate), bare = bench::Median(bare_rate), ratio = engine / bare;
+  std::printf("%6s %16.0f %18.0f %8.2f\n", "median", engine, bare, ratio);
+  std::printf("\ntarget: ratio >= 0.6 (%s); load average %.1f -> %.1f\n", ratio >= 0.6 ? "met" : "NOT met",
+              load_before, bench::LoadAverage());
+  run.Finish();
+  bench::ordered_json j;
+  j["scenario"] = "ingest";
+  j["events_per_second"] = bench::Round(engine, 0);
+  j["baseline"] = "bare librdkafka batch consumer, same topic";
+  j["baseline_events_per_second"] = bench::Round(bare, 0);
+  j["ratio"] = bench::Round(ratio, 2);
+  j["target_ratio"] = 0.6;
+  j["events"] = events;
+  j["rounds"] = rounds;
+  j["load_average"] = bench::Round(bench::LoadAverage(), 1);
+  bench::PrintJson(j);
+  return 0;
+}

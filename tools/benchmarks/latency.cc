@@ -1,0 +1,246 @@
+// Latency: open-loop events at a fixed rate, event produced -> launch request received, vs a bare Kafka round trip.
+//
+// Setup: --schedules schedules, each a single partition trigger with no constraints (every
+// event completes a job, which launches at once), and build/bin/trigd running as a child
+// process with this run's database and prefix.
+// Engine path: a producer thread sends partition events on a fixed timetable (--rate per second
+// for --seconds; event i is due at start + i / rate) to <prefix>events.data; a consumer thread
+// reads <prefix>launch.default and timestamps each launch request on receipt, matching it to
+// its event by the event id in `triggered_by`. Latency = receipt - the event's INTENDED send
+// time, so a stall anywhere (producer, broker, trigd, PostgreSQL) shows in full instead of
+// being hidden by a producer that waits for the engine (coordinated omission).
+// Baseline: the same open-loop measurement of a bare round trip: produce to a topic, consume
+// it, same client settings (linger.ms=0, fetch.wait.max.ms=5).
+// Reported: p50, p90, p99, p99.9 and max in ms; events not received within 30 s count as lost.
+//
+// Usage: trigd-bench-latency [--rate=1000] [--seconds=60] [--schedules=1000]
+#include <cstdio>
+
+#include "bench_util.h"
+
+namespace {
+
+using bench::Clock;
+
+struct Percentiles {
+  double p50 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0;
+  int64_t received = 0, lost = 0;
+};
+
+// A consumer of every partition of `topic` from the beginning, without a group join.
+std::unique_ptr<RdKafka::KafkaConsumer> AssignedConsumer(bench::Run& run, const std::string& topic, int partitions) {
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::string err;
+  conf->set("bootstrap.servers", run.kafka, err);
+  conf->set("group.id", bench::Cat(run.group, "-latency-reader"), err);
+  conf->set("enable.auto.commit", "false", err);
+  conf->set("fetch.wait.max.ms", "5", err);
+  conf->set("log_level", "2", err);
+  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
+  if (!c) run.Fail(bench::Cat("consumer: ", err));
+  std::vector<RdKafka::TopicPartition*> parts;
+  for (int p = 0; p < partitions; ++p) {
+    parts.push_back(RdKafka::TopicPartition::create(topic, p, RdKafka::Topic::OFFSET_BEGINNING));
+  }
+  c->assign(parts);
+  for (auto* p : parts) delete p;
+  return c;
+}
+
+constexpr int64_t kPing = -2;
+
+// One open-loop measurement. `make(i)` gives message i as (topic, key, value); a receiver
+// thread reads `receive_topic` and maps each message to the numbers of the messages it answers
+// (`decode`, which returns kPing for the readiness ping). Messages are sent on the timetable
+// start + i / rate once the receiver has seen a ping on its topic (so it is connected and
+// fetching), and each latency is receipt - intended send time.
+template <class MakeMessage, class Decode>
+Percentiles OpenLoop(bench::Run& run, int64_t count, double rate, const std::string& receive_topic, MakeMessage make,
+                     Decode decode) {
+  std::vector<Clock::time_point> intended(count);
+  std::vector<std::atomic<int64_t>> received_ns(count);
+  for (auto& r : received_ns) r = 0;
+  std::atomic<bool> stop{false}, ready{false};
+  std::atomic<int64_t> seen_count{0};
+  std::thread receiver([&] {
+    auto consumer = AssignedConsumer(run, receive_topic, 4);
+    std::vector<int64_t> numbers;
+    while (!stop) {
+      std::unique_ptr<RdKafka::Message> m(consumer->consume(5));
+      if (m->err() != RdKafka::ERR_NO_ERROR) continue;
+      int64_t now = Clock::now().time_since_epoch().count();
+      numbers.clear();
+      decode(std::string_view(static_cast<const char*>(m->payload()), m->len()), numbers);
+      for (int64_t i : numbers) {
+        if (i == kPing) ready = true;
+        if (i < 0 || i >= count) continue;
+        int64_t zero = 0;
+        if (received_ns[i].compare_exchange_strong(zero, now)) ++seen_count;
+      }
+    }
+    consumer->close();
+  });
+  bench::BulkProducer producer(run.kafka, "0");
+  auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (!ready) {
+    if (Clock::now() > deadline) run.Fail(bench::Cat("the receiver of ", receive_topic, " never got ready"));
+    producer.Produce(receive_topic, "", "ping");
+    producer.Flush();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const auto start = Clock::now() + std::chrono::milliseconds(100);
+  for (int64_t i = 0; i < count; ++i) {
+    intended[i] = start + std::chrono::nanoseconds(static_cast<int64_t>(1e9 * static_cast<double>(i) / rate));
+    std::this_thread::sleep_until(intended[i]);
+    auto [topic, key, value] = make(i);
+    producer.Produce(topic, key, value);
+  }
+  producer.Flush();
+  deadline = Clock::now() + std::chrono::seconds(30);
+  while (seen_count < count && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  stop = true;
+  receiver.join();
+  std::vector<double> ms;
+  Percentiles p;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t r = received_ns[i];
+    if (r == 0) {
+      ++p.lost;
+      continue;
+    }
+    ms.push_back(static_cast<double>(r - intended[i].time_since_epoch().count()) / 1e6);
+  }
+  std::sort(ms.begin(), ms.end());
+  p.received = static_cast<int64_t>(ms.size());
+  p.p50 = bench::Percentile(ms, 50);
+  p.p90 = bench::Percentile(ms, 90);
+  p.p99 = bench::Percentile(ms, 99);
+  p.p999 = bench::Percentile(ms, 99.9);
+  p.max = ms.empty() ? 0 : ms.back();
+  return p;
+}
+
+// "<tag>-<n>" -> n (or -1).
+int64_t EventNumber(const std::string& id, const std::string& tag) {
+  if (id.size() <= tag.size() + 1 || id.compare(0, tag.size(), tag) != 0 || id[tag.size()] != '-') return -1;
+  try {
+    return std::stoll(id.substr(tag.size() + 1));
+  } catch (...) {
+    return -1;
+  }
+}
+
+// A launch request -> the numbers of the events in its triggered_by with ids "<tag>-<n>".
+auto LaunchDecoder(const std::string& tag) {
+  return [tag](std::string_view payload, std::vector<int64_t>& out) {
+    if (payload == "ping") {
+      out.push_back(kPing);
+      return;
+    }
+    auto request = nlohmann::json::parse(payload, nullptr, false);
+    if (request.is_discarded() || !request.contains("triggered_by")) return;
+    for (const auto& t : request["triggered_by"]) out.push_back(EventNumber(t.value("id", ""), tag));
+  };
+}
+
+// A bare message "<n>" -> n.
+void NumberDecoder(std::string_view payload, std::vector<int64_t>& out) {
+  if (payload == "ping") {
+    out.push_back(kPing);
+    return;
+  }
+  try {
+    out.push_back(std::stoll(std::string(payload)));
+  } catch (...) {
+  }
+}
+
+void Print(const char* what, const Percentiles& p) {
+  std::printf("%-34s %8.2f %8.2f %8.2f %8.2f %8.2f %9lld %6lld\n", what, p.p50, p.p90, p.p99, p.p999, p.max,
+              static_cast<long long>(p.received), static_cast<long long>(p.lost));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Flags flags(argc, argv, "trigd-bench-latency [--rate=1000] [--seconds=60] [--schedules=1000]");
+  const double rate = static_cast<double>(flags.Int("rate", 1000));
+  const int64_t seconds = flags.Int("seconds", 60);
+  const int64_t schedules = flags.Int("schedules", 1000);
+  flags.Check();
+  bench::Run& run = bench::Run::Start("latency");
+  const double load_before = bench::LoadAverage();
+  const int64_t count = static_cast<int64_t>(rate * static_cast<double>(seconds));
+  std::printf("latency benchmark: open loop, %.0f events/s for %lld s (%lld events), %lld schedules (load %.1f)\n",
+              rate, static_cast<long long>(seconds), static_cast<long long>(count), static_cast<long long>(schedules),
+              load_before);
+  bench::ApplyScheduleDocs(run, bench::PartitionSchedules(schedules, "d"));
+  bench::Child& trigd = run.StartTrigd();
+  const std::string events_topic = run.prefix + "events.data";
+  const std::string launch_topic = run.prefix + "launch.default";
+
+  auto engine_event = [&](const std::string& tag) {
+    return [&events_topic, schedules, tag](int64_t i) {
+      std::string dataset = bench::Cat("d", i % schedules);
+      return std::tuple<std::string, std::string, std::string>{
+          events_topic, dataset, bench::PartitionEvent(bench::Cat(tag, "-", i), dataset, bench::Cat("p", i))};
+    };
+  };
+
+  // Warm-up (not reported): trigd joins its group, loads its caches, the launch topic exists.
+  auto t = Clock::now();
+  const int64_t warm = std::max<int64_t>(200, static_cast<int64_t>(rate));
+  Percentiles w = OpenLoop(run, warm, rate, launch_topic, engine_event("warm"), LaunchDecoder("warm"));
+  if (w.lost > 0 || !trigd.Alive()) run.Fail(bench::Cat("warm-up: ", w.lost, " events never launched"));
+  std::printf("warm-up: %lld events launched in %.1f s (p50 %.1f ms)\n", static_cast<long long>(warm),
+              bench::SecondsSince(t), w.p50);
+
+  Percentiles engine = OpenLoop(run, count, rate, launch_topic, engine_event("lat"), LaunchDecoder("lat"));
+  if (!trigd.Alive()) run.Fail("trigd exited during the measurement");
+  trigd.Stop();
+
+  // Baseline: the same open loop through one bare topic (warmed up the same way).
+  const std::string rt_warm = bench::Cat(run.prefix, "bench.roundtrip-warm");
+  const std::string rt = bench::Cat(run.prefix, "bench.roundtrip");
+  run.CreateTopic(rt_warm, 4);
+  run.CreateTopic(rt, 4);
+  auto bare_message = [&](const std::string& topic) {
+    return [topic, schedules](int64_t i) {
+      return std::tuple<std::string, std::string, std::string>{topic, bench::Cat("d", i % schedules),
+                                                               std::to_string(i)};
+    };
+  };
+  OpenLoop(run, warm, rate, rt_warm, bare_message(rt_warm), NumberDecoder);
+  Percentiles bare = OpenLoop(run, count, rate, rt, bare_message(rt), NumberDecoder);
+
+  std::printf("\n%-34s %8s %8s %8s %8s %8s %9s %6s\n", "latency from intended send (ms)", "p50", "p90", "p99",
+              "p99.9", "max", "received", "lost");
+  Print("trigd: event -> launch request", engine);
+  Print("bare Kafka round trip (baseline)", bare);
+  bool met = engine.lost == 0 && engine.p50 <= 5 && engine.p99 <= 25;
+  std::printf("\ntargets: p50 <= 5 ms, p99 <= 25 ms, nothing lost (%s); load average %.1f -> %.1f\n",
+              met ? "met" : "NOT met", load_before, bench::LoadAverage());
+  run.Finish();
+  bench::ordered_json j;
+  j["scenario"] = "latency";
+  j["p50_ms"] = bench::Round(engine.p50, 2);
+  j["p90_ms"] = bench::Round(engine.p90, 2);
+  j["p99_ms"] = bench::Round(engine.p99, 2);
+  j["p999_ms"] = bench::Round(engine.p999, 2);
+  j["max_ms"] = bench::Round(engine.max, 2);
+  j["lost"] = engine.lost;
+  j["baseline"] = "bare Kafka produce -> consume round trip, same open loop";
+  j["baseline_p50_ms"] = bench::Round(bare.p50, 2);
+  j["baseline_p90_ms"] = bench::Round(bare.p90, 2);
+  j["baseline_p99_ms"] = bench::Round(bare.p99, 2);
+  j["baseline_p999_ms"] = bench::Round(bare.p999, 2);
+  j["ratio_p50"] = bench::Round(bare.p50 > 0 ? engine.p50 / bare.p50 : 0, 2);
+  j["ratio_p99"] = bench::Round(bare.p99 > 0 ? engine.p99 / bare.p99 : 0, 2);
+  j["target_p50_ms"] = 5;
+  j["target_p99_ms"] = 25;
+  j["rate"] = rate;
+  j["seconds"] = seconds;
+  j["load_average"] = bench::Round(bench::LoadAverage(), 1);
+  bench::PrintJson(j);
+  return 0;
+}

@@ -1,0 +1,69 @@
+// Launch: ready jobs claimed, run + outbox written, published and confirmed (checker + relay) vs the bare claim SQL in a loop.
+//
+// Setup: --schedules schedules without constraints and --jobs ready jobs (PENDING_CONSTRAINT,
+// due now) opened through the append path, kept as a seed and put back before every round.
+// Engine path: trigd's checker loop (PgStore::CheckDueJobs(--limit) until nothing is due: each
+// job's constraints checked, its run row and launch request written in the same transaction)
+// and relay loop on another thread (ClaimOutbox(5000), Producer::ProduceAndWait to the real
+// Kafka broker, CompleteOutbox: the job marked launched), until every launch is confirmed.
+// Baseline: `UPDATE jobs SET state='pending_launch' WHERE id IN (SELECT ... ORDER BY priority,
+// ready_at, id LIMIT n FOR UPDATE SKIP LOCKED)` in a loop, one transaction each, on the same
+// jobs. Figures are medians over --rounds, the engine and the baseline alternating.
+//
+// Usage: trigd-bench-launch [--jobs=50000] [--schedules=1000] [--limit=1000] [--rounds=5]
+#include <cstdio>
+
+#include "launch_util.h"
+
+int main(int argc, char** argv) {
+  bench::Flags flags(argc, argv, "trigd-bench-launch [--jobs=50000] [--schedules=1000] [--limit=1000] [--rounds=5]");
+  const int64_t jobs = flags.Int("jobs", 50000);
+  const int64_t schedules = flags.Int("schedules", 1000);
+  const int64_t limit = flags.Int("limit", 1000);
+  const int rounds = static_cast<int>(flags.Int("rounds", 5));
+  flags.Check();
+  bench::Run& run = bench::Run::Start("launch");
+  const double load_before = bench::LoadAverage();
+  std::printf("launch benchmark: %lld ready jobs over %lld schedules, claims of %lld, %d rounds (load %.1f)\n",
+              static_cast<long long>(jobs), static_cast<long long>(schedules), static_cast<long long>(limit), rounds,
+              load_before);
+  auto t = bench::Clock::now();
+  bench::MakeReadyJobs(run, schedules, jobs);
+  std::printf("setup (schedules + ready jobs through the append path): %.1f s\n", bench::SecondsSince(t));
+
+  std::vector<double> engine_rate, claim_rate, check_share, claim_share, produce_share, complete_share;
+  std::printf("\n%6s %16s %14s %8s   %s\n", "round", "engine launch/s", "claim SQL/s", "ratio",
+              "engine time in: check / relay claim / produce+ack / complete (s)");
+  for (int round = 0; round < rounds; ++round) {
+    bench::ResetReadyJobs(run);
+    bench::LaunchFigures f = bench::LaunchThroughEngine(run, jobs, static_cast<size_t>(limit));
+    bench::ResetReadyJobs(run);
+    double claim_s = bench::ClaimLoop(run, jobs, static_cast<size_t>(limit));
+    engine_rate.push_back(static_cast<double>(jobs) / f.seconds);
+    claim_rate.push_back(static_cast<double>(jobs) / claim_s);
+    std::printf("%6d %16.0f %14.0f %8.2f   %.2f / %.2f / %.2f / %.2f of %.2f\n", round + 1, engine_rate.back(),
+                claim_rate.back(), engine_rate.back() / claim_rate.back(), f.check_seconds, f.claim_seconds,
+                f.produce_seconds, f.complete_seconds, f.seconds);
+    std::fflush(stdout);
+  }
+  double engine = bench::Median(engine_rate), claim = bench::Median(claim_rate), ratio = engine / claim;
+  std::printf("%6s %16.0f %14.0f %8.2f\n", "median", engine, claim, ratio);
+  std::printf("\ntargets: ratio >= 0.7 (%s), >= 20,000 launches/s (%s); load average %.1f -> %.1f\n",
+              ratio >= 0.7 ? "met" : "NOT met", engine >= 20000 ? "met" : "NOT met", load_before,
+              bench::LoadAverage());
+  run.Finish();
+  bench::ordered_json j;
+  j["scenario"] = "launch";
+  j["launches_per_second"] = bench::Round(engine, 0);
+  j["baseline"] = "bare claim SQL (UPDATE ... FOR UPDATE SKIP LOCKED LIMIT n) in a loop";
+  j["baseline_claims_per_second"] = bench::Round(claim, 0);
+  j["ratio"] = bench::Round(ratio, 2);
+  j["target_ratio"] = 0.7;
+  j["target_launches_per_second"] = 20000;
+  j["jobs"] = jobs;
+  j["limit"] = limit;
+  j["rounds"] = rounds;
+  j["load_average"] = bench::Round(bench::LoadAverage(), 1);
+  bench::PrintJson(j);
+  return 0;
+}
