@@ -113,8 +113,8 @@ for name in sorted(step):
         ok = False
     elif got != want:
         missing = True
-    if name == "cu/all" and not 3 <= len(want) <= 4:
-        print("cu/all must have 3 or 4 missed fire times"); ok = False
+    if name == "cu/all" and len(want) < 3:  # 3 or 4, more only if trigd took > 30 s to start
+        print("cu/all must catch up at least 3 missed fire times"); ok = False
 if not len(wants["cu/window"]) < len(wants["cu/all"]):
     print("cu/window must drop the fire times older than its window"); ok = False
 sys.exit(1 if not ok else 3 if missing else 0)
