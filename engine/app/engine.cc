@@ -211,6 +211,8 @@ void IngestLoop(Shared& sh) {
 void CheckerLoop(Shared& sh) {
   StoreHandle store(sh.config, "checker");
   auto last_sweep = Clock::time_point{}, last_gauge = Clock::time_point{}, last_prune = Clock::now();
+  constexpr size_t kTickBatch = 10000;
+  bool ticks_pending = false;
   while (!sh.stop.load()) {
     PgStore* pg = store.Get();
     if (!pg) {
@@ -229,16 +231,23 @@ void CheckerLoop(Shared& sh) {
     sh.metrics.JobTransition("discarded").Increment(r->discarded);
     if (r->launched > 0) sh.relay_wake.Wake();
     more = r->checked == 1000;
-    if (Clock::now() - last_sweep > std::chrono::milliseconds(500)) {
-      last_sweep = Clock::now();
-      auto t = pg->TickTimeTriggers(10000);
+    const bool sweep_due = Clock::now() - last_sweep > std::chrono::milliseconds(500);
+    if (sweep_due) last_sweep = Clock::now();
+    // A full batch of ticks means more are due now (a storm of schedules due in the same
+    // second): produce the next batch at once instead of 500 ms later.
+    if (sweep_due || ticks_pending) {
+      auto t = pg->TickTimeTriggers(kTickBatch);
       if (t.ok()) {
         if (t->produced > 0) sh.relay_wake.Wake();
-        more = more || t->produced >= 10000;
+        ticks_pending = t->produced >= static_cast<int>(kTickBatch);
+        more = more || ticks_pending;
       } else {
+        ticks_pending = false;  // retried at the next sweep, not in a tight loop
         store.Failed(t.status());
         continue;
       }
+    }
+    if (sweep_due) {
       auto sw = pg->SweepRuns();
       if (sw.ok()) {
         sh.metrics.RunOutcome("lost").Increment(sw->lost);

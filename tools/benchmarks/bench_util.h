@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -470,6 +471,23 @@ class BatchConsumer {
   rd_kafka_t* rk_ = nullptr;
   rd_kafka_queue_t* queue_ = nullptr;
 };
+
+// CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat.
+inline double ProcessCpuSeconds(pid_t pid) {
+  std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return 0;
+  char buf[4096];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return 0;
+  unsigned long utime = 0, stime = 0;
+  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2) return 0;
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
 
 // The 1-minute load average: the machine is shared, so every result says how busy it was.
 inline double LoadAverage() {

@@ -1,0 +1,205 @@
+// Storm: 100,000 cron schedules due in the same second, time until all are launched, vs producing and consuming as many bare messages.
+//
+// Setup: --schedules cron schedules ("M H * * *" in UTC, daily at the minute the run started,
+// so no fire time falls inside the run by itself; each its own program). The first --applied
+// go through trigctl's path (ApplySchedules); the rest are SQL copies of one of them with their
+// own name and program (the same rows ApplySchedules writes: schedules, schedule_triggers,
+// time_triggers, schedule_changes), because applying 100,000 one by one takes minutes.
+// build/bin/trigd runs as a child process and is warmed up (one partition event launched).
+// A storm: one UPDATE makes every time trigger due at once (next_fire_at = that minute, last
+// fire time cleared); the clock starts just before it commits. trigd then produces the ticks
+// (outbox -> relay -> <prefix>events.time), consumes them (a job per schedule, complete at
+// once), checks and launches the jobs (run + launch request), and the relay publishes the
+// requests; the storm ends when the database counts --schedules jobs launched (polled every
+// 100 ms). Between rounds the jobs, runs and tick ids of the previous storm are deleted (so the
+// same fire time opens jobs again); round 1 is the cold one (trigd's schedule caches empty).
+// Baseline: produce --schedules bare messages (about the size of a launch request) to a topic
+// and consume them all, from the first send to the last receipt.
+//
+// Usage: trigd-bench-storm [--schedules=100000] [--applied=1000] [--rounds=3]
+#include <cstdio>
+#include <ctime>
+
+#include "bench_util.h"
+
+namespace {
+
+using bench::Clock;
+
+int64_t Count(pqxx::connection& c, const std::string& sql) {
+  pqxx::nontransaction tx(c);
+  return tx.exec1(sql)[0].as<int64_t>();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Flags flags(argc, argv, "trigd-bench-storm [--schedules=100000] [--applied=1000] [--rounds=3]");
+  const int64_t schedules = flags.Int("schedules", 100000);
+  const int64_t applied = std::min(schedules, flags.Int("applied", 1000));
+  const int rounds = static_cast<int>(flags.Int("rounds", 3));
+  flags.Check();
+  bench::Run& run = bench::Run::Start("storm");
+  const double load_before = bench::LoadAverage();
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  const std::string cron = bench::Cat(std::to_string(utc.tm_min), " ", std::to_string(utc.tm_hour), " * * *");
+  std::printf("storm benchmark: %lld cron schedules (\"%s\" UTC) due at once, %d rounds (load %.1f)\n",
+              static_cast<long long>(schedules), cron.c_str(), rounds, load_before);
+
+  auto t = Clock::now();
+  std::vector<nlohmann::json> docs;
+  for (int64_t k = 0; k < applied; ++k) {
+    docs.push_back({{"namespace", "bench"}, {"name", bench::Cat("c", k)},
+                    {"program", {{"name", bench::Cat("storm.p", k)}}},
+                    {"trigger", {{"time", {{"cron", cron}, {"timezone", "UTC"}}}}}});
+  }
+  docs.push_back({{"namespace", "bench"}, {"name", "warm"}, {"program", {{"name", "warm.p"}}},
+                  {"trigger", {{"partition", {{"dataset", "warm"}}}}}});
+  bench::ApplyScheduleDocs(run, docs);
+  {
+    pqxx::connection c(run.pg);
+    pqxx::work tx(c);
+    tx.exec("LOCK TABLE schedule_changes IN EXCLUSIVE MODE");
+    tx.exec_params(
+        "INSERT INTO schedules (name, version, doc_hash, document, state) "
+        "SELECT 'bench/c' || g, 1, 'copy-' || g, jsonb_set(jsonb_set(t.document, '{name}', to_jsonb('c' || g)), "
+        "'{program,name}', to_jsonb('storm.p' || g)), 'active' "
+        "FROM generate_series($1::bigint, $2::bigint - 1) g, (SELECT document FROM schedules WHERE name = 'bench/c0') t",
+        applied, schedules);
+    tx.exec_params("INSERT INTO schedule_triggers (schedule_id, leaf, event_key) SELECT id, 0, 'time:' || name "
+                   "FROM schedules WHERE name LIKE 'bench/c%' AND doc_hash LIKE 'copy-%'");
+    tx.exec("INSERT INTO time_triggers (schedule_id, anchor, last_fire_time, next_fire_at, leaf) "
+            "SELECT s.id, t.anchor, NULL, t.next_fire_at, 0 FROM schedules s, "
+            "(SELECT anchor, next_fire_at FROM time_triggers WHERE schedule_id = "
+            "(SELECT id FROM schedules WHERE name = 'bench/c0')) t WHERE s.doc_hash LIKE 'copy-%'");
+    tx.exec("INSERT INTO schedule_changes (schedule_id) SELECT id FROM schedules WHERE doc_hash LIKE 'copy-%' ORDER BY id");
+    tx.commit();
+  }
+  pqxx::connection watch(run.pg);
+  {
+    pqxx::nontransaction tx(watch);
+    tx.exec("VACUUM ANALYZE schedules");
+    tx.exec("VACUUM ANALYZE schedule_triggers");
+    tx.exec("VACUUM ANALYZE time_triggers");
+  }
+  if (Count(watch, "SELECT count(*) FROM time_triggers") != schedules) run.Fail("time triggers missing after setup");
+  std::printf("setup: %lld schedules (%lld applied, the rest copied) in %.1f s\n", static_cast<long long>(schedules),
+              static_cast<long long>(applied), bench::SecondsSince(t));
+
+  bench::Child& trigd = run.StartTrigd();
+  {
+    bench::BulkProducer producer(run.kafka);
+    producer.Produce(bench::Cat(run.prefix, "events.data"), "warm", bench::PartitionEvent("warm-1", "warm", "p1"));
+    producer.Flush();
+    auto deadline = Clock::now() + std::chrono::seconds(90);
+    while (Count(watch, "SELECT count(*) FROM jobs WHERE state = 'launched'") < 1) {
+      if (Clock::now() > deadline || !trigd.Alive()) run.Fail("trigd did not launch the warm-up job within 90 s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  std::printf("trigd running and warmed up\n");
+
+  const std::string fire = [&] {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:00+00", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday,
+                  utc.tm_hour, utc.tm_min);
+    return std::string(buf);
+  }();
+  std::vector<double> storm_s, trigd_cpu;
+  std::printf("\n%6s %14s %16s %16s\n", "round", "storm (s)", "launches/s", "trigd CPU (s)");
+  for (int round = 0; round < rounds; ++round) {
+    {
+      pqxx::connection c(run.pg);
+      pqxx::work tx(c);
+      tx.exec("DELETE FROM runs WHERE schedule_name LIKE 'bench/c%'");
+      tx.exec("DELETE FROM jobs WHERE schedule_name LIKE 'bench/c%'");
+      tx.exec("DELETE FROM seen_events WHERE id LIKE 'tick:%'");
+      tx.exec("DELETE FROM schedule_runtime");
+      tx.commit();
+      pqxx::nontransaction v(c);
+      v.exec("VACUUM ANALYZE jobs");
+      v.exec("VACUUM ANALYZE runs");
+      v.exec("VACUUM ANALYZE seen_events");
+      v.exec("VACUUM ANALYZE time_triggers");
+    }
+    const int64_t base = Count(watch, "SELECT count(*) FROM jobs WHERE state = 'launched'");
+    const double cpu_before = bench::ProcessCpuSeconds(trigd.pid());
+    auto start = Clock::now();
+    {
+      pqxx::connection c(run.pg);
+      pqxx::work tx(c);
+      tx.exec_params("UPDATE time_triggers SET anchor = $1::timestamptz - interval '1 minute', last_fire_time = NULL, "
+                     "next_fire_at = $1::timestamptz", fire);
+      start = Clock::now();
+      tx.commit();
+    }
+    auto deadline = start + std::chrono::seconds(240);
+    int64_t launched = 0;
+    while ((launched = Count(watch, "SELECT count(*) FROM jobs WHERE state = 'launched'") - base) < schedules) {
+      if (Clock::now() > deadline || !trigd.Alive()) {
+        run.Fail(bench::Cat("storm: ", launched, " of ", schedules, " launched after 240 s"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    storm_s.push_back(bench::SecondsSince(start));
+    trigd_cpu.push_back(bench::ProcessCpuSeconds(trigd.pid()) - cpu_before);
+    if (launched != schedules) run.Fail(bench::Cat("storm launched ", launched, " jobs for ", schedules, " schedules"));
+    std::printf("%6d %14.2f %16.0f %16.2f%s\n", round + 1, storm_s.back(), static_cast<double>(schedules) / storm_s.back(),
+                trigd_cpu.back(),
+                round == 0 ? "   (cold: trigd's schedule caches empty)" : "");
+    std::fflush(stdout);
+  }
+  trigd.Stop();
+
+  // Baseline: the same number of bare messages through Kafka (a fresh topic per round; the
+  // consumer is connected and fetching, shown by a first message, before the clock starts).
+  std::vector<double> bare_s;
+  const std::string payload(450, 'x');  // about a launch request's size
+  for (int round = 0; round < rounds; ++round) {
+    const std::string topic = bench::Cat(run.prefix, "bench.storm-", round);
+    run.CreateTopic(topic, 4);
+    bench::BatchConsumer consumer(run.kafka, bench::Cat(run.group, "-bare"), topic, 4);
+    bench::BulkProducer producer(run.kafka, "1");
+    producer.Produce(topic, "ping", payload);
+    producer.Flush();
+    auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (consumer.ConsumeBatch(100, [](const char*, size_t) {}) == 0) {
+      if (Clock::now() > deadline) run.Fail("bare consumer not ready within 30 s");
+    }
+    auto start = Clock::now();
+    int64_t seen = 0;
+    for (int64_t i = 0; i < schedules; ++i) {
+      producer.Produce(topic, bench::Cat("storm.p", i), payload);
+      if (i % 1000 == 999) seen += static_cast<int64_t>(consumer.ConsumeBatch(0, [](const char*, size_t) {}));
+    }
+    producer.Flush();
+    deadline = Clock::now() + std::chrono::seconds(60);
+    while (seen < schedules) {
+      if (Clock::now() > deadline) run.Fail("bare consumer did not see every message within 60 s");
+      seen += static_cast<int64_t>(consumer.ConsumeBatch(100, [](const char*, size_t) {}));
+    }
+    bare_s.push_back(bench::SecondsSince(start));
+  }
+  double storm = bench::Median(storm_s), bare = bench::Median(bare_s);
+  std::printf("%6s %14.2f %16.0f\n", "median", storm, static_cast<double>(schedules) / storm);
+  std::printf("bare produce + consume of %lld messages: %.2f s (median)\n", static_cast<long long>(schedules), bare);
+  std::printf("\ntarget: all launched within 6 s (%s); load average %.1f -> %.1f\n", storm <= 6 ? "met" : "NOT met",
+              load_before, bench::LoadAverage());
+  run.Finish();
+  bench::ordered_json j;
+  j["scenario"] = "storm";
+  j["schedules"] = schedules;
+  j["seconds_to_all_launched"] = bench::Round(storm, 2);
+  j["cold_seconds"] = bench::Round(storm_s.front(), 2);
+  j["launches_per_second"] = bench::Round(static_cast<double>(schedules) / storm, 0);
+  j["target_seconds"] = 6;
+  j["baseline"] = "produce and consume as many bare messages through Kafka";
+  j["baseline_seconds"] = bench::Round(bare, 2);
+  j["ratio_seconds_over_baseline"] = bench::Round(storm / bare, 2);
+  j["rounds"] = rounds;
+  j["load_average"] = bench::Round(bench::LoadAverage(), 1);
+  bench::PrintJson(j);
+  return 0;
+}
