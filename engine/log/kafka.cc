@@ -65,11 +65,23 @@ class Rebalancer : public RdKafka::RebalanceCb {
   explicit Rebalancer(OffsetLookup lookup) : lookup_(std::move(lookup)) {}
   void rebalance_cb(RdKafka::KafkaConsumer* c, RdKafka::ErrorCode err,
                     std::vector<RdKafka::TopicPartition*>& parts) override {
+    // Cooperative-sticky: a rebalance moves only the partitions that change owner, so the
+    // other instances keep consuming while a killed one's partitions are handed over.
+    const bool cooperative = c->rebalance_protocol() == "COOPERATIVE";
     if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
       Position(parts);
-      c->assign(parts);
-      assigned_.clear();
+      if (cooperative) {
+        c->incremental_assign(parts);
+      } else {
+        c->assign(parts);
+        assigned_.clear();
+      }
       for (auto* p : parts) assigned_.emplace_back(p->topic(), p->partition());
+    } else if (cooperative) {
+      c->incremental_unassign(parts);
+      for (auto* p : parts) {
+        std::erase(assigned_, std::make_pair(p->topic(), static_cast<int>(p->partition())));
+      }
     } else {
       c->unassign();
       assigned_.clear();
@@ -127,8 +139,12 @@ class RdConsumer : public Consumer {
     std::vector<RdKafka::TopicPartition*> parts;
     for (const auto& [t, p] : rebalancer_->assigned_) parts.push_back(RdKafka::TopicPartition::create(t, p));
     rebalancer_->Position(parts);
-    consumer_->assign(parts);
-    for (auto* p : parts) delete p;
+    // seek, not assign: under cooperative rebalancing the assignment only changes through
+    // incremental_assign in the rebalance callback.
+    for (auto* p : parts) {
+      if (p->offset() >= 0 || p->offset() == RdKafka::Topic::OFFSET_BEGINNING) consumer_->seek(*p, 5000);
+      delete p;
+    }
   }
 
   void CommitKafka(const std::vector<Message>& batch) override {
@@ -202,7 +218,8 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
            {"bootstrap.servers", bootstrap}, {"group.id", group},
            {"enable.auto.commit", "false"}, {"auto.offset.reset", "earliest"},
-           {"session.timeout.ms", "10000"}, {"heartbeat.interval.ms", "1000"},
+           {"session.timeout.ms", "6000"}, {"heartbeat.interval.ms", "1000"},
+           {"partition.assignment.strategy", "cooperative-sticky"},
            {"fetch.wait.max.ms", "10"}, {"log_level", "2"}}) {
     if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
   }

@@ -49,6 +49,9 @@ std::shared_ptr<const Schedule> ScheduleCache::Get(int64_t id, int version, cons
 
 namespace {
 
+// How long a launched run may wait for a worker to start it before it counts as lost.
+constexpr Millis kQueuedTimeout = std::chrono::minutes(10);
+
 // A PostgreSQL array literal of integers, e.g. "{1,2,3}" (no quoting needed).
 template <class C>
 std::string IntArray(const C& ids) {
@@ -637,8 +640,12 @@ Result<SweepResult> PgStore::SweepRuns() {
              "SELECT run_id, attempt, max_attempts, program, schedule_id, schedule_name, concurrency_group, "
              "(SELECT version FROM schedules s WHERE s.id = runs.schedule_id), "
              "(SELECT document::text FROM schedules s WHERE s.id = runs.schedule_id) FROM runs "
-             "WHERE state IN ('launched', 'running') "
-             "AND last_seen_at < now() - make_interval(secs => heartbeat_timeout_ms / 1000.0) "
+             // A started run is lost after heartbeat_timeout of silence; one still queued on the
+             // launch topic (no worker took it yet) only after the queued timeout (Airflow's
+             // task_queued_timeout): a backlog or a worker rebalance is not a lost run.
+             "WHERE ((state = 'running' AND last_seen_at < now() - make_interval(secs => heartbeat_timeout_ms / 1000.0)) "
+             "OR (state = 'launched' AND last_seen_at < now() - make_interval(secs => "
+             "greatest(heartbeat_timeout_ms, " + std::to_string(kQueuedTimeout.count()) + ") / 1000.0))) "
              "ORDER BY last_seen_at LIMIT 1000 FOR UPDATE SKIP LOCKED")) {
       ++out.lost;
       std::string run_id = r[0].as<std::string>();

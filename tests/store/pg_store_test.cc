@@ -374,7 +374,14 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   Apply({doc});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  // Still queued (no worker started it): not lost after heartbeat_timeout, only after the
+  // queued timeout.
   Exec("UPDATE runs SET last_seen_at = now() - interval '10 seconds'");
+  EXPECT_EQ(store_->SweepRuns()->lost, 0);
+  Exec("UPDATE runs SET last_seen_at = now() - interval '11 minutes'");
+  EXPECT_EQ(store_->SweepRuns()->lost, 1);
+  Exec("UPDATE runs SET state = 'running', next_attempt_at = NULL, last_seen_at = now() - interval '10 seconds', "
+       "attempt = 1");
   auto s1 = store_->SweepRuns();
   ASSERT_TRUE(s1.ok()) << s1.status().ToString();
   EXPECT_EQ(s1->lost, 1);
@@ -383,7 +390,7 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   EXPECT_EQ(store_->SweepRuns()->retried, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND (payload::jsonb->>'attempt')::int = 2 "
                   "AND payload::jsonb->>'run_id' = (SELECT run_id FROM runs)"), 1);
-  Exec("UPDATE runs SET last_seen_at = now() - interval '10 seconds'");
+  Exec("UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds'");
   auto s3 = store_->SweepRuns();
   EXPECT_EQ(s3->failed, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.events.program' AND payload::jsonb->'payload'->>'reason'='lost'"), 1);
