@@ -1,6 +1,7 @@
 #include "core/envelope.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -135,13 +136,18 @@ std::optional<std::string> NormalizeRfc3339(std::string_view text) {
   return std::nullopt;
 }
 
+// RFC 3339 years have four digits, but an offset can carry 0000-01-01 or 9999-12-31 across a
+// year boundary; trigd could not write such an instant back as RFC 3339 (found by fuzzing).
+constexpr TimePoint kMinTime{std::chrono::sys_days{std::chrono::year{0} / 1 / 1}};
+constexpr TimePoint kEndTime{std::chrono::sys_days{std::chrono::year{10000} / 1 / 1}};
+
 Result<TimePoint> RequiredTime(const nlohmann::json& object, const char* key,
                                const std::string& path) {
   Result<std::string> text = RequiredString(object, key, path);
   if (!text.ok()) return text.status();
   std::optional<std::string> normalized = NormalizeRfc3339(*text);
   Result<TimePoint> time = ParseTime(normalized.value_or(""));
-  if (!normalized || !time.ok()) {
+  if (!normalized || !time.ok() || *time < kMinTime || *time >= kEndTime) {
     return Reject("bad_field", path + ": invalid time " + Quote(*text) +
                                    ": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
   }

@@ -30,6 +30,10 @@ constexpr int64_t kMaxInteger = std::numeric_limits<int64_t>::max();
 // "Any depth" in SPEC §4 in practice: real conditions are a few levels deep, and the cap keeps
 // the recursive walk far from exhausting the stack on a hostile document.
 constexpr int kMaxTriggerDepth = 32;
+// Copying, comparing and dumping a JSON value recurse (program.args is copied into Schedule); a
+// document nested 10,000 deep overflowed the stack (found by fuzzing). Deep enough for any
+// args and for triggers nested past kMaxTriggerDepth to get that limit's clearer message.
+constexpr size_t kMaxJsonNesting = 128;
 // Longer durations are typos in practice, and the cap keeps TimePoint + duration arithmetic
 // (and ParseDuration's own multiplication) far from int64 overflow.
 constexpr Millis kMaxDuration = std::chrono::hours(24 * 3650);
@@ -799,12 +803,16 @@ class DocumentParser {
 
 // nlohmann keeps the last of repeated keys without a word; a document with "enabled" twice is
 // ambiguous, so repeats are errors. The parser callback sees keys but not paths, so the path is
-// rebuilt from a stack of the containers being read.
+// rebuilt from a stack of the containers being read. The same stack refuses text nested deeper
+// than kMaxJsonNesting by throwing TooDeep before the value is built.
 class DuplicateKeyFinder {
  public:
   struct Found {
     size_t document;  // index in a top-level array, else 0
     ScheduleError error;
+  };
+  struct TooDeep {
+    std::string path;
   };
 
   bool Handle(nlohmann::json::parse_event_t event, const OrderedJson& parsed) {
@@ -812,10 +820,12 @@ class DuplicateKeyFinder {
     switch (event) {
       case Event::object_start:
         EnterElement();
+        if (stack_.size() == kMaxJsonNesting) throw TooDeep{Path()};
         stack_.push_back(Container{.is_array = false});
         break;
       case Event::array_start:
         EnterElement();
+        if (stack_.size() == kMaxJsonNesting) throw TooDeep{Path()};
         stack_.push_back(Container{.is_array = true});
         break;
       case Event::object_end:
@@ -908,6 +918,18 @@ std::vector<ParsedSchedule> ParseScheduleFile(std::string_view text) {
   } catch (const nlohmann::json::parse_error& e) {
     ParsedSchedule failed;
     failed.errors.push_back(ScheduleError{"", SyntaxErrorReason(e)});
+    return {std::move(failed)};
+  } catch (const DuplicateKeyFinder::TooDeep& e) {
+    ParsedSchedule failed;
+    failed.errors.push_back(ScheduleError{
+        "", "invalid JSON: nested deeper than " + std::to_string(kMaxJsonNesting) +
+                " levels at " + Quote(e.path)});
+    return {std::move(failed)};
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond a double ("1e400") is not a parse_error (found by fuzzing).
+    std::string what = e.what();
+    ParsedSchedule failed;
+    failed.errors.push_back(ScheduleError{"", "invalid JSON: " + what.substr(what.find(']') + 2)});
     return {std::move(failed)};
   }
 
