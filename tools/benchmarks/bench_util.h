@@ -353,7 +353,10 @@ class Run {
     cleaned_ = true;
     for (auto& c : children_) c->Stop();
     if (created_topics_) DeleteTopicsWithPrefix(kafka, prefix);
-    if (created_db_) {
+    if (created_db_ && Getenv("BENCH_KEEP_DB", "") == "1") {
+      // For looking at plans after a run; drop it by hand.
+      std::fprintf(stderr, "%s: kept database %s (BENCH_KEEP_DB=1)\n", scenario.c_str(), db.c_str());
+    } else if (created_db_) {
       try {
         pqxx::connection c(pg_admin);
         pqxx::nontransaction tx(c);

@@ -175,12 +175,13 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
 }
 
 // The baseline: the bare claim statement in a loop, one transaction each, `limit` rows at a
-// time in the checker's order, until nothing is due. Returns seconds.
+// time in the checker's order and by the checker's condition, until nothing is due (a claimed
+// job leaves the due set as in the checker: next_check_at cleared). Returns seconds.
 inline double ClaimLoop(Run& run, int64_t expected, size_t limit) {
   pqxx::connection c(run.pg);
   c.prepare("claim",
-            "UPDATE jobs SET state = 'pending_launch' WHERE id IN (SELECT id FROM jobs "
-            "WHERE state IN ('pending_trigger', 'pending_constraint') AND next_check_at <= now() "
+            "UPDATE jobs SET state = 'pending_launch', next_check_at = NULL WHERE id IN (SELECT id FROM jobs "
+            "WHERE next_check_at <= now() "
             "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT $1 FOR UPDATE SKIP LOCKED)");
   int64_t claimed = 0;
   auto start = Clock::now();

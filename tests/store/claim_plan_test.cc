@@ -1,0 +1,73 @@
+// The checker's claim of due jobs (schema/004_claim_by_due_time.sql, PgStore::CheckDueJobs):
+// next_check_at is set only on pending jobs, and with a large history of finished jobs the
+// claim still walks its priority-ordered index instead of sorting every due job per claim.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <pqxx/pqxx>
+
+#include "store/migrator.h"
+
+namespace trigd {
+namespace {
+
+std::string Pg() {
+  const char* pg = std::getenv("TRIGD_PG");
+  return pg ? pg : "host=127.0.0.1 port=55432 user=trigd dbname=trigd";
+}
+
+class ClaimPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = "trigd_claim_plan_test_" + std::to_string(getpid());
+    pqxx::connection admin(Pg());
+    pqxx::nontransaction tx(admin);
+    tx.exec("DROP DATABASE IF EXISTS " + db_ + " WITH (FORCE)");
+    tx.exec("CREATE DATABASE " + db_);
+    ASSERT_TRUE(ApplyMigrations(Conn(), TRIGD_SOURCE_DIR "/schema", nullptr).ok());
+  }
+  void TearDown() override {
+    pqxx::connection admin(Pg());
+    pqxx::nontransaction tx(admin);
+    tx.exec("DROP DATABASE IF EXISTS " + db_ + " WITH (FORCE)");
+  }
+  std::string Conn() const { return Pg() + " dbname=" + db_; }
+  std::string db_;
+};
+
+TEST_F(ClaimPlanTest, OnlyPendingJobsHaveANextCheck) {
+  pqxx::connection c(Conn());
+  pqxx::nontransaction tx(c);
+  tx.exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, "
+          "next_check_at) VALUES (1, 'a/b', 1, 'pending_constraint', '{}', now(), now())");
+  EXPECT_THROW(tx.exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, "
+                       "opened_at, next_check_at) VALUES (1, 'a/b', 1, 'launched', '{}', now(), now())"),
+               pqxx::check_violation);
+  EXPECT_THROW(tx.exec("UPDATE jobs SET state = 'pending_launch'"), pqxx::check_violation);
+  tx.exec("UPDATE jobs SET state = 'pending_launch', next_check_at = NULL");
+}
+
+TEST_F(ClaimPlanTest, ClaimWalksThePriorityIndexWhenHistoryDwarfsTheDueJobs) {
+  pqxx::connection c(Conn());
+  pqxx::nontransaction tx(c);
+  tx.exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, "
+          "finished_at) SELECT g % 100, 'a/b', 1, 'launched', '{}', now(), now() FROM generate_series(1, 100000) g");
+  tx.exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, ready_at, "
+          "next_check_at) SELECT g % 100, 'a/b', 1, 'pending_constraint', '{}', now(), now(), "
+          "now() - interval '1 second' FROM generate_series(1, 10000) g");
+  tx.exec("ANALYZE jobs");
+  // The claim query of PgStore::CheckDueJobs.
+  std::string plan;
+  for (const auto& r : tx.exec("EXPLAIN SELECT id FROM jobs WHERE next_check_at <= now() "
+                               "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT 1000 FOR UPDATE SKIP LOCKED")) {
+    plan += r[0].as<std::string>() + "\n";
+  }
+  EXPECT_NE(plan.find("jobs_claim"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("Sort"), std::string::npos) << plan;
+}
+
+}  // namespace
+}  // namespace trigd
