@@ -167,6 +167,8 @@ class PgStore {
   std::unique_ptr<Claim> claim_;
   std::string topic_prefix_;
   ScheduleCache cache_;
+  // The last claim of due jobs was full: a backlog (e.g. a storm of schedules due at once).
+  bool claim_backlog_ = false;
 };
 
 }  // namespace trigd

@@ -421,8 +421,9 @@ class BulkProducer : public RdKafka::DeliveryReportCb {
 // and of the storm.
 class BatchConsumer {
  public:
+  // `start`: the offset to start each partition at (default: the beginning).
   BatchConsumer(const std::string& bootstrap, const std::string& group, const std::string& topic,
-                int partitions, const std::string& fetch_wait_ms = "10") {
+                int partitions, const std::string& fetch_wait_ms = "10", const std::vector<int64_t>& start = {}) {
     char err[512];
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
     auto set = [&](const char* k, const std::string& v) {
@@ -442,7 +443,8 @@ class BatchConsumer {
     rd_kafka_poll_set_consumer(rk_);
     rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(partitions);
     for (int p = 0; p < partitions; ++p) {
-      rd_kafka_topic_partition_list_add(parts, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+      rd_kafka_topic_partition_list_add(parts, topic.c_str(), p)->offset =
+          static_cast<size_t>(p) < start.size() ? start[p] : RD_KAFKA_OFFSET_BEGINNING;
     }
     rd_kafka_assign(rk_, parts);
     rd_kafka_topic_partition_list_destroy(parts);
