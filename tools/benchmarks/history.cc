@@ -109,8 +109,8 @@ void GenerateHistory(bench::Run& run, int64_t count) {
 std::vector<double> Phase(bench::Run& run, const char* label, int64_t jobs, size_t limit, int rounds) {
   std::vector<double> rates;
   for (int round = 0; round < rounds; ++round) {
-    bench::ResetReadyJobs(run);
-    bench::LaunchFigures f = bench::LaunchThroughEngine(run, jobs, limit);
+    const int64_t first = bench::AddReadyJobs(run);
+    bench::LaunchFigures f = bench::LaunchThroughEngine(run, jobs, limit, first);
     rates.push_back(static_cast<double>(jobs) / f.seconds);
     std::printf("%-16s %6d %16.0f   %.2f / %.2f / %.2f / %.2f of %.2f\n", label, round + 1, rates.back(),
                 f.check_seconds, f.claim_seconds, f.produce_seconds, f.complete_seconds, f.seconds);

@@ -35,9 +35,9 @@ int main(int argc, char** argv) {
   std::printf("\n%6s %16s %14s %8s   %s\n", "round", "engine launch/s", "claim SQL/s", "ratio",
               "engine time in: check / relay claim / produce+ack / complete (s)");
   for (int round = 0; round < rounds; ++round) {
-    bench::ResetReadyJobs(run);
-    bench::LaunchFigures f = bench::LaunchThroughEngine(run, jobs, static_cast<size_t>(limit));
-    bench::ResetReadyJobs(run);
+    const int64_t first = bench::AddReadyJobs(run);
+    bench::LaunchFigures f = bench::LaunchThroughEngine(run, jobs, static_cast<size_t>(limit), first);
+    bench::AddReadyJobs(run);
     double claim_s = bench::ClaimLoop(run, jobs, static_cast<size_t>(limit));
     engine_rate.push_back(static_cast<double>(jobs) / f.seconds);
     claim_rate.push_back(static_cast<double>(jobs) / claim_s);

@@ -19,8 +19,8 @@ namespace bench {
 
 // Applies `schedules` schedules (one partition trigger each, no constraints: a ready job
 // launches at once), opens `jobs` ready jobs through PgStore::ApplyBatch (the real rows, with
-// their trigger state and triggering event), and keeps a copy of them in jobs_seed, which
-// ResetReadyJobs puts back before each round.
+// their trigger state and triggering event), and keeps them in jobs_seed (out of jobs), which
+// AddReadyJobs copies for each round.
 inline void MakeReadyJobs(Run& run, int64_t schedules, int64_t jobs) {
   std::vector<nlohmann::json> docs;
   for (int64_t k = 0; k < schedules; ++k) {
@@ -55,21 +55,27 @@ inline void MakeReadyJobs(Run& run, int64_t schedules, int64_t jobs) {
   pqxx::connection c(run.pg);
   pqxx::work tx(c);
   tx.exec("CREATE TABLE jobs_seed AS SELECT * FROM jobs");
+  tx.exec("DELETE FROM jobs");
+  tx.exec("TRUNCATE seen_events, consumer_offsets");
   tx.commit();
 }
 
-// Empties what a round wrote (this round's jobs, runs, outbox, run counters), puts the seed's
-// ready jobs back (due now), and vacuums, so each round starts from the same state. Historic
-// rows (ids below the seed's) stay.
-inline void ResetReadyJobs(Run& run) {
+// Adds a fresh copy of the seed's ready jobs (new ids, due now) for a round and returns the
+// first new id; empties the outbox and the run counters, vacuums and checkpoints, so every round
+// starts alike. Earlier rounds' jobs and runs stay (finished rows are history, which the hot
+// path does not read), so a round never waits for the deletion and vacuum of millions of rows.
+inline int64_t AddReadyJobs(Run& run) {
   pqxx::connection c(run.pg);
+  int64_t first = 0;
   {
     pqxx::work tx(c);
-    tx.exec("DELETE FROM runs WHERE job_id >= (SELECT min(id) FROM jobs_seed)");
-    tx.exec("DELETE FROM jobs WHERE id >= (SELECT min(id) FROM jobs_seed)");
+    const std::string columns = tx.exec1(
+        "SELECT string_agg(column_name, ', ' ORDER BY ordinal_position) FROM information_schema.columns "
+        "WHERE table_schema = 'public' AND table_name = 'jobs' AND column_name <> 'id'")[0].as<std::string>();
     tx.exec("TRUNCATE outbox, schedule_runtime, group_runtime");
-    tx.exec("INSERT INTO jobs SELECT * FROM jobs_seed");
-    tx.exec("UPDATE jobs SET next_check_at = now() WHERE id >= (SELECT min(id) FROM jobs_seed)");
+    first = tx.exec1("WITH added AS (INSERT INTO jobs (" + columns + ") SELECT " + columns +
+                     " FROM jobs_seed ORDER BY id RETURNING id) SELECT min(id) FROM added")[0].as<int64_t>();
+    tx.exec_params("UPDATE jobs SET next_check_at = now() WHERE id >= $1", first);
     tx.commit();
   }
   pqxx::nontransaction tx(c);
@@ -77,6 +83,7 @@ inline void ResetReadyJobs(Run& run) {
   tx.exec("VACUUM ANALYZE runs");
   tx.exec("VACUUM ANALYZE outbox");
   tx.exec("CHECKPOINT");
+  return first;
 }
 
 struct LaunchFigures {
@@ -93,7 +100,8 @@ struct LaunchFigures {
 // transaction), and ClaimOutbox(5000) + Producer::ProduceAndWait + CompleteOutbox until
 // `expected` launches are confirmed by Kafka and marked launched. The checker wakes the relay
 // after each commit, as in trigd.
-inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limit) {
+// `first_id`: the first job id of this round's ready jobs (AddReadyJobs).
+inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limit, int64_t first_id) {
   LaunchFigures f;
   std::mutex mu;
   std::condition_variable cv;
@@ -166,8 +174,9 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
   }
   pqxx::connection c(run.pg);
   pqxx::work tx(c);
-  int64_t runs = tx.exec1("SELECT count(*) FROM runs WHERE job_id >= (SELECT min(id) FROM jobs_seed)")[0].as<int64_t>();
-  int64_t launched = tx.exec1("SELECT count(*) FROM jobs WHERE state = 'launched' AND id >= (SELECT min(id) FROM jobs_seed)")[0].as<int64_t>();
+  int64_t runs = tx.exec_params1("SELECT count(*) FROM runs WHERE job_id >= $1", first_id)[0].as<int64_t>();
+  int64_t launched =
+      tx.exec_params1("SELECT count(*) FROM jobs WHERE state = 'launched' AND id >= $1", first_id)[0].as<int64_t>();
   if (runs != expected || launched != expected) {
     run.Fail("after the engine: " + std::to_string(runs) + " runs, " + std::to_string(launched) + " jobs launched");
   }
@@ -194,6 +203,10 @@ inline double ClaimLoop(Run& run, int64_t expected, size_t limit) {
   }
   double s = SecondsSince(start);
   if (claimed != expected) run.Fail("claim loop claimed " + std::to_string(claimed) + ", expected " + std::to_string(expected));
+  // Claimed jobs that nothing will launch: out of the way of later rounds.
+  pqxx::work tx(c);
+  tx.exec("DELETE FROM jobs WHERE state = 'pending_launch'");
+  tx.commit();
   return s;
 }
 
