@@ -63,10 +63,17 @@ std::string FormatDuration(Millis d) {
 }
 
 std::string FormatTime(TimePoint t) {
-  if (t.time_since_epoch().count() % 1000 == 0) {
-    return date::format("%FT%TZ", std::chrono::time_point_cast<std::chrono::seconds>(t));
-  }
-  return date::format("%FT%TZ", t);
+  // A batch stamps many rows with the same instant (history entries, launched_at), and
+  // date::format costs microseconds (an ostringstream per call): remember the last one.
+  thread_local TimePoint last_time{Millis(-1)};
+  thread_local std::string last_text;
+  if (t == last_time && !last_text.empty()) return last_text;
+  std::string text = t.time_since_epoch().count() % 1000 == 0
+                         ? date::format("%FT%TZ", std::chrono::time_point_cast<std::chrono::seconds>(t))
+                         : date::format("%FT%TZ", t);
+  last_time = t;
+  last_text = text;
+  return text;
 }
 
 Result<TimePoint> ParseTime(std::string_view text) {
