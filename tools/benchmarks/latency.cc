@@ -241,6 +241,8 @@ int main(int argc, char** argv) {
   j["rate"] = rate;
   j["seconds"] = seconds;
   j["load_average"] = bench::Round(bench::LoadAverage(), 1);
+  j["bottleneck"] = "an event waits for two commits in turn (ingest, then checker: run + launch request), each an "
+                    "fsync on the PostgreSQL every test on this machine shares, then the relay's produce";
   bench::PrintJson(j);
   return 0;
 }

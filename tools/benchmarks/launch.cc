@@ -64,6 +64,8 @@ int main(int argc, char** argv) {
   j["limit"] = limit;
   j["rounds"] = rounds;
   j["load_average"] = bench::Round(bench::LoadAverage(), 1);
+  j["bottleneck"] = "a launch writes a run, an outbox row, the run counters and its job twice (claimed, confirmed) "
+                    "and builds them as JSON; the claim SQL updates the job once";
   bench::PrintJson(j);
   return 0;
 }
