@@ -309,6 +309,28 @@ class Run {
     return r;
   }
 
+  // A second private database (<db>_<suffix>, migrated, dropped with the first); returns its
+  // connection string. For comparing two states of the tables round by round.
+  std::string AddDatabase(const std::string& suffix) {
+    std::string name = db + "_" + suffix;
+    try {
+      pqxx::connection c(pg_admin);
+      pqxx::nontransaction tx(c);
+      tx.exec("CREATE DATABASE " + name);
+    } catch (const std::exception& e) {
+      Fail("cannot create database " + name + ": " + e.what());
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      extra_dbs_.push_back(name);
+    }
+    std::string conn = pg_admin + " dbname=" + name;
+    if (trigd::Status s = trigd::ApplyMigrations(conn, trigd::DefaultSchemaDir(), nullptr); !s.ok()) {
+      Fail("migrations: " + s.ToString());
+    }
+    return conn;
+  }
+
   // Creates an extra topic under the prefix (baselines).
   void CreateTopic(const std::string& name, int partitions) {
     if (auto c = trigd::CreateTopics(kafka, {{name, partitions, {}}}); !c.ok()) {
@@ -357,18 +379,23 @@ class Run {
       // For looking at plans after a run; drop it by hand.
       std::fprintf(stderr, "%s: kept database %s (BENCH_KEEP_DB=1)\n", scenario.c_str(), db.c_str());
     } else if (created_db_) {
-      try {
-        pqxx::connection c(pg_admin);
-        pqxx::nontransaction tx(c);
-        tx.exec("DROP DATABASE IF EXISTS " + db + " WITH (FORCE)");
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "%s: could not drop database %s: %s\n", scenario.c_str(), db.c_str(), e.what());
+      std::vector<std::string> all = extra_dbs_;
+      all.push_back(db);
+      for (const std::string& name : all) {
+        try {
+          pqxx::connection c(pg_admin);
+          pqxx::nontransaction tx(c);
+          tx.exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "%s: could not drop database %s: %s\n", scenario.c_str(), name.c_str(), e.what());
+        }
       }
     }
   }
   std::mutex mu_;
   bool cleaned_ = false, created_db_ = false, created_topics_ = false;
   std::vector<std::unique_ptr<Child>> children_;
+  std::vector<std::string> extra_dbs_;
 };
 
 // Produces many messages fast (the benchmark's event source): batches of up to 10,000,

@@ -2,21 +2,22 @@
 //
 // The launch path of the launch benchmark (trigd's checker and relay loops: CheckDueJobs, run +
 // launch request, ClaimOutbox, Producer::ProduceAndWait to Kafka, CompleteOutbox) over --jobs
-// ready jobs, measured first with empty jobs and runs tables, then again after --history
-// finished jobs and succeeded runs spread over the past 180 days were added (the seed expects
-// 180M run records over six months: a 10M history is about ten days of it). Both phases are
-// medians over --rounds in the same run; the ratio is history / empty.
+// ready jobs, in two private databases: one with empty jobs and runs tables, one holding
+// --history finished jobs and succeeded runs spread over the past 180 days (the seed expects
+// 180M run records over six months: a 10M history is about ten days of it). Rounds alternate
+// between the two (which one goes first alternates too), so a change in the machine's load
+// falls on both; figures are medians over --rounds; the ratio is history / empty.
 //
 // How history is kept: finished jobs and runs stay in the same tables, and the hot path never
 // scans them. Every query the ingest, checker and relay loops run either goes through an index
-// that is partial on the active states (jobs_claim, jobs_due, jobs_one_open, jobs_by_state,
-// jobs_waiting_*: pending_trigger / pending_constraint / pending_launch; runs_active_*,
-// runs_heartbeat, runs_retry: launched / running / retry_wait) - so finished rows are not in it
-// at all - or looks rows up by key (primary keys, runs.job_id, jobs_by_schedule), where history
-// only adds B-tree depth (log n). Inserts pay the same: each new run enters three full indexes
-// (run_id, job_id, schedule+time) whose size grows with history; run ids are random, so their
-// index's working set is the whole index once it outgrows shared_buffers. The history is
-// generated with the full indexes dropped and rebuilt (as a restore would), then vacuumed.
+// that is partial on the active states (jobs_claim, jobs_due: next_check_at set, which only
+// pending jobs have; jobs_one_open, jobs_by_state, jobs_waiting_*; runs_active_*,
+// runs_heartbeat, runs_retry: launched / running / retry_wait), so finished rows are not in it
+// at all, or looks rows up by key (primary keys, runs.job_id, jobs_by_schedule), where history
+// only adds B-tree depth (log n). Inserts enter the full indexes at their right edge: job ids
+// grow, run ids are UUIDv7 (time first), launched_at grows; so the pages a launch touches do
+// not depend on how many finished rows there are. The history is generated with the full
+// indexes dropped and rebuilt (as a restore would), then vacuumed.
 //
 // Usage: trigd-bench-history [--history=10000000] [--jobs=20000] [--schedules=1000] [--limit=1000] [--rounds=3]
 #include <cstdio>
@@ -106,17 +107,16 @@ void GenerateHistory(bench::Run& run, int64_t count) {
   tx.exec("CHECKPOINT");
 }
 
-std::vector<double> Phase(bench::Run& run, const char* label, int64_t jobs, size_t limit, int rounds) {
-  std::vector<double> rates;
-  for (int round = 0; round < rounds; ++round) {
-    const int64_t first = bench::AddReadyJobs(run);
-    bench::LaunchFigures f = bench::LaunchThroughEngine(run, jobs, limit, first);
-    rates.push_back(static_cast<double>(jobs) / f.seconds);
-    std::printf("%-16s %6d %16.0f   %.2f / %.2f / %.2f / %.2f of %.2f\n", label, round + 1, rates.back(),
-                f.check_seconds, f.claim_seconds, f.produce_seconds, f.complete_seconds, f.seconds);
-    std::fflush(stdout);
-  }
-  return rates;
+// One round of the launch path in the database `pg`: launches per second.
+double Round(bench::Run& run, const std::string& pg, const char* label, int round, int64_t jobs, size_t limit) {
+  run.pg = pg;
+  const int64_t first = bench::AddReadyJobs(run);
+  bench::LaunchFigures f = bench::LaunchThroughEngine(run, jobs, limit, first);
+  double rate = static_cast<double>(jobs) / f.seconds;
+  std::printf("%-16s %6d %16.0f   %.2f / %.2f / %.2f / %.2f of %.2f\n", label, round + 1, rate, f.check_seconds,
+              f.claim_seconds, f.produce_seconds, f.complete_seconds, f.seconds);
+  std::fflush(stdout);
+  return rate;
 }
 
 std::string Size(pqxx::connection& c, const std::string& what) {
@@ -137,26 +137,43 @@ int main(int argc, char** argv) {
   flags.Check();
   bench::Run& run = bench::Run::Start("history");
   const double load_before = bench::LoadAverage();
-  std::printf("history benchmark: launching %lld ready jobs with an empty history, then with %lld historic runs "
-              "(and jobs), %d rounds each (load %.1f)\n",
+  std::printf("history benchmark: launching %lld ready jobs with an empty history and with %lld historic runs "
+              "(and jobs), %d rounds each, alternating (load %.1f)\n",
               static_cast<long long>(jobs), static_cast<long long>(history), rounds, load_before);
   auto t = Clock::now();
-  bench::MakeReadyJobs(run, schedules, jobs);
-  std::printf("setup (schedules + ready jobs through the append path): %.1f s\n", bench::SecondsSince(t));
-
+  const std::string history_pg = run.pg;
+  const std::string empty_pg = run.AddDatabase("empty");
+  for (const std::string& pg : {empty_pg, history_pg}) {
+    run.pg = pg;
+    bench::MakeReadyJobs(run, schedules, jobs);
+  }
+  std::printf("setup (schedules + ready jobs through the append path, in both databases): %.1f s\n",
+              bench::SecondsSince(t));
+  t = Clock::now();
+  run.pg = history_pg;
+  GenerateHistory(run, history);
+  const double generate_s = bench::SecondsSince(t);
+  {
+    pqxx::connection c(history_pg);
+    std::printf("generated %lld historic jobs and runs in %.0f s: runs %s (indexes %s), jobs %s (indexes %s)\n",
+                static_cast<long long>(history), generate_s, Size(c, "pg_table_size('runs')").c_str(),
+                Size(c, "pg_indexes_size('runs')").c_str(), Size(c, "pg_table_size('jobs')").c_str(),
+                Size(c, "pg_indexes_size('jobs')").c_str());
+  }
   std::printf("\n%-16s %6s %16s   %s\n", "history", "round", "launches/s",
               "time in: check / relay claim / produce+ack / complete (s)");
-  std::vector<double> empty = Phase(run, "empty", jobs, static_cast<size_t>(limit), rounds);
-  t = Clock::now();
-  GenerateHistory(run, history);
-  pqxx::connection c(run.pg);
-  const double generate_s = bench::SecondsSince(t);
-  std::printf("generated %lld historic jobs and runs in %.0f s: runs %s (indexes %s), jobs %s (indexes %s)\n",
-              static_cast<long long>(history), generate_s, Size(c, "pg_table_size('runs')").c_str(),
-              Size(c, "pg_indexes_size('runs')").c_str(), Size(c, "pg_table_size('jobs')").c_str(),
-              Size(c, "pg_indexes_size('jobs')").c_str());
-  std::vector<double> with = Phase(run, bench::Cat(std::to_string(history), " runs").c_str(), jobs,
-                                   static_cast<size_t>(limit), rounds);
+  const std::string with_label = bench::Cat(std::to_string(history), " runs");
+  std::vector<double> empty, with;
+  for (int round = 0; round < rounds; ++round) {
+    if (round % 2 == 0) {
+      empty.push_back(Round(run, empty_pg, "empty", round, jobs, static_cast<size_t>(limit)));
+      with.push_back(Round(run, history_pg, with_label.c_str(), round, jobs, static_cast<size_t>(limit)));
+    } else {
+      with.push_back(Round(run, history_pg, with_label.c_str(), round, jobs, static_cast<size_t>(limit)));
+      empty.push_back(Round(run, empty_pg, "empty", round, jobs, static_cast<size_t>(limit)));
+    }
+  }
+  run.pg = history_pg;
   double e = bench::Median(empty), w = bench::Median(with), ratio = w / e;
   std::printf("%-16s %6s %16.0f\n%-16s %6s %16.0f\n", "empty", "median", e, "with history", "median", w);
   std::printf("\nratio with history / empty: %.2f; target >= 0.9 (%s); load average %.1f -> %.1f\n", ratio,
