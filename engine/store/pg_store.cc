@@ -652,9 +652,15 @@ Result<SweepResult> PgStore::SweepRuns() {
              // A started run is lost after heartbeat_timeout of silence; one still queued on the
              // launch topic (no worker took it yet) only after the queued timeout (Airflow's
              // task_queued_timeout): a backlog or a worker rebalance is not a lost run.
-             "WHERE ((state = 'running' AND last_seen_at < now() - make_interval(secs => heartbeat_timeout_ms / 1000.0)) "
-             "OR (state = 'launched' AND last_seen_at < now() - make_interval(secs => "
-             "greatest(heartbeat_timeout_ms, " + std::to_string(kQueuedTimeout.count()) + ") / 1000.0))) "
+             // Two scans: the queued ones are bounded by the queued timeout, a range of
+             // runs_heartbeat, so a backlog of queued launch requests (a storm waiting for
+             // workers) is not read in full on every sweep.
+             "WHERE run_id IN (SELECT run_id FROM runs WHERE state = 'running' "
+             "AND last_seen_at < now() - make_interval(secs => heartbeat_timeout_ms / 1000.0) "
+             "UNION ALL SELECT run_id FROM runs WHERE state = 'launched' "
+             "AND last_seen_at < now() - make_interval(secs => " + std::to_string(kQueuedTimeout.count()) + " / 1000.0) "
+             "AND last_seen_at < now() - make_interval(secs => "
+             "greatest(heartbeat_timeout_ms, " + std::to_string(kQueuedTimeout.count()) + ") / 1000.0)) "
              "ORDER BY last_seen_at LIMIT 1000 FOR UPDATE SKIP LOCKED")) {
       ++out.lost;
       std::string run_id = r[0].as<std::string>();
