@@ -84,6 +84,25 @@ struct Shared {
   Waker relay_wake;
 };
 
+void RecordChecks(Shared& sh, const CheckerResult& r) {
+  for (const auto& [key, n] : r.checks) sh.metrics.ConstraintCheck(key.first, key.second).Increment(n);
+  sh.metrics.JobTransition("discarded").Increment(r.discarded);
+  if (r.launched > 0) sh.relay_wake.Wake();
+}
+
+// After a committed ingest batch or tick: metrics, and the loops that have work because of it.
+void RecordApplied(Shared& sh, const IngestResult& r) {
+  sh.metrics.JobTransition("opened").Increment(r.jobs_opened);
+  sh.metrics.JobTransition("ready").Increment(r.jobs_ready);
+  sh.metrics.JobTransition("discarded").Increment(r.jobs_discarded);
+  for (const auto& [outcome, n] : r.run_outcomes) sh.metrics.RunOutcome(outcome).Increment(n);
+  RecordChecks(sh, r.checker);
+  // The fast path decided at most kFastPathLimit jobs; anything it left (still waiting, or
+  // more than it took) is the checker loop's.
+  if (r.jobs_ready > r.checker.launched + r.checker.discarded || !r.run_outcomes.empty()) sh.checker_wake.Wake();
+  if (r.published > 0) sh.relay_wake.Wake();
+}
+
 // The consumer loop: event topics -> jobs, in one transaction per batch with the offsets.
 void IngestLoop(Shared& sh) {
   StoreHandle store(sh.config, "ingest");
@@ -198,12 +217,8 @@ void IngestLoop(Shared& sh) {
     consumer->CommitKafka(batch);
     for (const std::string& reason : dead_reasons) sh.metrics.DeadLetter(reason).Increment();
     for (size_t i = 0; i < in.events.size(); ++i) count_event(EventTypeName(in.events[i].type), r->outcome[i]);
-    sh.metrics.JobTransition("opened").Increment(r->jobs_opened);
-    sh.metrics.JobTransition("ready").Increment(r->jobs_ready);
-    sh.metrics.JobTransition("discarded").Increment(r->jobs_discarded);
-    for (const auto& [outcome, n] : r->run_outcomes) sh.metrics.RunOutcome(outcome).Increment(n);
-    if (r->jobs_ready > 0 || !r->run_outcomes.empty()) sh.checker_wake.Wake();
-    if (!in.dead.empty() || r->published > 0) sh.relay_wake.Wake();
+    RecordApplied(sh, *r);
+    if (!in.dead.empty()) sh.relay_wake.Wake();
   }
 }
 
@@ -227,9 +242,7 @@ void CheckerLoop(Shared& sh) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
-    for (const auto& [key, n] : r->checks) sh.metrics.ConstraintCheck(key.first, key.second).Increment(n);
-    sh.metrics.JobTransition("discarded").Increment(r->discarded);
-    if (r->launched > 0) sh.relay_wake.Wake();
+    RecordChecks(sh, *r);
     more = r->checked == 1000;
     const bool sweep_due = Clock::now() - last_sweep > std::chrono::milliseconds(500);
     if (sweep_due) last_sweep = Clock::now();
@@ -239,6 +252,8 @@ void CheckerLoop(Shared& sh) {
       auto t = pg->TickTimeTriggers(kTickBatch);
       if (t.ok()) {
         if (t->produced > 0) sh.relay_wake.Wake();
+        RecordApplied(sh, t->applied);
+        for (size_t i = 0; i < t->applied.outcome.size(); ++i) sh.metrics.Event("tick", t->applied.outcome[i]).Increment();
         ticks_pending = t->produced >= static_cast<int>(kTickBatch);
         more = more || ticks_pending;
       } else {

@@ -47,7 +47,9 @@ inline Result<std::unique_ptr<pqxx::connection>> Connect(const std::string& pg) 
 inline TimePoint FromMillis(int64_t ms) { return TimePoint(Millis(ms)); }
 inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
 // SQL expression for a timestamptz column as epoch milliseconds.
-#define TRIGD_MS(col) "(extract(epoch from " col ") * 1000)::bigint"
+// floor, not the cast's rounding: a time read back must never be later than the stored one (a job
+// made due at the transaction's now() is due within that same transaction).
+#define TRIGD_MS(col) "floor(extract(epoch from " col ") * 1000)::bigint"
 
 // A UUIDv7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits. Runs launched
 // close in time get ids that sort together, so inserting a run touches the right edge of the

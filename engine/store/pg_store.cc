@@ -24,6 +24,11 @@ struct PgStore::Conn {
   std::unique_ptr<pqxx::connection> c;
 };
 
+struct PgStore::TxContext {
+  pqxx::work& tx;
+  TimePoint now;  // the transaction's now(), read once
+};
+
 struct PgStore::Claim {
   explicit Claim(pqxx::connection& c) : tx(c) {}
   pqxx::work tx;
@@ -224,6 +229,18 @@ Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
         return result;
       }
     }
+    ApplyEvents({tx, now}, batch, result);
+    tx.commit();
+    return result;
+  });
+}
+
+// Everything an ingest batch does after its positions: shared by ApplyBatch and by the tick
+// (which applies its own ticks, see TickTimeTriggers).
+void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, IngestResult& result) {
+  pqxx::work& tx = ctx.tx;
+  const TimePoint now = ctx.now;
+  {
     // De-duplication: only events that can change something are recorded.
     result.outcome.assign(batch.events.size(), "no_match");
     json ids = json::array();
@@ -377,16 +394,46 @@ Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
     }
     result.published = static_cast<int>(acc.published.size());
     InsertOutbox(tx, outbox);
-    tx.commit();
-    return result;
-  });
+    // The fast path: jobs that became ready, and waiting jobs their schedules' ended runs woke,
+    // are checked in this same transaction, so an event whose job can launch at once is
+    // launched by one commit instead of two (ingest, then the checker loop). The checker step
+    // is the same code and claims the due jobs of those schedules and groups in the same
+    // priority order; what still waits is left to the checker loop.
+    if (fast_path_ && (result.jobs_ready > 0 || !ended.empty())) {
+      CheckFilter filter;
+      for (const OpenJob& job : acc.jobs) {
+        if (!job.complete) continue;
+        filter.schedule_ids.insert(job.schedule_id);
+        const Schedule& s = *schedules.at(job.schedule_id).schedule;
+        if (s.constraints.concurrency_group) filter.groups.insert(s.constraints.concurrency_group->name);
+      }
+      for (const EndedRun& e : ended) {
+        filter.schedule_ids.insert(e.schedule_id);
+        if (e.group) filter.groups.insert(*e.group);
+      }
+      bool unused_backlog = false;
+      result.checker = CheckJobs(ctx, kFastPathLimit, &filter, unused_backlog);
+    }
+  }
 }
 
 Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
   return Guard([&]() -> Result<CheckerResult> {
     pqxx::work tx(*conn_->c);
-    CheckerResult result;
     const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
+    CheckerResult result = CheckJobs({tx, now}, limit, nullptr, claim_backlog_);
+    tx.commit();
+    return result;
+  });
+}
+
+// The checker step in the caller's transaction: due jobs (all, or only those of `filter`'s
+// schedules and groups) claimed, decided and written.
+CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const CheckFilter* filter, bool& claim_backlog) {
+  pqxx::work& tx = ctx.tx;
+  const TimePoint now = ctx.now;
+  {
+    CheckerResult result;
     struct Due {
       int64_t id, schedule_id;
       int version;
@@ -405,13 +452,24 @@ Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
     // nothing is due): PostgreSQL would then sort every due job on every claim, quadratic in the
     // backlog. While the last claim was full, sorting is ruled out: the claim walks jobs_claim in
     // priority order and stops after `limit` due jobs.
-    if (claim_backlog_) tx.exec("SET LOCAL enable_sort = off");
-    for (const auto& r : tx.exec_params(
-             "SELECT id, schedule_id, schedule_version, state, trigger_state::text, triggered_by::text, "
-             TRIGD_MS("opened_at") ", " TRIGD_MS("ready_at") ", coalesce(last_decision, '') FROM jobs "
-             "WHERE next_check_at <= now() "
-             "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT $1 FOR UPDATE SKIP LOCKED",
-             static_cast<int64_t>(limit))) {
+    const bool no_sort = claim_backlog && !filter;
+    if (no_sort) tx.exec("SET LOCAL enable_sort = off");
+    std::string filter_sql;
+    json filter_groups = json::array();
+    std::string filter_ids = "{}";
+    if (filter) {
+      filter_sql = "AND (schedule_id = ANY($2::bigint[]) OR concurrency_group IN (SELECT jsonb_array_elements_text($3::jsonb))) ";
+      filter_ids = IntArray(filter->schedule_ids);
+      for (const std::string& g : filter->groups) filter_groups.push_back(g);
+    }
+    const std::string claim =
+        "SELECT id, schedule_id, schedule_version, state, trigger_state::text, triggered_by::text, "
+        TRIGD_MS("opened_at") ", " TRIGD_MS("ready_at") ", coalesce(last_decision, '') FROM jobs "
+        "WHERE next_check_at <= now() " + filter_sql +
+        "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT $1 FOR UPDATE SKIP LOCKED";
+    pqxx::result claimed = filter ? tx.exec_params(claim, static_cast<int64_t>(limit), filter_ids, filter_groups.dump())
+                                  : tx.exec_params(claim, static_cast<int64_t>(limit));
+    for (const auto& r : claimed) {
       Due d{r[0].as<int64_t>(), r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>(),
             TriggerStateFromJson(json::parse(r[4].as<std::string>())), json::parse(r[5].as<std::string>()),
             FromMillis(r[6].as<int64_t>()),
@@ -420,8 +478,8 @@ Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
       sids.insert(d.schedule_id);
       due.push_back(std::move(d));
     }
-    if (claim_backlog_) tx.exec("SET LOCAL enable_sort = on");
-    claim_backlog_ = due.size() == limit;
+    if (no_sort) tx.exec("SET LOCAL enable_sort = on");
+    if (!filter) claim_backlog = due.size() == limit;
     if (due.empty()) return result;
     std::map<int64_t, ScheduleView> schedules = LoadSchedules(tx, cache_, sids, true);
     // Lock the run counters, schedules then groups, each in a fixed order (no deadlock
@@ -590,9 +648,8 @@ Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
         "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, state text, next_check_at bigint, decision text, "
         "forced boolean, reason text, history jsonb) WHERE j.id = x.id",
         json(job_updates).dump());
-    tx.commit();
     return result;
-  });
+  }
 }
 
 Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
@@ -721,6 +778,7 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
     TickResult out;
     const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
     json outbox = json::array(), updates = json::array();
+    IngestBatch ticks;
     for (const auto& r : tx.exec_params(
              "SELECT t.schedule_id, " TRIGD_MS("t.anchor") ", " TRIGD_MS("t.last_fire_time") ", t.leaf, "
              "s.name, s.version, s.document::text FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
@@ -745,7 +803,10 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
         e.type = EventType::kTick;
         e.time = now;
         e.payload = {{"schedule", name}, {"fire_time", FormatTime(fire)}};
+        e.tick = {name, fire};
         outbox.push_back({{"topic", topic_prefix_ + "events.time"}, {"key", name}, {"payload", EnvelopeToJson(e).dump()}});
+        ticks.events.push_back(std::move(e));
+        ticks.schedule_ids.push_back({id});
       }
       out.produced += static_cast<int>(due.fire.size());
       out.skipped += static_cast<int>(due.skipped);
@@ -759,6 +820,11 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
                      "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, last bigint, next bigint) "
                      "WHERE t.schedule_id = x.id", updates.dump());
     }
+    // Each tick is applied here, in the transaction that decides it, instead of after a round
+    // trip through Kafka and ingestion (a storm of schedules due in the same second launches
+    // in one pass). Its copy on trigd.events.time is for observers; ingestion counts it as a
+    // duplicate (same id, recorded here).
+    ApplyEvents({tx, now}, ticks, out.applied);
     InsertOutbox(tx, outbox);
     tx.commit();
     return out;

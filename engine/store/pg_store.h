@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -75,6 +76,15 @@ struct IngestBatch {
   std::vector<DeadLetter> dead;
 };
 
+struct CheckerResult {
+  int checked = 0;
+  int launched = 0;
+  int discarded = 0;
+  int waiting = 0;
+  // (constraint, result) -> count, for trigd_constraint_checks_total.
+  std::map<std::pair<std::string, std::string>, int> checks;
+};
+
 struct IngestResult {
   bool fenced = false;  // another consumer moved a position first: nothing applied; rewind
   std::vector<std::string> outcome;  // per event: applied, duplicate or no_match
@@ -83,6 +93,15 @@ struct IngestResult {
   int jobs_discarded = 0;
   std::map<std::string, int> run_outcomes;  // succeeded, failed, killed
   int published = 0;  // upstream_failed events written to the outbox
+  // The checker step run inside the same transaction for the jobs this batch made ready (and
+  // the waiting jobs its ended runs woke): see PgStore::ApplyBatch.
+  CheckerResult checker;
+};
+
+struct TickResult {
+  int produced = 0;
+  int skipped = 0;
+  IngestResult applied;  // the ticks applied to their schedules' jobs
 };
 
 struct OutboxRow {
@@ -93,14 +112,6 @@ struct OutboxRow {
   std::optional<int64_t> job_id;
 };
 
-struct CheckerResult {
-  int checked = 0;
-  int launched = 0;
-  int discarded = 0;
-  int waiting = 0;
-  // (constraint, result) -> count, for trigd_constraint_checks_total.
-  std::map<std::pair<std::string, std::string>, int> checks;
-};
 
 struct SweepResult {
   int lost = 0;     // runs whose heartbeat timed out
@@ -108,16 +119,18 @@ struct SweepResult {
   int failed = 0;   // lost runs out of attempts: failed, with a `failed` program event
 };
 
-struct TickResult {
-  int produced = 0;
-  int skipped = 0;
-};
+
 
 class PgStore {
  public:
   static Result<std::unique_ptr<PgStore>> Connect(const std::string& pg,
                                                   const std::string& topic_prefix);
   ~PgStore();
+
+  // The fast path of ApplyBatch and TickTimeTriggers (jobs they make ready are checked, and
+  // launched if they can, in the same transaction). On by default; off leaves every ready job
+  // to CheckDueJobs (tests of the checker step on its own).
+  void SetFastPath(bool on) { fast_path_ = on; }
 
   // Changes after `after_seq` (0: every active schedule, for start-up).
   Result<ScheduleChanges> LoadScheduleChanges(int64_t after_seq);
@@ -129,7 +142,10 @@ class PgStore {
   // Ingestion, one transaction: a compare-and-set of the positions (fencing a consumer that
   // lost a partition), de-duplication by event id, the open jobs of the reached schedules
   // locked and accumulated (core/accumulator.h), run reports, dead letters and published
-  // events into the outbox. kAborted: a race with another instance; rerun it as is.
+  // events into the outbox; then the checker step (CheckDueJobs) for the due jobs of the
+  // schedules and groups whose jobs became ready or whose runs ended, so a job that can
+  // launch at once is launched by this commit. kAborted: a race with another instance;
+  // rerun it as is.
   Result<IngestResult> ApplyBatch(const IngestBatch& batch);
 
   // The constraint checker: claims up to `limit` due jobs (highest priority first, then
@@ -150,7 +166,9 @@ class PgStore {
   // Runs whose backoff passed get their next attempt's launch request (same run id).
   Result<SweepResult> SweepRuns();
 
-  // Produces the due time ticks (SPEC §5 "Time triggers") into the outbox.
+  // The due time ticks (SPEC §5 "Time triggers"): applied to their schedules' jobs in this
+  // transaction (as ApplyBatch would, de-duplicated by the tick's id, fast path included)
+  // and written to the outbox for trigd.events.time, where ingestion sees them as duplicates.
   Result<TickResult> TickTimeTriggers(size_t limit);
 
   // Job counts by state (open and waiting states only) for the trigd_jobs gauge.
@@ -162,6 +180,15 @@ class PgStore {
  private:
   struct Conn;
   struct Claim;
+  struct TxContext;  // the open transaction and what the steps below share
+  struct CheckFilter {
+    std::set<int64_t> schedule_ids;
+    std::set<std::string> groups;
+  };
+  // At most this many due jobs are decided by an ingest transaction's fast path.
+  static constexpr size_t kFastPathLimit = 5000;
+  void ApplyEvents(const TxContext& ctx, const IngestBatch& batch, IngestResult& result);
+  CheckerResult CheckJobs(const TxContext& ctx, size_t limit, const CheckFilter* filter, bool& claim_backlog);
   PgStore(std::unique_ptr<Conn> c, std::string topic_prefix);
   std::unique_ptr<Conn> conn_;
   std::unique_ptr<Claim> claim_;
@@ -169,6 +196,7 @@ class PgStore {
   ScheduleCache cache_;
   // The last claim of due jobs was full: a backlog (e.g. a storm of schedules due at once).
   bool claim_backlog_ = false;
+  bool fast_path_ = true;
 };
 
 }  // namespace trigd

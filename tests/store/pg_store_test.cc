@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <pqxx/pqxx>
 
+#include "core/envelope.h"
 #include "core/schedule_parser.h"
 #include "store/admin.h"
 #include "store/migrator.h"
@@ -75,9 +76,12 @@ class PgStoreTest : public ::testing::Test {
     ASSERT_TRUE(ApplyMigrations(conn_, TRIGD_SOURCE_DIR "/schema", nullptr).ok());
     store_ = NewStore();
   }
-  std::unique_ptr<PgStore> NewStore() {
+  // Most tests drive the checker step on its own (fast path off); the FastPath tests and the
+  // racing test's run ends use it as trigd does.
+  std::unique_ptr<PgStore> NewStore(bool fast_path = false) {
     auto store = PgStore::Connect(conn_, "t.");
     EXPECT_TRUE(store.ok()) << store.status().ToString();
+    (*store)->SetFastPath(fast_path);
     return std::move(*store);
   }
   void Apply(const std::vector<json>& docs) {
@@ -263,7 +267,7 @@ TEST_F(PgStoreTest, HighestPriorityWaitingJobTakesTheFreedGroupSlotFirst) {
 }
 
 // Three checkers (three trigd instances) race on the same schedules and group while runs end
-// at random; an observer polls committed state and must never see a limit exceeded.
+// at random (each end's ingest transaction checks the jobs it woke, the fast path); an observer polls committed state and must never see a limit exceeded.
 TEST_F(PgStoreTest, ConcurrencyLimitsHoldWithThreeRacingCheckers) {
   std::vector<json> docs;
   for (int i = 0; i < 3; ++i) {
@@ -302,7 +306,8 @@ TEST_F(PgStoreTest, ConcurrencyLimitsHoldWithThreeRacingCheckers) {
       ++observations;
     }
   });
-  auto finisher = NewStore();
+  // Run ends go through the fast path, as in trigd: the woken jobs race the three checkers.
+  auto finisher = NewStore(/*fast_path=*/true);
   std::mt19937 rng(7);
   int64_t offset = static_cast<int64_t>(events.size());
   int finished = 0;
@@ -410,6 +415,63 @@ TEST_F(PgStoreTest, UpstreamFailureDiscardsTheOpenJobAndPublishesKilled) {
   // With no open job the failure still travels down.
   ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f2", "up", "r2", ProgramStatus::kFailed)}, 2)).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE key='down.p'"), 2);
+}
+
+TEST_F(PgStoreTest, FastPathLaunchesAReadyJobInTheIngestTransaction) {
+  Apply({PartitionSchedule("s", "d")});
+  auto store = NewStore(/*fast_path=*/true);
+  auto r = store->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->jobs_ready, 1);
+  EXPECT_EQ(r->checker.launched, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_launch'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='launched'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND job_id IS NOT NULL"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 1"), 1);
+  // Nothing is left for the checker loop.
+  EXPECT_EQ(store->CheckDueJobs(100)->checked, 0);
+}
+
+TEST_F(PgStoreTest, FastPathLeavesAJobThatMustWaitToTheChecker) {
+  Apply({PartitionSchedule("s", "d", {{"max_concurrent_runs", 1}})});
+  auto store = NewStore(/*fast_path=*/true);
+  auto r = store->ApplyBatch(Batch({PartitionEvent("e1", "d", "a"), PartitionEvent("e2", "d", "b")}, 0));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->jobs_ready, 2);
+  EXPECT_EQ(r->checker.launched, 1);
+  EXPECT_EQ(r->checker.waiting, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_constraint' AND last_decision LIKE '%max_concurrent_runs%'"), 1);
+  // The run's end frees the slot and the same transaction launches the waiting job.
+  pqxx::connection c(conn_);
+  auto run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
+  r = store->ApplyBatch(Batch({ProgramEvent("done", "p", run, ProgramStatus::kSucceeded)}, 2));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->checker.launched, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='launched'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='succeeded'"), 1);
+}
+
+TEST_F(PgStoreTest, TickAppliesItselfAndItsCopyOnTheTopicIsADuplicate) {
+  Apply({{{"name", "t"}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"every", "1m"}}}}}}});
+  Exec("UPDATE time_triggers SET anchor = now() - interval '90 seconds', next_fire_at = now() - interval '30 seconds'");
+  auto store = NewStore(/*fast_path=*/true);
+  auto r = store->TickTimeTriggers(100);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->produced, 1);
+  EXPECT_EQ(r->applied.jobs_ready, 1);
+  EXPECT_EQ(r->applied.checker.launched, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
+  // Ingestion of the published copy changes nothing.
+  pqxx::connection c(conn_);
+  std::string payload = pqxx::work(c).exec1("SELECT payload FROM outbox WHERE topic='t.events.time'")[0].as<std::string>();
+  auto tick = ParseEnvelope(payload);
+  ASSERT_TRUE(tick.ok()) << tick.status().ToString();
+  auto copy = store->ApplyBatch(Batch({*tick}, 0));
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  EXPECT_EQ(copy->outcome, std::vector<std::string>{"duplicate"});
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
 }
 
 }  // namespace
