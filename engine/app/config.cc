@@ -19,6 +19,7 @@ Config LoadConfig(std::vector<std::string>& args) {
   FromEnv("TRIGD_METRICS", c.metrics);
   FromEnv("TRIGD_TOPIC_PREFIX", c.topic_prefix);
   FromEnv("TRIGD_GROUP", c.group);
+  if (const char* v = std::getenv("TRIGD_FAST_PATH"); v && std::string(v) == "0") c.fast_path = false;
   struct Flag { const char* name; std::string* out; };
   const Flag flags[] = {{"--kafka", &c.kafka}, {"--pg", &c.pg}, {"--metrics", &c.metrics},
                         {"--topic-prefix", &c.topic_prefix}, {"--group", &c.group}};

@@ -13,6 +13,9 @@ struct Config {
   std::string metrics = "127.0.0.1:9464";          // TRIGD_METRICS
   std::string topic_prefix = "trigd.";             // TRIGD_TOPIC_PREFIX
   std::string group = "trigd";                     // TRIGD_GROUP
+  // TRIGD_FAST_PATH=0 leaves every ready job to the checker loop (two commits per launch
+  // instead of one): a diagnostic switch, used by the latency benchmark as its comparison.
+  bool fast_path = true;
 };
 
 // Reads the environment, then consumes --kafka, --pg, --metrics, --topic-prefix and --group

@@ -62,6 +62,7 @@ class StoreHandle {
       return nullptr;
     }
     store_ = std::move(*s);
+    store_->SetFastPath(config_.fast_path);
     return store_.get();
   }
   // Called with a failed status: drops the connection when it is gone.
