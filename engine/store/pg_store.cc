@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include <pqxx/pqxx>
 
@@ -11,12 +13,14 @@
 #include "core/schedule_parser.h"
 #include "core/trigger_eval.h"
 #include "store/pg_internal.h"
+#include "store/sql_array.h"
 
 namespace trigd {
 
 using nlohmann::json;
 using pg_internal::FromMillis;
 using pg_internal::Guard;
+using pg_internal::SqlArray;
 using pg_internal::ToMillis;
 
 struct PgStore::Conn {
@@ -68,6 +72,53 @@ std::string IntArray(const C& ids) {
   return out + "}";
 }
 
+
+// Appends s as a JSON string. trigd's strings come from parsed JSON documents (events,
+// schedules), so they are valid UTF-8, which is copied as is.
+void AppendJsonString(std::string& out, std::string_view s) {
+  out += '"';
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  out += '"';
+}
+
+// `entries` as a JSON array, into out (replaced).
+void JsonArray(const std::vector<json>& entries, std::string& out) {
+  out = "[";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i > 0) out += ',';
+    out += entries[i].dump();
+  }
+  out += ']';
+}
+
+// A job's triggering events as stored (and carried into its launch request), into out.
+void TriggeredByJson(const std::vector<TriggeringEvent>& events, std::string& out) {
+  out = "[";
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (i > 0) out += ',';
+    out += "{\"id\":";
+    AppendJsonString(out, events[i].id);
+    out += ",\"payload\":";
+    out += events[i].payload.dump();
+    out += ",\"type\":";
+    AppendJsonString(out, events[i].type);
+    out += '}';
+  }
+  out += ']';
+}
 
 bool IsFinal(ProgramStatus s) {
   return s == ProgramStatus::kSucceeded || s == ProgramStatus::kFailed || s == ProgramStatus::kKilled;
@@ -243,22 +294,22 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
   {
     // De-duplication: only events that can change something are recorded.
     result.outcome.assign(batch.events.size(), "no_match");
-    json ids = json::array();
+    SqlArray ids;
     std::vector<bool> relevant(batch.events.size(), false);
     for (size_t i = 0; i < batch.events.size(); ++i) {
       const Event& e = batch.events[i];
       bool report = e.type == EventType::kProgram && !e.program.run_id.empty();
       if (!batch.schedule_ids[i].empty() || report) {
         relevant[i] = true;
-        ids.push_back(e.id);
+        ids.AddText(e.id);
       }
     }
-    std::set<std::string> fresh;
+    std::unordered_set<std::string> fresh;
     if (!ids.empty()) {
-      for (const auto& r : tx.exec_params(
-               "INSERT INTO seen_events (id) SELECT x FROM jsonb_array_elements_text($1::jsonb) x "
-               "ON CONFLICT DO NOTHING RETURNING id", ids.dump())) {
-        fresh.insert(r[0].as<std::string>());
+      fresh.reserve(ids.size());
+      for (const auto& r : tx.exec_params("INSERT INTO seen_events (id) SELECT unnest($1::text[]) "
+                                          "ON CONFLICT DO NOTHING RETURNING id", ids.Take())) {
+        fresh.emplace(r[0].c_str(), r[0].size());
       }
     }
     std::vector<AccumulateInput> inputs;
@@ -308,61 +359,85 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (acc.applied[k]) result.outcome[input_index[k]] = "applied";
     }
-    json inserts = json::array(), updates = json::array();
+    // One array per column (sql_array.h); updates and inserts apart.
+    struct JobColumns {
+      SqlArray id, schedule_id, schedule_name, schedule_version, state, priority, trigger_state, triggered_by,
+          history, opened_at, ready_at, next_check_at, concurrency_group, discard_reason;
+    };
+    JobColumns ins, upd;
+    std::string text;
     for (const OpenJob& job : acc.jobs) {
       if (job.id != 0 && !job.changed && !job.discarded && !job.complete) continue;
       const ScheduleView& view = schedules.at(job.schedule_id);
       const Schedule& s = *view.schedule;
-      json triggered = json::array();
-      for (const auto& t : job.triggered_by) triggered.push_back({{"id", t.id}, {"type", t.type}, {"payload", t.payload}});
-      std::string state = job.discarded ? "discarded" : job.complete ? "pending_constraint" : "pending_trigger";
       std::optional<int64_t> next_check;
       if (job.complete) {
         next_check = ToMillis(now);
       } else if (!job.discarded && s.timeout) {
         next_check = ToMillis(job.opened_at + s.timeout->after);
       }
-      json row = {{"id", job.id}, {"schedule_id", job.schedule_id}, {"schedule_name", s.id().value()},
-                  {"schedule_version", job.schedule_version}, {"state", state}, {"priority", s.priority},
-                  {"trigger_state", TriggerStateToJson(job.state)}, {"triggered_by", triggered},
-                  {"history", job.history}, {"opened_at", ToMillis(job.opened_at)},
-                  {"ready_at", job.complete ? json(ToMillis(now)) : json()},
-                  {"next_check_at", next_check ? json(*next_check) : json()},
-                  {"concurrency_group", s.constraints.concurrency_group ? json(s.constraints.concurrency_group->name) : json()},
-                  {"discard_reason", job.discarded ? json(job.discard_reason) : json()}};
+      JobColumns& c = job.id == 0 ? ins : upd;
       if (job.id == 0) {
         ++result.jobs_opened;
-        inserts.push_back(std::move(row));
+        c.schedule_id.AddInt(job.schedule_id);
+        c.schedule_name.AddText(s.id().value());
+        c.schedule_version.AddInt(job.schedule_version);
+        c.priority.AddInt(s.priority);
+        c.opened_at.AddInt(ToMillis(job.opened_at));
+        if (s.constraints.concurrency_group) {
+          c.concurrency_group.AddText(s.constraints.concurrency_group->name);
+        } else {
+          c.concurrency_group.AddNull();
+        }
       } else {
-        updates.push_back(std::move(row));
+        c.id.AddInt(job.id);
+        if (job.discarded) {
+          c.discard_reason.AddText(job.discard_reason);
+        } else {
+          c.discard_reason.AddNull();
+        }
       }
+      c.state.AddText(job.discarded ? "discarded" : job.complete ? "pending_constraint" : "pending_trigger");
+      c.trigger_state.AddText(TriggerStateToJson(job.state).dump());
+      TriggeredByJson(job.triggered_by, text);
+      c.triggered_by.AddText(text);
+      JsonArray(job.history, text);
+      c.history.AddText(text);
+      c.ready_at.AddIntOrNull(job.complete ? std::optional<int64_t>(ToMillis(now)) : std::nullopt);
+      c.next_check_at.AddIntOrNull(next_check);
       if (job.complete) ++result.jobs_ready;
       if (job.discarded) ++result.jobs_discarded;
     }
-    static const std::string kRecord =
-        "x(id bigint, schedule_id bigint, schedule_name text, schedule_version int, state text, "
-        "priority int, trigger_state jsonb, triggered_by jsonb, history jsonb, opened_at bigint, "
-        "ready_at bigint, next_check_at bigint, concurrency_group text, discard_reason text)";
     // Updates first: a batch that completes a stored open job and opens the next one for the
     // same schedule must move the old row out of pending_trigger before the new row is inserted
     // (jobs_one_open allows one per schedule; the other order violates it on every retry).
-    if (!updates.empty()) {
+    if (!upd.id.empty()) {
       tx.exec_params(
           "UPDATE jobs j SET state = x.state, trigger_state = x.trigger_state, triggered_by = x.triggered_by, "
           "history = trigd_append_history(j.history, x.history), "
           "ready_at = coalesce(to_timestamp(x.ready_at / 1000.0), j.ready_at), "
           "next_check_at = to_timestamp(x.next_check_at / 1000.0), discard_reason = x.discard_reason, "
           "finished_at = CASE WHEN x.state = 'discarded' THEN now() END "
-          "FROM jsonb_to_recordset($1::jsonb) AS " + kRecord + " WHERE j.id = x.id", updates.dump());
+          "FROM unnest($1::bigint[], $2::text[], $3::jsonb[], $4::jsonb[], $5::jsonb[], $6::bigint[], $7::bigint[], "
+          "$8::text[]) AS x(id, state, trigger_state, triggered_by, history, ready_at, next_check_at, discard_reason) "
+          "WHERE j.id = x.id",
+          upd.id.Take(), upd.state.Take(), upd.trigger_state.Take(), upd.triggered_by.Take(), upd.history.Take(),
+          upd.ready_at.Take(), upd.next_check_at.Take(), upd.discard_reason.Take());
     }
-    if (!inserts.empty()) {
+    if (!ins.schedule_id.empty()) {
       tx.exec_params(
           "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, priority, trigger_state, "
           "triggered_by, history, opened_at, first_event_at, ready_at, next_check_at, concurrency_group) "
           "SELECT schedule_id, schedule_name, schedule_version, state, priority, trigger_state, triggered_by, "
           "history, to_timestamp(opened_at / 1000.0), to_timestamp(opened_at / 1000.0), "
           "to_timestamp(ready_at / 1000.0), to_timestamp(next_check_at / 1000.0), concurrency_group "
-          "FROM jsonb_to_recordset($1::jsonb) AS " + kRecord, inserts.dump());
+          "FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::int[], $6::jsonb[], $7::jsonb[], "
+          "$8::jsonb[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[]) AS x(schedule_id, schedule_name, "
+          "schedule_version, state, priority, trigger_state, triggered_by, history, opened_at, ready_at, "
+          "next_check_at, concurrency_group)",
+          ins.schedule_id.Take(), ins.schedule_name.Take(), ins.schedule_version.Take(), ins.state.Take(),
+          ins.priority.Take(), ins.trigger_state.Take(), ins.triggered_by.Take(), ins.history.Take(),
+          ins.opened_at.Take(), ins.ready_at.Take(), ins.next_check_at.Take(), ins.concurrency_group.Take());
     }
     // Only a run still in flight moves: a duplicate or late report changes nothing.
     std::vector<EndedRun> ended;
@@ -438,8 +513,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       int64_t id, schedule_id;
       int version;
       std::string state;
-      TriggerState trigger;
-      json triggered_by;
+      std::string trigger_state;  // JSON; read for pending_trigger only (pending_constraint is complete)
+      std::string triggered_by;   // JSON as stored: copied into the launch request as is
       TimePoint opened_at;
       std::optional<TimePoint> ready_at;
       std::string last_decision;
@@ -463,7 +538,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       for (const std::string& g : filter->groups) filter_groups.push_back(g);
     }
     const std::string claim =
-        "SELECT id, schedule_id, schedule_version, state, trigger_state::text, triggered_by::text, "
+        "SELECT id, schedule_id, schedule_version, state, "
+        "CASE WHEN state = 'pending_trigger' THEN trigger_state::text END, triggered_by::text, "
         TRIGD_MS("opened_at") ", " TRIGD_MS("ready_at") ", coalesce(last_decision, '') FROM jobs "
         "WHERE next_check_at <= now() " + filter_sql +
         "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT $1 FOR UPDATE SKIP LOCKED";
@@ -471,7 +547,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
                                   : tx.exec_params(claim, static_cast<int64_t>(limit));
     for (const auto& r : claimed) {
       Due d{r[0].as<int64_t>(), r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>(),
-            TriggerStateFromJson(json::parse(r[4].as<std::string>())), json::parse(r[5].as<std::string>()),
+            r[4].is_null() ? std::string() : r[4].as<std::string>(), r[5].as<std::string>(),
             FromMillis(r[6].as<int64_t>()),
             r[7].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[7].as<int64_t>())),
             r[8].as<std::string>()};
@@ -494,22 +570,24 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     if (!schedules.empty()) {
       std::vector<int64_t> ids;
       for (const auto& [id, v] : schedules) ids.push_back(id);
+      const std::string id_array = IntArray(ids);
       tx.exec_params("INSERT INTO schedule_runtime (schedule_id) SELECT unnest($1::bigint[]) ON CONFLICT DO NOTHING",
-                     IntArray(ids));
+                     id_array);
       for (const auto& r : tx.exec_params(
                "SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime "
-               "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE", IntArray(ids))) {
+               "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE", id_array)) {
         sched_rt[r[0].as<int64_t>()] = {r[1].as<int64_t>(),
                                         r[2].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[2].as<int64_t>()))};
       }
     }
     if (!groups.empty()) {
-      json names(groups);
-      tx.exec_params("INSERT INTO group_runtime (name) SELECT jsonb_array_elements_text($1::jsonb) ON CONFLICT DO NOTHING",
-                     names.dump());
+      SqlArray names;
+      for (const std::string& g : groups) names.AddText(g);
+      const std::string name_array = names.Take();
+      tx.exec_params("INSERT INTO group_runtime (name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING", name_array);
       for (const auto& r : tx.exec_params(
-               "SELECT name, active_runs FROM group_runtime WHERE name IN (SELECT jsonb_array_elements_text($1::jsonb)) "
-               "ORDER BY name FOR UPDATE", names.dump())) {
+               "SELECT name, active_runs FROM group_runtime WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE",
+               name_array)) {
         group_rt[r[0].as<std::string>()] = r[1].as<int64_t>();
       }
     }
@@ -533,18 +611,47 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         }
       }
     }
-    json job_updates = json::array(), runs = json::array(), outbox = json::array();
+    // What the transaction writes, one array per column (sql_array.h).
+    struct {
+      SqlArray id, state, next_check_at, decision, forced, reason, history;
+    } jobs;
+    struct {
+      SqlArray run_id, job_id, schedule_id, schedule_name, program, target, concurrency_group, max_attempts,
+          heartbeat_timeout_ms, request;
+    } runs;
+    struct {
+      SqlArray topic, key, payload, job_id;
+    } outbox;
+    auto update_job = [&](int64_t id, const std::string& state, std::optional<int64_t> next_check_at,
+                          const std::string* decision, std::optional<bool> forced, const std::string* reason,
+                          const json* history) {
+      jobs.id.AddInt(id);
+      jobs.state.AddText(state);
+      jobs.next_check_at.AddIntOrNull(next_check_at);
+      decision ? jobs.decision.AddText(*decision) : jobs.decision.AddNull();
+      forced ? jobs.forced.AddBool(*forced) : jobs.forced.AddNull();
+      reason ? jobs.reason.AddText(*reason) : jobs.reason.AddNull();
+      history ? jobs.history.AddText("[" + history->dump() + "]") : jobs.history.AddNull();
+    };
+    // A launch request (SPEC §5) is the same for every job of a schedule but for the run id and
+    // the triggering events: its other fields are written once per schedule and claim. Keys in
+    // the order nlohmann::json writes them (sorted), as before.
+    struct RequestParts {
+      std::string head;    // {"attempt":1, ..., "run_id":
+      std::string middle;  // ,"schedule":..., "triggered_by":
+    };
+    std::map<int64_t, RequestParts> request_parts;
+    const std::string launched_at = json(FormatTime(now)).dump();
+    std::string request;
     for (Due& d : due) {
       ++result.checked;
       auto sv = schedules.find(d.schedule_id);
-      json update = {{"id", d.id}};
       if (sv == schedules.end() || sv->second.version != d.version) {
         // Deleted, suspended or updated since the job opened: it never launches.
         std::string reason = sv == schedules.end() ? "schedule deleted or suspended" : "schedule updated";
-        update.update({{"state", "discarded"}, {"reason", reason},
-                       {"history", json::array({HistoryEntry(now, "discarded: " + reason)})}});
+        json entry = HistoryEntry(now, "discarded: " + reason);
+        update_job(d.id, "discarded", std::nullopt, nullptr, std::nullopt, &reason, &entry);
         ++result.discarded;
-        job_updates.push_back(std::move(update));
         continue;
       }
       const Schedule& s = *sv->second.schedule;
@@ -562,7 +669,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
           if (t > now - s.constraints.max_runs_per->period) facts.launches_in_period.push_back(t);
         }
       }
-      bool complete = d.state == "pending_constraint" || IsComplete(s.trigger, d.trigger);
+      bool complete = d.state == "pending_constraint" ||
+                      IsComplete(s.trigger, TriggerStateFromJson(json::parse(d.trigger_state)));
       CheckOutcome out = CheckJob(s, {d.opened_at, d.ready_at}, complete, facts, now);
       for (const ConstraintCheck& c : out.checks) {
         ++result.checks[{c.constraint, ConstraintResultName(c.result)}];
@@ -575,68 +683,98 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       if (out.decision == Decision::kLaunch) {
         ++result.launched;
         std::string run_id = pg_internal::NewRunId();
-        json request = {{"run_id", run_id}, {"schedule", s.id().value()}, {"schedule_version", d.version},
-                        {"program", {{"name", s.program.name}, {"args", s.program.args}, {"target", s.program.target}}},
-                        {"attempt", 1}, {"heartbeat_timeout", FormatDuration(s.heartbeat_timeout)},
-                        {"launched_at", FormatTime(now)}, {"triggered_by", d.triggered_by}};
-        runs.push_back({{"run_id", run_id}, {"job_id", d.id}, {"schedule_id", d.schedule_id},
-                        {"schedule_name", s.id().value()}, {"program", s.program.name}, {"target", s.program.target},
-                        {"concurrency_group", group ? json(*group) : json()},
-                        {"max_attempts", s.retry.max_attempts},
-                        {"heartbeat_timeout_ms", s.heartbeat_timeout.count()}, {"request", request}});
-        outbox.push_back({{"topic", topic_prefix_ + "launch." + s.program.target}, {"key", s.program.name},
-                          {"payload", request.dump()}, {"job_id", d.id}});
+        auto [parts, fresh] = request_parts.try_emplace(d.schedule_id);
+        if (fresh) {
+          json program = {{"name", s.program.name}, {"args", s.program.args}, {"target", s.program.target}};
+          parts->second.head = "{\"attempt\":1,\"heartbeat_timeout\":" + json(FormatDuration(s.heartbeat_timeout)).dump() +
+                               ",\"launched_at\":" + launched_at + ",\"program\":" + program.dump() + ",\"run_id\":";
+          parts->second.middle = ",\"schedule\":" + json(s.id().value()).dump() +
+                                 ",\"schedule_version\":" + std::to_string(d.version) + ",\"triggered_by\":";
+        }
+        request = parts->second.head;
+        AppendJsonString(request, run_id);
+        request += parts->second.middle;
+        request += d.triggered_by;
+        request += '}';
+        runs.run_id.AddText(run_id);
+        runs.job_id.AddInt(d.id);
+        runs.schedule_id.AddInt(d.schedule_id);
+        runs.schedule_name.AddText(s.id().value());
+        runs.program.AddText(s.program.name);
+        runs.target.AddText(s.program.target);
+        runs.concurrency_group.AddTextOrNull(group);
+        runs.max_attempts.AddInt(s.retry.max_attempts);
+        runs.heartbeat_timeout_ms.AddInt(s.heartbeat_timeout.count());
+        runs.request.AddText(request);
+        outbox.topic.AddText(topic_prefix_ + "launch." + s.program.target);
+        outbox.key.AddText(s.program.name);
+        outbox.payload.AddText(request);
+        outbox.job_id.AddInt(d.id);
         ++rt.active;
         rt.last_launch = now;
         if (group) ++group_rt[*group];
         recent[d.schedule_id].push_back(now);
-        update.update({{"state", "pending_launch"}, {"forced", out.forced}, {"run_id", run_id},
-                       {"history", json::array({HistoryEntry(now, out.forced ? "launched by timeout (action run)" : "constraints hold: launching",
-                                                             {{"run_id", run_id}, {"checks", checks}})})}});
+        json entry = HistoryEntry(now, out.forced ? "launched by timeout (action run)" : "constraints hold: launching",
+                                  {{"run_id", run_id}, {"checks", std::move(checks)}});
+        update_job(d.id, "pending_launch", std::nullopt, nullptr, out.forced, nullptr, &entry);
       } else if (out.decision == Decision::kDiscard) {
         ++result.discarded;
-        update.update({{"state", "discarded"}, {"reason", out.reason},
-                       {"history", json::array({HistoryEntry(now, "discarded: " + out.reason, {{"checks", checks}})})}});
+        json entry = HistoryEntry(now, "discarded: " + out.reason, {{"checks", std::move(checks)}});
+        update_job(d.id, "discarded", std::nullopt, nullptr, std::nullopt, &out.reason, &entry);
       } else {
         ++result.waiting;
         // A wait that only a run's end can lift is woken by that end; the fallback re-check
         // covers a wake-up lost to a crash between the two.
         TimePoint next = out.next_check_at.value_or(now + std::chrono::seconds(30));
-        update.update({{"state", d.state == "pending_trigger" && !complete ? "pending_trigger" : "pending_constraint"},
-                       {"next_check_at", ToMillis(next)}, {"decision", out.reason}});
+        std::string state = d.state == "pending_trigger" && !complete ? "pending_trigger" : "pending_constraint";
+        std::optional<json> entry;
         if (out.reason != d.last_decision) {
-          update["history"] = json::array({HistoryEntry(now, "waiting: " + out.reason,
-                                                        {{"checks", checks}, {"next_check_at", FormatTime(next)}})});
+          entry = HistoryEntry(now, "waiting: " + out.reason,
+                               {{"checks", std::move(checks)}, {"next_check_at", FormatTime(next)}});
         }
+        update_job(d.id, state, ToMillis(next), &out.reason, std::nullopt, nullptr, entry ? &*entry : nullptr);
       }
-      job_updates.push_back(std::move(update));
     }
-    if (!runs.empty()) {
+    if (!runs.run_id.empty()) {
+      // The history's first entry is the same for every run: a sub-select, evaluated once.
       tx.exec_params(
           "INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, concurrency_group, state, "
           "attempt, max_attempts, heartbeat_timeout_ms, launched_at, last_seen_at, request, history) "
           "SELECT run_id, job_id, schedule_id, schedule_name, program, target, concurrency_group, 'launched', 1, "
           "max_attempts, heartbeat_timeout_ms, now(), now(), request, "
-          "jsonb_build_array(jsonb_build_object('at', now(), 'status', 'launched', 'attempt', 1)) "
-          "FROM jsonb_to_recordset($1::jsonb) AS x(run_id text, job_id bigint, schedule_id bigint, "
-          "schedule_name text, program text, target text, concurrency_group text, max_attempts int, "
-          "heartbeat_timeout_ms bigint, request jsonb)", runs.dump());
-      json rt_rows = json::array();
+          "(SELECT jsonb_build_array(jsonb_build_object('at', now(), 'status', 'launched', 'attempt', 1))) "
+          "FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], "
+          "$8::int[], $9::bigint[], $10::jsonb[]) AS x(run_id, job_id, schedule_id, schedule_name, program, target, "
+          "concurrency_group, max_attempts, heartbeat_timeout_ms, request)",
+          runs.run_id.Take(), runs.job_id.Take(), runs.schedule_id.Take(), runs.schedule_name.Take(),
+          runs.program.Take(), runs.target.Take(), runs.concurrency_group.Take(), runs.max_attempts.Take(),
+          runs.heartbeat_timeout_ms.Take(), runs.request.Take());
+      SqlArray rt_id, rt_active, rt_last;
       for (const auto& [id, c] : sched_rt) {
-        rt_rows.push_back({{"id", id}, {"active", c.active},
-                           {"last", c.last_launch ? json(ToMillis(*c.last_launch)) : json()}});
+        rt_id.AddInt(id);
+        rt_active.AddInt(c.active);
+        rt_last.AddIntOrNull(c.last_launch ? std::optional<int64_t>(ToMillis(*c.last_launch)) : std::nullopt);
       }
       tx.exec_params("UPDATE schedule_runtime r SET active_runs = x.active, "
-                     "last_launch_at = to_timestamp(x.last / 1000.0) FROM jsonb_to_recordset($1::jsonb) "
-                     "AS x(id bigint, active int, last bigint) WHERE r.schedule_id = x.id", rt_rows.dump());
-      json g_rows = json::array();
-      for (const auto& [name, n] : group_rt) g_rows.push_back({{"name", name}, {"active", n}});
-      if (!g_rows.empty()) {
-        tx.exec_params("UPDATE group_runtime g SET active_runs = x.active FROM jsonb_to_recordset($1::jsonb) "
-                       "AS x(name text, active int) WHERE g.name = x.name", g_rows.dump());
+                     "last_launch_at = to_timestamp(x.last / 1000.0) "
+                     "FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS x(id, active, last) "
+                     "WHERE r.schedule_id = x.id", rt_id.Take(), rt_active.Take(), rt_last.Take());
+      if (!group_rt.empty()) {
+        SqlArray g_name, g_active;
+        for (const auto& [name, n] : group_rt) {
+          g_name.AddText(name);
+          g_active.AddInt(n);
+        }
+        tx.exec_params("UPDATE group_runtime g SET active_runs = x.active "
+                       "FROM unnest($1::text[], $2::int[]) AS x(name, active) WHERE g.name = x.name",
+                       g_name.Take(), g_active.Take());
       }
     }
-    InsertOutbox(tx, outbox);
+    if (!outbox.topic.empty()) {
+      tx.exec_params("INSERT INTO outbox (topic, key, payload, job_id) "
+                     "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])",
+                     outbox.topic.Take(), outbox.key.Take(), outbox.payload.Take(), outbox.job_id.Take());
+    }
     tx.exec_params(
         "UPDATE jobs j SET state = x.state, "
         "next_check_at = CASE WHEN x.state IN ('pending_trigger', 'pending_constraint') "
@@ -645,9 +783,10 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         "discard_reason = x.reason, "
         "finished_at = CASE WHEN x.state = 'discarded' THEN now() END, "
         "history = CASE WHEN x.history IS NULL THEN j.history ELSE trigd_append_history(j.history, x.history) END "
-        "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, state text, next_check_at bigint, decision text, "
-        "forced boolean, reason text, history jsonb) WHERE j.id = x.id",
-        json(job_updates).dump());
+        "FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::boolean[], $6::text[], $7::jsonb[]) "
+        "AS x(id, state, next_check_at, decision, forced, reason, history) WHERE j.id = x.id",
+        jobs.id.Take(), jobs.state.Take(), jobs.next_check_at.Take(), jobs.decision.Take(), jobs.forced.Take(),
+        jobs.reason.Take(), jobs.history.Take());
     return result;
   }
 }
@@ -679,11 +818,14 @@ Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& 
       claim_->tx.exec_params("DELETE FROM outbox WHERE id = ANY($1::bigint[])", IntArray(confirmed));
     }
     if (!job_ids.empty()) {
+      // Joined on the primary key: `id = ANY(...)` let the planner walk every pending_launch job
+      // in jobs_by_state (statistics say there are none) and test each against the whole list.
+      // The history entry is the same for every job: a sub-select, evaluated once.
       for (const auto& row : claim_->tx.exec_params(
-               "UPDATE jobs SET state = 'launched', finished_at = now(), history = trigd_append_history(history, "
-               "jsonb_build_array(jsonb_build_object('at', now(), 'what', 'launch request published'))) "
-               "WHERE id = ANY($1::bigint[]) AND state = 'pending_launch' "
-               "RETURNING extract(epoch from now() - coalesce(ready_at, opened_at))::float8",
+               "UPDATE jobs j SET state = 'launched', finished_at = now(), history = trigd_append_history(j.history, "
+               "(SELECT jsonb_build_array(jsonb_build_object('at', now(), 'what', 'launch request published')))) "
+               "FROM unnest($1::bigint[]) AS x(id) WHERE j.id = x.id AND j.state = 'pending_launch' "
+               "RETURNING extract(epoch from now() - coalesce(j.ready_at, j.opened_at))::float8",
                IntArray(job_ids))) {
         latencies.push_back(row[0].as<double>());
       }
