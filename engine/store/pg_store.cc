@@ -264,23 +264,26 @@ Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
   return Guard([&]() -> Result<IngestResult> {
     pqxx::work tx(*conn_->c);
     IngestResult result;
-    const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
     // Positions first: a compare-and-set on the stored offset fences a consumer that lost its
-    // partition in a rebalance but still holds a batch of it.
+    // partition in a rebalance but still holds a batch of it. The transaction's now() comes
+    // back with them (one round trip less on the path of every event).
+    std::optional<TimePoint> now;
     for (const auto& p : batch.positions) {
       auto r = tx.exec_params(
           "INSERT INTO consumer_offsets (group_id, topic, partition, next_offset) "
           "VALUES ($1, $2, $3, $5) ON CONFLICT (group_id, topic, partition) DO UPDATE "
           "SET next_offset = EXCLUDED.next_offset, updated_at = now() "
-          "WHERE consumer_offsets.next_offset <= $4 RETURNING 1",
+          "WHERE consumer_offsets.next_offset <= $4 RETURNING " TRIGD_MS("now()"),
           batch.group, p.topic, p.partition, p.first_offset, p.next_offset);
       if (r.empty()) {
         tx.abort();
         result.fenced = true;
         return result;
       }
+      now = FromMillis(r[0][0].as<int64_t>());
     }
-    ApplyEvents({tx, now}, batch, result);
+    if (!now) now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
+    ApplyEvents({tx, *now}, batch, result);
     tx.commit();
     return result;
   });
@@ -486,6 +489,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
         filter.schedule_ids.insert(e.schedule_id);
         if (e.group) filter.groups.insert(*e.group);
       }
+      filter.loaded = &schedules;
       bool unused_backlog = false;
       result.checker = CheckJobs(ctx, kFastPathLimit, &filter, unused_backlog);
     }
@@ -557,7 +561,17 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     if (no_sort) tx.exec("SET LOCAL enable_sort = on");
     if (!filter) claim_backlog = due.size() == limit;
     if (due.empty()) return result;
-    std::map<int64_t, ScheduleView> schedules = LoadSchedules(tx, cache_, sids, true);
+    std::map<int64_t, ScheduleView> schedules;
+    if (filter && filter->loaded) {
+      std::set<int64_t> missing;
+      for (int64_t id : sids) {
+        if (auto it = filter->loaded->find(id); it != filter->loaded->end()) schedules.insert(*it);
+        else missing.insert(id);
+      }
+      schedules.merge(LoadSchedules(tx, cache_, missing, true));
+    } else {
+      schedules = LoadSchedules(tx, cache_, sids, true);
+    }
     // Lock the run counters, schedules then groups, each in a fixed order (no deadlock
     // between checkers); a concurrent run end waits for this transaction and vice versa.
     std::set<std::string> groups;
@@ -570,25 +584,50 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     if (!schedules.empty()) {
       std::vector<int64_t> ids;
       for (const auto& [id, v] : schedules) ids.push_back(id);
-      const std::string id_array = IntArray(ids);
-      tx.exec_params("INSERT INTO schedule_runtime (schedule_id) SELECT unnest($1::bigint[]) ON CONFLICT DO NOTHING",
-                     id_array);
-      for (const auto& r : tx.exec_params(
-               "SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime "
-               "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE", id_array)) {
-        sched_rt[r[0].as<int64_t>()] = {r[1].as<int64_t>(),
-                                        r[2].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[2].as<int64_t>()))};
+      // A schedule's counter row is created by its first check: the rows are locked first and
+      // only missing ones are created (then locked), one round trip in the usual case.
+      auto lock = [&](const std::string& id_array) {
+        for (const auto& r : tx.exec_params(
+                 "SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime "
+                 "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE", id_array)) {
+          sched_rt[r[0].as<int64_t>()] = {r[1].as<int64_t>(),
+                                          r[2].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[2].as<int64_t>()))};
+        }
+      };
+      lock(IntArray(ids));
+      if (sched_rt.size() < ids.size()) {
+        std::vector<int64_t> missing;
+        for (int64_t id : ids) {
+          if (!sched_rt.count(id)) missing.push_back(id);
+        }
+        const std::string id_array = IntArray(missing);
+        tx.exec_params("INSERT INTO schedule_runtime (schedule_id) SELECT unnest($1::bigint[]) ON CONFLICT DO NOTHING",
+                       id_array);
+        lock(id_array);
       }
     }
     if (!groups.empty()) {
-      SqlArray names;
-      for (const std::string& g : groups) names.AddText(g);
-      const std::string name_array = names.Take();
-      tx.exec_params("INSERT INTO group_runtime (name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING", name_array);
-      for (const auto& r : tx.exec_params(
-               "SELECT name, active_runs FROM group_runtime WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE",
-               name_array)) {
-        group_rt[r[0].as<std::string>()] = r[1].as<int64_t>();
+      auto lock = [&](const std::set<std::string>& names) {
+        SqlArray a;
+        for (const std::string& g : names) a.AddText(g);
+        const std::string name_array = a.Take();
+        for (const auto& r : tx.exec_params(
+                 "SELECT name, active_runs FROM group_runtime WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE",
+                 name_array)) {
+          group_rt[r[0].as<std::string>()] = r[1].as<int64_t>();
+        }
+        return name_array;
+      };
+      lock(groups);
+      if (group_rt.size() < groups.size()) {
+        std::set<std::string> missing;
+        for (const std::string& g : groups) {
+          if (!group_rt.count(g)) missing.insert(g);
+        }
+        SqlArray a;
+        for (const std::string& g : missing) a.AddText(g);
+        tx.exec_params("INSERT INTO group_runtime (name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING", a.Take());
+        lock(missing);
       }
     }
     // Launch times within each schedule's max_runs_per period, read after the locks.
@@ -735,47 +774,39 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         update_job(d.id, state, ToMillis(next), &out.reason, std::nullopt, nullptr, entry ? &*entry : nullptr);
       }
     }
+    // Every write of the step in one statement (one round trip on the path of every launch):
+    // runs, run counters, group counters and launch requests as data-modifying CTEs, the jobs
+    // as the main UPDATE. Empty arrays make their part a no-op.
+    SqlArray rt_id, rt_active, rt_last, g_name, g_active;
     if (!runs.run_id.empty()) {
-      // The history's first entry is the same for every run: a sub-select, evaluated once.
-      tx.exec_params(
-          "INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, concurrency_group, state, "
-          "attempt, max_attempts, heartbeat_timeout_ms, launched_at, last_seen_at, request, history) "
-          "SELECT run_id, job_id, schedule_id, schedule_name, program, target, concurrency_group, 'launched', 1, "
-          "max_attempts, heartbeat_timeout_ms, now(), now(), request, "
-          "(SELECT jsonb_build_array(jsonb_build_object('at', now(), 'status', 'launched', 'attempt', 1))) "
-          "FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], "
-          "$8::int[], $9::bigint[], $10::jsonb[]) AS x(run_id, job_id, schedule_id, schedule_name, program, target, "
-          "concurrency_group, max_attempts, heartbeat_timeout_ms, request)",
-          runs.run_id.Take(), runs.job_id.Take(), runs.schedule_id.Take(), runs.schedule_name.Take(),
-          runs.program.Take(), runs.target.Take(), runs.concurrency_group.Take(), runs.max_attempts.Take(),
-          runs.heartbeat_timeout_ms.Take(), runs.request.Take());
-      SqlArray rt_id, rt_active, rt_last;
       for (const auto& [id, c] : sched_rt) {
         rt_id.AddInt(id);
         rt_active.AddInt(c.active);
         rt_last.AddIntOrNull(c.last_launch ? std::optional<int64_t>(ToMillis(*c.last_launch)) : std::nullopt);
       }
-      tx.exec_params("UPDATE schedule_runtime r SET active_runs = x.active, "
-                     "last_launch_at = to_timestamp(x.last / 1000.0) "
-                     "FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS x(id, active, last) "
-                     "WHERE r.schedule_id = x.id", rt_id.Take(), rt_active.Take(), rt_last.Take());
-      if (!group_rt.empty()) {
-        SqlArray g_name, g_active;
-        for (const auto& [name, n] : group_rt) {
-          g_name.AddText(name);
-          g_active.AddInt(n);
-        }
-        tx.exec_params("UPDATE group_runtime g SET active_runs = x.active "
-                       "FROM unnest($1::text[], $2::int[]) AS x(name, active) WHERE g.name = x.name",
-                       g_name.Take(), g_active.Take());
+      for (const auto& [name, n] : group_rt) {
+        g_name.AddText(name);
+        g_active.AddInt(n);
       }
     }
-    if (!outbox.topic.empty()) {
-      tx.exec_params("INSERT INTO outbox (topic, key, payload, job_id) "
-                     "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])",
-                     outbox.topic.Take(), outbox.key.Take(), outbox.payload.Take(), outbox.job_id.Take());
-    }
     tx.exec_params(
+        // The history's first entry is the same for every run: a sub-select, evaluated once.
+        "WITH new_runs AS (INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, "
+        "concurrency_group, state, attempt, max_attempts, heartbeat_timeout_ms, launched_at, last_seen_at, request, history) "
+        "SELECT run_id, job_id, schedule_id, schedule_name, program, target, concurrency_group, 'launched', 1, "
+        "max_attempts, heartbeat_timeout_ms, now(), now(), request, "
+        "(SELECT jsonb_build_array(jsonb_build_object('at', now(), 'status', 'launched', 'attempt', 1))) "
+        "FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], "
+        "$8::int[], $9::bigint[], $10::jsonb[]) AS x(run_id, job_id, schedule_id, schedule_name, program, target, "
+        "concurrency_group, max_attempts, heartbeat_timeout_ms, request)), "
+        "counters AS (UPDATE schedule_runtime r SET active_runs = x.active, "
+        "last_launch_at = to_timestamp(x.last / 1000.0) "
+        "FROM unnest($11::bigint[], $12::int[], $13::bigint[]) AS x(id, active, last) "
+        "WHERE r.schedule_id = x.id), "
+        "group_counters AS (UPDATE group_runtime g SET active_runs = x.active "
+        "FROM unnest($14::text[], $15::int[]) AS x(name, active) WHERE g.name = x.name), "
+        "requests AS (INSERT INTO outbox (topic, key, payload, job_id) "
+        "SELECT * FROM unnest($16::text[], $17::text[], $18::text[], $19::bigint[])) "
         "UPDATE jobs j SET state = x.state, "
         "next_check_at = CASE WHEN x.state IN ('pending_trigger', 'pending_constraint') "
         "  THEN to_timestamp(x.next_check_at / 1000.0) END, "
@@ -783,8 +814,13 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         "discard_reason = x.reason, "
         "finished_at = CASE WHEN x.state = 'discarded' THEN now() END, "
         "history = CASE WHEN x.history IS NULL THEN j.history ELSE trigd_append_history(j.history, x.history) END "
-        "FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::boolean[], $6::text[], $7::jsonb[]) "
+        "FROM unnest($20::bigint[], $21::text[], $22::bigint[], $23::text[], $24::boolean[], $25::text[], $26::jsonb[]) "
         "AS x(id, state, next_check_at, decision, forced, reason, history) WHERE j.id = x.id",
+        runs.run_id.Take(), runs.job_id.Take(), runs.schedule_id.Take(), runs.schedule_name.Take(),
+        runs.program.Take(), runs.target.Take(), runs.concurrency_group.Take(), runs.max_attempts.Take(),
+        runs.heartbeat_timeout_ms.Take(), runs.request.Take(),
+        rt_id.Take(), rt_active.Take(), rt_last.Take(), g_name.Take(), g_active.Take(),
+        outbox.topic.Take(), outbox.key.Take(), outbox.payload.Take(), outbox.job_id.Take(),
         jobs.id.Take(), jobs.state.Take(), jobs.next_check_at.Take(), jobs.decision.Take(), jobs.forced.Take(),
         jobs.reason.Take(), jobs.history.Take());
     return result;

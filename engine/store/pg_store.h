@@ -184,6 +184,8 @@ class PgStore {
   struct CheckFilter {
     std::set<int64_t> schedule_ids;
     std::set<std::string> groups;
+    // Schedules this transaction already loaded and share-locked (not loaded again).
+    const std::map<int64_t, ScheduleView>* loaded = nullptr;
   };
   // At most this many due jobs are decided by an ingest transaction's fast path.
   static constexpr size_t kFastPathLimit = 5000;
