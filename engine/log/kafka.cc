@@ -196,9 +196,12 @@ Status Set(RdKafka::Conf* conf, const std::string& k, const std::string& v) {
 Result<std::unique_ptr<Producer>> Producer::Create(const std::string& bootstrap) {
   auto p = std::make_unique<RdProducer>();
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  // linger.ms 0: callers produce a whole batch at once and then wait for its delivery reports
+  // (the relay), so waiting for more only adds to every launch's latency; messages queued
+  // while a request is in flight still go out together.
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
            {"bootstrap.servers", bootstrap}, {"enable.idempotence", "true"},
-           {"linger.ms", "1"}, {"log_level", "2"}}) {
+           {"linger.ms", "0"}, {"log_level", "2"}}) {
     if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
   }
   std::string err;
