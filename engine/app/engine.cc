@@ -227,7 +227,8 @@ void IngestLoop(Shared& sh) {
 void CheckerLoop(Shared& sh) {
   StoreHandle store(sh.config, "checker");
   auto last_sweep = Clock::time_point{}, last_gauge = Clock::time_point{}, last_prune = Clock::now();
-  constexpr size_t kTickBatch = 10000;
+  // As many ticks per transaction as its fast path launches.
+  constexpr size_t kTickBatch = PgStore::kFastPathLimit;
   bool ticks_pending = false;
   while (!sh.stop.load()) {
     PgStore* pg = store.Get();

@@ -127,6 +127,9 @@ class PgStore {
                                                   const std::string& topic_prefix);
   ~PgStore();
 
+  // At most this many due jobs are decided by an ingest or tick transaction's fast path.
+  static constexpr size_t kFastPathLimit = 5000;
+
   // The fast path of ApplyBatch and TickTimeTriggers (jobs they make ready are checked, and
   // launched if they can, in the same transaction). On by default; off leaves every ready job
   // to CheckDueJobs (tests of the checker step on its own).
@@ -187,8 +190,6 @@ class PgStore {
     // Schedules this transaction already loaded and share-locked (not loaded again).
     const std::map<int64_t, ScheduleView>* loaded = nullptr;
   };
-  // At most this many due jobs are decided by an ingest transaction's fast path.
-  static constexpr size_t kFastPathLimit = 5000;
   void ApplyEvents(const TxContext& ctx, const IngestBatch& batch, IngestResult& result);
   CheckerResult CheckJobs(const TxContext& ctx, size_t limit, const CheckFilter* filter, bool& claim_backlog);
   PgStore(std::unique_ptr<Conn> c, std::string topic_prefix);
