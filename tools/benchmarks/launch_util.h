@@ -31,6 +31,8 @@ inline void MakeReadyJobs(Run& run, int64_t schedules, int64_t jobs) {
   ApplyScheduleDocs(run, docs);
   auto store = trigd::PgStore::Connect(run.pg, run.prefix);
   if (!store.ok()) run.Fail(store.status().ToString());
+  // The jobs must stay ready for the launch path under test (no fast path launch here).
+  (*store)->SetFastPath(false);
   trigd::ScheduleIndex index;
   auto changes = (*store)->LoadScheduleChanges(0);
   if (!changes.ok()) run.Fail(changes.status().ToString());
