@@ -23,9 +23,14 @@ class SqlArray {
   void AddText(std::string_view s) {
     Separate();
     text_ += '"';
-    for (char c : s) {
-      if (c == '"' || c == '\\') text_ += '\\';
-      text_ += c;
+    // Copied in runs between the characters that need a backslash.
+    while (!s.empty()) {
+      size_t special = s.find_first_of("\"\\");
+      text_.append(s.substr(0, special));
+      if (special == std::string_view::npos) break;
+      text_ += '\\';
+      text_ += s[special];
+      s.remove_prefix(special + 1);
     }
     text_ += '"';
   }
