@@ -118,6 +118,19 @@ void TriggeredByJson(const std::vector<TriggeringEvent>& events, std::string& ou
   out += ']';
 }
 
+// COPY of `rows` into `table`, sent in one piece: pqxx 6.4's stream_to takes a tuple per row
+// and copies and escapes each field into strings of its own (a third of trigd's CPU on the
+// ingest path); tablewriter::write_raw_line passes a buffer through, and COPY takes any number
+// of lines per piece of data. Errors (a unique violation) surface here, as of an INSERT.
+void CopyIn(pqxx::work& tx, const std::string& table, const std::vector<std::string>& columns, const CopyRows& rows) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  pqxx::tablewriter copy(tx, table, columns.begin(), columns.end());
+#pragma GCC diagnostic pop
+  copy.write_raw_line(rows.text());
+  copy.complete();
+}
+
 bool IsFinal(ProgramStatus s) {
   return s == ProgramStatus::kSucceeded || s == ProgramStatus::kFailed || s == ProgramStatus::kKilled;
 }
@@ -421,19 +434,9 @@ Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
           upd.ready_at.Take(), upd.next_check_at.Take(), upd.discard_reason.Take());
     }
     if (ins.rows() > 0) {
-      // Sent in one piece: pqxx 6.4's stream_to takes a tuple per row and copies and escapes
-      // each field into strings of its own (a third of trigd's CPU on this path);
-      // tablewriter::write_raw_line passes a buffer through, and COPY takes any number of
-      // lines per piece of data.
-      static const std::vector<std::string> kColumns = {
-          "schedule_id", "schedule_name", "schedule_version", "state", "priority", "trigger_state", "triggered_by",
-          "history", "opened_at", "first_event_at", "ready_at", "next_check_at", "concurrency_group"};
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-      pqxx::tablewriter copy(tx, "jobs", kColumns.begin(), kColumns.end());
-#pragma GCC diagnostic pop
-      copy.write_raw_line(ins.text());
-      copy.complete();
+      CopyIn(tx, "jobs", {"schedule_id", "schedule_name", "schedule_version", "state", "priority", "trigger_state",
+                          "triggered_by", "history", "opened_at", "first_event_at", "ready_at", "next_check_at",
+                          "concurrency_group"}, ins);
     }
     // Only a run still in flight moves: a duplicate or late report changes nothing.
     std::vector<EndedRun> ended;
@@ -474,7 +477,12 @@ Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
   return Guard([&]() -> Result<CheckerResult> {
     pqxx::work tx(*conn_->c);
     CheckerResult result;
-    const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
+    // now() also as the text PostgreSQL reads back exactly (a timestamptz column) and as its JSON
+    // (a history entry), for rows copied in.
+    const pqxx::row clock = tx.exec1("SELECT " TRIGD_MS("now()") ", now()::text, to_json(now())::text");
+    const TimePoint now = FromMillis(clock[0].as<int64_t>());
+    const std::string now_text = clock[1].as<std::string>();
+    const std::string run_history = "[{\"at\": " + clock[2].as<std::string>() + ", \"status\": \"launched\", \"attempt\": 1}]";
     struct Due {
       int64_t id, schedule_id;
       int version;
@@ -570,13 +578,8 @@ Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
     struct {
       SqlArray id, state, next_check_at, decision, forced, reason, history;
     } jobs;
-    struct {
-      SqlArray run_id, job_id, schedule_id, schedule_name, program, target, concurrency_group, max_attempts,
-          heartbeat_timeout_ms, request;
-    } runs;
-    struct {
-      SqlArray topic, key, payload, job_id;
-    } outbox;
+    // Runs and launch requests are copied in (COPY: whole heap pages per WAL record).
+    CopyRows runs, outbox;
     auto update_job = [&](int64_t id, const std::string& state, std::optional<int64_t> next_check_at,
                           const std::string* decision, std::optional<bool> forced, const std::string* reason,
                           const json* history) {
@@ -651,20 +654,27 @@ Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
         request += parts->second.middle;
         request += d.triggered_by;
         request += '}';
-        runs.run_id.AddText(run_id);
-        runs.job_id.AddInt(d.id);
-        runs.schedule_id.AddInt(d.schedule_id);
-        runs.schedule_name.AddText(s.id().value());
-        runs.program.AddText(s.program.name);
-        runs.target.AddText(s.program.target);
-        runs.concurrency_group.AddTextOrNull(group);
-        runs.max_attempts.AddInt(s.retry.max_attempts);
-        runs.heartbeat_timeout_ms.AddInt(s.heartbeat_timeout.count());
-        runs.request.AddText(request);
-        outbox.topic.AddText(topic_prefix_ + "launch." + s.program.target);
-        outbox.key.AddText(s.program.name);
-        outbox.payload.AddText(request);
-        outbox.job_id.AddInt(d.id);
+        runs.AddText(run_id);
+        runs.AddInt(d.id);
+        runs.AddInt(d.schedule_id);
+        runs.AddText(s.id().value());
+        runs.AddText(s.program.name);
+        runs.AddText(s.program.target);
+        group ? runs.AddText(*group) : runs.AddNull();
+        runs.AddText("launched");
+        runs.AddInt(1);
+        runs.AddInt(s.retry.max_attempts);
+        runs.AddInt(s.heartbeat_timeout.count());
+        runs.AddText(now_text);
+        runs.AddText(now_text);
+        runs.AddText(request);
+        runs.AddText(run_history);
+        runs.EndRow();
+        outbox.AddText(topic_prefix_ + "launch." + s.program.target);
+        outbox.AddText(s.program.name);
+        outbox.AddText(request);
+        outbox.AddInt(d.id);
+        outbox.EndRow();
         ++rt.active;
         rt.last_launch = now;
         if (group) ++group_rt[*group];
@@ -690,20 +700,10 @@ Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
         update_job(d.id, state, ToMillis(next), &out.reason, std::nullopt, nullptr, entry ? &*entry : nullptr);
       }
     }
-    if (!runs.run_id.empty()) {
-      // The history's first entry is the same for every run: a sub-select, evaluated once.
-      tx.exec_params(
-          "INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, concurrency_group, state, "
-          "attempt, max_attempts, heartbeat_timeout_ms, launched_at, last_seen_at, request, history) "
-          "SELECT run_id, job_id, schedule_id, schedule_name, program, target, concurrency_group, 'launched', 1, "
-          "max_attempts, heartbeat_timeout_ms, now(), now(), request, "
-          "(SELECT jsonb_build_array(jsonb_build_object('at', now(), 'status', 'launched', 'attempt', 1))) "
-          "FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], "
-          "$8::int[], $9::bigint[], $10::jsonb[]) AS x(run_id, job_id, schedule_id, schedule_name, program, target, "
-          "concurrency_group, max_attempts, heartbeat_timeout_ms, request)",
-          runs.run_id.Take(), runs.job_id.Take(), runs.schedule_id.Take(), runs.schedule_name.Take(),
-          runs.program.Take(), runs.target.Take(), runs.concurrency_group.Take(), runs.max_attempts.Take(),
-          runs.heartbeat_timeout_ms.Take(), runs.request.Take());
+    if (runs.rows() > 0) {
+      CopyIn(tx, "runs", {"run_id", "job_id", "schedule_id", "schedule_name", "program", "target", "concurrency_group",
+                          "state", "attempt", "max_attempts", "heartbeat_timeout_ms", "launched_at", "last_seen_at",
+                          "request", "history"}, runs);
       SqlArray rt_id, rt_active, rt_last;
       for (const auto& [id, c] : sched_rt) {
         rt_id.AddInt(id);
@@ -725,11 +725,7 @@ Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
                        g_name.Take(), g_active.Take());
       }
     }
-    if (!outbox.topic.empty()) {
-      tx.exec_params("INSERT INTO outbox (topic, key, payload, job_id) "
-                     "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])",
-                     outbox.topic.Take(), outbox.key.Take(), outbox.payload.Take(), outbox.job_id.Take());
-    }
+    if (outbox.rows() > 0) CopyIn(tx, "outbox", {"topic", "key", "payload", "job_id"}, outbox);
     tx.exec_params(
         "UPDATE jobs j SET state = x.state, "
         "next_check_at = CASE WHEN x.state IN ('pending_trigger', 'pending_constraint') "
