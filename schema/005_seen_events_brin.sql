@@ -1,8 +1,0 @@
--- seen_events_by_time serves one statement, the prune (DELETE ... WHERE seen_at < now() - keep),
--- yet as a B-tree it cost every de-duplicated event a second index insert on the ingest path.
--- Rows are appended as events arrive, so seen_at follows the table's physical order and a BRIN
--- index (one summary per 128 pages, kilobytes for millions of rows) finds the old rows as well:
--- an insert into an unsummarized range at the end of the table writes nothing to it
--- (autosummarize summarizes a range once it is full).
-DROP INDEX seen_events_by_time;
-CREATE INDEX seen_events_by_time ON seen_events USING brin (seen_at) WITH (autosummarize = on);
