@@ -82,8 +82,10 @@ int main(int argc, char** argv) {
   j["limit"] = limit;
   j["rounds"] = rounds;
   j["load_average"] = bench::Round(bench::LoadAverage(), 1);
-  j["bottleneck"] = "a launch writes a run, an outbox row, the run counters and its job twice (claimed, confirmed) "
-                    "and builds them as JSON; the claim SQL updates the job once";
+  j["bottleneck"] = "a launch updates its job twice, each time appending to its history (claimed -> pending_launch "
+                    "by the checker, -> launched by the relay once Kafka confirmed), copies in a run row (5 indexes) "
+                    "and its launch request, locks and updates its schedule's run counters and share-locks the "
+                    "schedule; the claim SQL updates the job once";
   bench::PrintJson(j);
   return 0;
 }
