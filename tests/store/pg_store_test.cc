@@ -474,5 +474,18 @@ TEST_F(PgStoreTest, TickAppliesItselfAndItsCopyOnTheTopicIsADuplicate) {
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
 }
 
+TEST_F(PgStoreTest, PruneDropsOnlyDeduplicationIdsOlderThanTheKeepPeriod) {
+  Apply({PartitionSchedule("s", "d")});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("old", "d"), PartitionEvent("new", "d", "q")}, 0)).ok());
+  Exec("UPDATE seen_events SET seen_at = now() - interval '9 days' WHERE id = 'old'");
+  ASSERT_TRUE(store_->Prune(std::chrono::hours(24 * 8)).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM seen_events WHERE id = 'old'"), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM seen_events WHERE id = 'new'"), 1);
+  // Still de-duplicated within the keep period.
+  auto again = store_->ApplyBatch(Batch({PartitionEvent("new", "d", "q")}, 2));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->outcome, std::vector<std::string>{"duplicate"});
+}
+
 }  // namespace
 }  // namespace trigd

@@ -31,23 +31,36 @@ int main(int argc, char** argv) {
   bench::MakeReadyJobs(run, schedules, jobs);
   std::printf("setup (schedules + ready jobs through the append path): %.1f s\n", bench::SecondsSince(t));
 
-  std::vector<double> engine_rate, claim_rate, check_share, claim_share, produce_share, complete_share;
-  std::printf("\n%6s %16s %14s %8s   %s\n", "round", "engine launch/s", "claim SQL/s", "ratio",
-              "engine time in: check / relay claim / produce+ack / complete (s)");
+  std::vector<double> engine_rate, claim_rate, checker_cpu, relay_cpu, client_cpu, claim_cpu;
+  std::printf("\n%6s %16s %14s %8s   %-38s %s\n", "round", "engine launch/s", "claim SQL/s", "ratio",
+              "engine time in (s): check / relay claim", "CPU ms per 1000 (engine: checker db + relay db + "
+              "trigd; baseline: db)");
+  std::printf("%6s %16s %14s %8s   %-38s\n", "", "", "", "", "  / produce+ack / complete of total");
+  const double per_1000 = 1e6 / static_cast<double>(jobs);
   for (int round = 0; round < rounds; ++round) {
     const int64_t first = bench::AddReadyJobs(run);
     bench::LaunchFigures f = bench::LaunchThroughEngine(run, jobs, static_cast<size_t>(limit), first);
     bench::AddReadyJobs(run);
-    double claim_s = bench::ClaimLoop(run, jobs, static_cast<size_t>(limit));
+    double claim_server_cpu = 0;
+    double claim_s = bench::ClaimLoop(run, jobs, static_cast<size_t>(limit), &claim_server_cpu);
     engine_rate.push_back(static_cast<double>(jobs) / f.seconds);
     claim_rate.push_back(static_cast<double>(jobs) / claim_s);
-    std::printf("%6d %16.0f %14.0f %8.2f   %.2f / %.2f / %.2f / %.2f of %.2f\n", round + 1, engine_rate.back(),
-                claim_rate.back(), engine_rate.back() / claim_rate.back(), f.check_seconds, f.claim_seconds,
-                f.produce_seconds, f.complete_seconds, f.seconds);
+    checker_cpu.push_back(f.checker_server_cpu * per_1000);
+    relay_cpu.push_back(f.relay_server_cpu * per_1000);
+    client_cpu.push_back(f.client_cpu * per_1000);
+    claim_cpu.push_back(claim_server_cpu * per_1000);
+    char times[64];
+    std::snprintf(times, sizeof times, "%.2f / %.2f / %.2f / %.2f of %.2f", f.check_seconds, f.claim_seconds,
+                  f.produce_seconds, f.complete_seconds, f.seconds);
+    std::printf("%6d %16.0f %14.0f %8.2f   %-38s %.0f + %.0f + %.0f; %.0f\n", round + 1, engine_rate.back(),
+                claim_rate.back(), engine_rate.back() / claim_rate.back(), times, checker_cpu.back(),
+                relay_cpu.back(), client_cpu.back(), claim_cpu.back());
     std::fflush(stdout);
   }
   double engine = bench::Median(engine_rate), claim = bench::Median(claim_rate), ratio = engine / claim;
-  std::printf("%6s %16.0f %14.0f %8.2f\n", "median", engine, claim, ratio);
+  std::printf("%6s %16.0f %14.0f %8.2f   %-38s %.0f + %.0f + %.0f; %.0f\n", "median", engine, claim, ratio, "",
+              bench::Median(checker_cpu), bench::Median(relay_cpu), bench::Median(client_cpu),
+              bench::Median(claim_cpu));
   std::printf("\ntargets: ratio >= 0.7 (%s), >= 20,000 launches/s (%s); load average %.1f -> %.1f\n",
               ratio >= 0.7 ? "met" : "NOT met", engine >= 20000 ? "met" : "NOT met", load_before,
               bench::LoadAverage());
@@ -60,12 +73,19 @@ int main(int argc, char** argv) {
   j["ratio"] = bench::Round(ratio, 2);
   j["target_ratio"] = 0.7;
   j["target_launches_per_second"] = 20000;
+  // CPU per 1000 launches, medians: what the work costs on this machine, however busy it was.
+  j["cpu_ms_per_1000_db_checker"] = bench::Round(bench::Median(checker_cpu), 0);
+  j["cpu_ms_per_1000_db_relay"] = bench::Round(bench::Median(relay_cpu), 0);
+  j["cpu_ms_per_1000_trigd"] = bench::Round(bench::Median(client_cpu), 0);
+  j["baseline_cpu_ms_per_1000_db"] = bench::Round(bench::Median(claim_cpu), 0);
   j["jobs"] = jobs;
   j["limit"] = limit;
   j["rounds"] = rounds;
   j["load_average"] = bench::Round(bench::LoadAverage(), 1);
-  j["bottleneck"] = "a launch writes a run, an outbox row, the run counters and its job twice (claimed, confirmed) "
-                    "and builds them as JSON; the claim SQL updates the job once";
+  j["bottleneck"] = "a launch updates its job twice, each time appending to its history (claimed -> pending_launch "
+                    "by the checker, -> launched by the relay once Kafka confirmed), copies in a run row (5 indexes) "
+                    "and its launch request, locks and updates its schedule's run counters and share-locks the "
+                    "schedule; the claim SQL updates the job once";
   bench::PrintJson(j);
   return 0;
 }

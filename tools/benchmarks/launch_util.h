@@ -95,7 +95,24 @@ struct LaunchFigures {
   double claim_seconds = 0;     // inside ClaimOutbox
   double produce_seconds = 0;   // inside ProduceAndWait
   double complete_seconds = 0;  // inside CompleteOutbox
+  // CPU seconds used meanwhile (what the work costs, whatever else the shared machine runs):
+  // the PostgreSQL backends of the checker's and the relay's connections, and this process
+  // (both loops, JSON, librdkafka's threads).
+  double checker_server_cpu = 0;
+  double relay_server_cpu = 0;
+  double client_cpu = 0;
 };
+
+// The PostgreSQL backend process serving the connection named `application_name` in the run's
+// database (0 if there is none). The benchmarks run on the same machine as PostgreSQL, so its
+// CPU time can be read from /proc.
+inline pid_t BackendPid(Run& run, const std::string& application_name) {
+  pqxx::connection c(run.pg);
+  pqxx::work tx(c);
+  auto r = tx.exec_params("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                          "AND application_name = $1", application_name);
+  return r.empty() ? 0 : static_cast<pid_t>(r[0][0].as<int>());
+}
 
 // trigd's checker and relay loops (engine/app/engine.cc) on two threads, each with its own
 // PgStore: CheckDueJobs(limit) until nothing is due (each launch: run + outbox row in one
@@ -110,9 +127,12 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
   bool woken = false, checker_done = false;
   auto producer = trigd::Producer::Create(run.kafka);
   if (!producer.ok()) run.Fail(producer.status().ToString());
-  auto checker_store = trigd::PgStore::Connect(run.pg, run.prefix);
-  auto relay_store = trigd::PgStore::Connect(run.pg, run.prefix);
+  auto checker_store = trigd::PgStore::Connect(run.pg + " application_name=bench-checker", run.prefix);
+  auto relay_store = trigd::PgStore::Connect(run.pg + " application_name=bench-relay", run.prefix);
   if (!checker_store.ok() || !relay_store.ok()) run.Fail("cannot connect to PostgreSQL");
+  const pid_t checker_backend = BackendPid(run, "bench-checker"), relay_backend = BackendPid(run, "bench-relay");
+  const double checker_cpu0 = ProcessCpuSeconds(checker_backend), relay_cpu0 = ProcessCpuSeconds(relay_backend),
+               client_cpu0 = ProcessCpuSeconds(getpid());
   std::string failure;
   auto start = Clock::now();
   std::thread checker([&] {
@@ -169,6 +189,9 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
   }
   f.seconds = SecondsSince(start);
   checker.join();
+  f.checker_server_cpu = ProcessCpuSeconds(checker_backend) - checker_cpu0;
+  f.relay_server_cpu = ProcessCpuSeconds(relay_backend) - relay_cpu0;
+  f.client_cpu = ProcessCpuSeconds(getpid()) - client_cpu0;
   if (!failure.empty()) run.Fail(failure);
   f.launched = confirmed_jobs;
   if (f.launched != expected) {
@@ -187,9 +210,12 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
 
 // The baseline: the bare claim statement in a loop, one transaction each, `limit` rows at a
 // time in the checker's order and by the checker's condition, until nothing is due (a claimed
-// job leaves the due set as in the checker: next_check_at cleared). Returns seconds.
-inline double ClaimLoop(Run& run, int64_t expected, size_t limit) {
+// job leaves the due set as in the checker: next_check_at cleared). Returns seconds; if
+// server_cpu is given, the CPU seconds its PostgreSQL backend used meanwhile.
+inline double ClaimLoop(Run& run, int64_t expected, size_t limit, double* server_cpu = nullptr) {
   pqxx::connection c(run.pg);
+  const pid_t backend = static_cast<pid_t>(c.backendpid());
+  const double cpu0 = ProcessCpuSeconds(backend);
   c.prepare("claim",
             "UPDATE jobs SET state = 'pending_launch', next_check_at = NULL WHERE id IN (SELECT id FROM jobs "
             "WHERE next_check_at <= now() "
@@ -204,6 +230,7 @@ inline double ClaimLoop(Run& run, int64_t expected, size_t limit) {
     claimed += r.affected_rows();
   }
   double s = SecondsSince(start);
+  if (server_cpu) *server_cpu = ProcessCpuSeconds(backend) - cpu0;
   if (claimed != expected) run.Fail("claim loop claimed " + std::to_string(claimed) + ", expected " + std::to_string(expected));
   // Claimed jobs that nothing will launch: out of the way of later rounds.
   pqxx::work tx(c);
