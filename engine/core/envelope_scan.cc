@@ -1,0 +1,395 @@
+#include "core/envelope_scan.h"
+
+#include <cstdint>
+
+#include "core/envelope_time.h"
+
+namespace trigd {
+namespace {
+
+// Deeper than any real payload and well inside ParseEnvelope's limit (64): anything deeper is
+// "not sure", so ParseEnvelope's nesting refusal never applies to what the scanner accepts.
+constexpr int kMaxScanDepth = 32;
+
+// Beyond this many characters a number could overflow a double (nlohmann then refuses the
+// document); without an exponent it cannot below.
+constexpr size_t kMaxNumberChars = 300;
+
+// What the scanner saw of one value.
+struct Value {
+  enum Kind : uint8_t { kNone, kString, kNumber, kObject, kArray, kTrue, kFalse, kNull };
+  Kind kind = kNone;
+  std::string_view text;       // string: the raw characters between the quotes; number: the token
+  bool escaped = false;        // string: holds a backslash escape, so text is not its value
+  bool integer = false;        // number: digits only, no sign, fraction or exponent
+  size_t elements = 0;         // array: number of elements
+  bool nonempty_strings = true;  // array: every element is a non-empty string
+};
+
+// The members of the envelope and of its payload that ParseEnvelope reads. A member seen twice
+// makes the scan "not sure" (nlohmann keeps the last; simpler to let it decide).
+struct Fields {
+  Value id, type, time, payload;
+  Value dataset, partitions, bytes;
+  Value program, run_id, status, attempt, reason;
+  Value schedule, fire_time;
+};
+
+class Scanner {
+ public:
+  explicit Scanner(std::string_view bytes)
+      : p_(reinterpret_cast<const unsigned char*>(bytes.data())), end_(p_ + bytes.size()) {}
+
+  // The whole input: one object, whitespace around it, nothing else.
+  bool Envelope(Fields& f) {
+    SkipSpace();
+    if (p_ == end_ || *p_ != '{') return false;
+    if (!Object(1, &f, nullptr)) return false;
+    SkipSpace();
+    return p_ == end_;
+  }
+
+ private:
+  void SkipSpace() {
+    while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+
+  // An object at p_ ('{'). `top` collects the envelope's members, `payload` the payload's;
+  // both null for any other object.
+  bool Object(int depth, Fields* top, Fields* payload) {
+    if (depth > kMaxScanDepth) return false;
+    ++p_;
+    SkipSpace();
+    if (p_ != end_ && *p_ == '}') {
+      ++p_;
+      return true;
+    }
+    while (true) {
+      if (p_ == end_ || *p_ != '"') return false;
+      Value key;
+      if (!String(key)) return false;
+      SkipSpace();
+      if (p_ == end_ || *p_ != ':') return false;
+      ++p_;
+      SkipSpace();
+      Value* slot = nullptr;
+      if (top || payload) {
+        // An escaped key could spell a member ParseEnvelope reads.
+        if (key.escaped) return false;
+        slot = top ? TopSlot(*top, key.text) : PayloadSlot(*payload, key.text);
+        if (slot && slot->kind != Value::kNone) return false;  // duplicate member
+      }
+      Value scratch;
+      Value& value = slot ? *slot : scratch;
+      Fields* nested_payload = top && slot == &top->payload ? top : nullptr;
+      if (!Any(value, depth, nested_payload)) return false;
+      SkipSpace();
+      if (p_ == end_) return false;
+      if (*p_ == ',') {
+        ++p_;
+        SkipSpace();
+        continue;
+      }
+      if (*p_ != '}') return false;
+      ++p_;
+      return true;
+    }
+  }
+
+  static Value* TopSlot(Fields& f, std::string_view key) {
+    if (key == "id") return &f.id;
+    if (key == "type") return &f.type;
+    if (key == "time") return &f.time;
+    if (key == "payload") return &f.payload;
+    return nullptr;
+  }
+
+  static Value* PayloadSlot(Fields& f, std::string_view key) {
+    switch (key.size()) {
+      case 6:
+        if (key == "run_id") return &f.run_id;
+        if (key == "status") return &f.status;
+        if (key == "reason") return &f.reason;
+        return nullptr;
+      case 7:
+        if (key == "dataset") return &f.dataset;
+        if (key == "program") return &f.program;
+        if (key == "attempt") return &f.attempt;
+        return nullptr;
+      case 5: return key == "bytes" ? &f.bytes : nullptr;
+      case 8: return key == "schedule" ? &f.schedule : nullptr;
+      case 9: return key == "fire_time" ? &f.fire_time : nullptr;
+      case 10: return key == "partitions" ? &f.partitions : nullptr;
+      default: return nullptr;
+    }
+  }
+
+  // Any value at p_, inside a container at `depth`. `payload_of`: this value is the envelope's
+  // payload; its members go to payload_of's fields.
+  bool Any(Value& v, int depth, Fields* payload_of) {
+    if (p_ == end_) return false;
+    switch (*p_) {
+      case '{':
+        v.kind = Value::kObject;
+        return Object(depth + 1, nullptr, payload_of);
+      case '[':
+        v.kind = Value::kArray;
+        return Array(v, depth + 1);
+      case '"':
+        return String(v);
+      case 't':
+        v.kind = Value::kTrue;
+        return Literal("true");
+      case 'f':
+        v.kind = Value::kFalse;
+        return Literal("false");
+      case 'n':
+        v.kind = Value::kNull;
+        return Literal("null");
+      default:
+        return Number(v);
+    }
+  }
+
+  bool Array(Value& v, int depth) {
+    if (depth > kMaxScanDepth) return false;
+    ++p_;
+    SkipSpace();
+    if (p_ != end_ && *p_ == ']') {
+      ++p_;
+      return true;
+    }
+    while (true) {
+      Value element;
+      if (!Any(element, depth, nullptr)) return false;
+      ++v.elements;
+      if (element.kind != Value::kString || element.text.empty()) v.nonempty_strings = false;
+      SkipSpace();
+      if (p_ == end_) return false;
+      if (*p_ == ',') {
+        ++p_;
+        SkipSpace();
+        continue;
+      }
+      if (*p_ != ']') return false;
+      ++p_;
+      return true;
+    }
+  }
+
+  bool Literal(std::string_view word) {
+    if (static_cast<size_t>(end_ - p_) < word.size()) return false;
+    for (char c : word) {
+      if (*p_++ != static_cast<unsigned char>(c)) return false;
+    }
+    return true;
+  }
+
+  static bool Digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+  // RFC 8259's number grammar. An exponent or a very long number is "not sure": nlohmann
+  // refuses a document whose number overflows a double.
+  bool Number(Value& v) {
+    const unsigned char* start = p_;
+    bool integer = true;
+    if (*p_ == '-') {
+      integer = false;  // ParseEnvelope's integers are never negative when valid
+      ++p_;
+    }
+    if (p_ == end_ || !Digit(*p_)) return false;
+    if (*p_ == '0') {
+      ++p_;
+    } else {
+      while (p_ != end_ && Digit(*p_)) ++p_;
+    }
+    if (p_ != end_ && *p_ == '.') {
+      integer = false;
+      ++p_;
+      if (p_ == end_ || !Digit(*p_)) return false;
+      while (p_ != end_ && Digit(*p_)) ++p_;
+    }
+    if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) return false;
+    if (static_cast<size_t>(p_ - start) > kMaxNumberChars) return false;
+    v.kind = Value::kNumber;
+    v.integer = integer;
+    v.text = std::string_view(reinterpret_cast<const char*>(start), p_ - start);
+    return true;
+  }
+
+  static int Hex(unsigned char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  }
+
+  // \uXXXX after the backslash and 'u' have been read: the code unit, or -1.
+  int CodeUnit() {
+    if (end_ - p_ < 4) return -1;
+    int unit = 0;
+    for (int i = 0; i < 4; ++i) {
+      int h = Hex(*p_++);
+      if (h < 0) return -1;
+      unit = unit * 16 + h;
+    }
+    return unit;
+  }
+
+  bool Continuation(unsigned char lo = 0x80, unsigned char hi = 0xBF) {
+    if (p_ == end_ || *p_ < lo || *p_ > hi) return false;
+    ++p_;
+    return true;
+  }
+
+  // A string at p_ ('"'): JSON escapes and well-formed UTF-8 (RFC 3629: no overlong forms,
+  // surrogates or code points past U+10FFFF), as nlohmann checks them.
+  bool String(Value& v) {
+    ++p_;
+    const unsigned char* start = p_;
+    bool escaped = false;
+    while (true) {
+      if (p_ == end_) return false;
+      const unsigned char c = *p_;
+      if (c == '"') break;
+      if (c < 0x20) return false;
+      if (c < 0x80 && c != '\\') {
+        ++p_;
+        continue;
+      }
+      if (c == '\\') {
+        escaped = true;
+        if (++p_ == end_) return false;
+        const unsigned char e = *p_++;
+        if (e == 'u') {
+          const int unit = CodeUnit();
+          if (unit < 0 || (unit >= 0xDC00 && unit <= 0xDFFF)) return false;
+          if (unit >= 0xD800 && unit <= 0xDBFF) {
+            if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') return false;
+            p_ += 2;
+            const int low = CodeUnit();
+            if (low < 0xDC00 || low > 0xDFFF) return false;
+          }
+        } else if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' &&
+                   e != 'r' && e != 't') {
+          return false;
+        }
+        continue;
+      }
+      ++p_;
+      bool ok;
+      if (c >= 0xC2 && c <= 0xDF) {
+        ok = Continuation();
+      } else if (c == 0xE0) {
+        ok = Continuation(0xA0) && Continuation();
+      } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
+        ok = Continuation() && Continuation();
+      } else if (c == 0xED) {
+        ok = Continuation(0x80, 0x9F) && Continuation();
+      } else if (c == 0xF0) {
+        ok = Continuation(0x90) && Continuation() && Continuation();
+      } else if (c >= 0xF1 && c <= 0xF3) {
+        ok = Continuation() && Continuation() && Continuation();
+      } else if (c == 0xF4) {
+        ok = Continuation(0x80, 0x8F) && Continuation() && Continuation();
+      } else {
+        ok = false;
+      }
+      if (!ok) return false;
+    }
+    v.kind = Value::kString;
+    v.escaped = escaped;
+    v.text = std::string_view(reinterpret_cast<const char*>(start), p_ - start);
+    ++p_;
+    return true;
+  }
+
+  const unsigned char* p_;
+  const unsigned char* end_;
+};
+
+// A string member whose value the scanner can read as is: present, a string, no escape, not
+// empty.
+bool PlainString(const Value& v) { return v.kind == Value::kString && !v.escaped && !v.text.empty(); }
+
+bool AbsentOrNull(const Value& v) { return v.kind == Value::kNone || v.kind == Value::kNull; }
+
+// An optional integer member, as ParseEnvelope's OptionalInteger accepts it with this minimum.
+// 18 digits always fit an int64.
+bool OptionalInteger(const Value& v, int64_t min) {
+  if (AbsentOrNull(v)) return true;
+  if (v.kind != Value::kNumber || !v.integer || v.text.size() > 18) return false;
+  int64_t n = 0;
+  for (char c : v.text) n = n * 10 + (c - '0');
+  return n >= min;
+}
+
+bool KnownStatus(std::string_view s) {
+  return s == "started" || s == "heartbeat" || s == "succeeded" || s == "failed" || s == "killed";
+}
+
+}  // namespace
+
+std::string EnvelopeScan::EventKey() const {
+  std::string key;
+  EventKeyInto(key);
+  return key;
+}
+
+void EnvelopeScan::EventKeyInto(std::string& out) const {
+  out.assign(EventKeyPrefix(type));
+  out.append(key_name);
+}
+
+bool ScanEnvelope(std::string_view bytes, EnvelopeScan& out, size_t max_bytes) {
+  if (bytes.size() > max_bytes) return false;
+  Fields f;
+  if (!Scanner(bytes).Envelope(f)) return false;
+  if (!PlainString(f.id) || f.type.kind != Value::kString || f.type.escaped ||
+      f.time.kind != Value::kString || f.time.escaped || f.payload.kind != Value::kObject) {
+    return false;
+  }
+  std::optional<TimePoint> time = ParseEnvelopeTimeFast(f.time.text);
+  if (!time) return false;
+  out.id = f.id.text;
+  out.time = *time;
+  const std::string_view type = f.type.text;
+  if (type == "partition") {
+    if (!PlainString(f.dataset) || f.partitions.kind != Value::kArray || f.partitions.elements == 0 ||
+        !f.partitions.nonempty_strings || !OptionalInteger(f.bytes, 0)) {
+      return false;
+    }
+    out.type = EventType::kPartition;
+    out.key_name = f.dataset.text;
+    return true;
+  }
+  if (type == "program") {
+    // run_id's value is not read here, only that it is a non-empty string: an escape is
+    // never empty.
+    if (!PlainString(f.program) || f.run_id.kind != Value::kString || f.run_id.text.empty() ||
+        f.status.kind != Value::kString || f.status.escaped || !KnownStatus(f.status.text) ||
+        !OptionalInteger(f.attempt, 1) || !(AbsentOrNull(f.reason) || f.reason.kind == Value::kString)) {
+      return false;
+    }
+    out.type = EventType::kProgram;
+    out.key_name = f.program.text;
+    return true;
+  }
+  if (type == "tick") {
+    if (!PlainString(f.schedule) || f.fire_time.kind != Value::kString || f.fire_time.escaped ||
+        !ParseEnvelopeTimeFast(f.fire_time.text)) {
+      return false;
+    }
+    const std::string_view schedule = f.schedule.text;
+    const size_t slash = schedule.find('/');
+    if (slash == 0 || slash == std::string_view::npos || slash + 1 == schedule.size() ||
+        schedule.find('/', slash + 1) != std::string_view::npos) {
+      return false;
+    }
+    out.type = EventType::kTick;
+    out.key_name = schedule;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace trigd
