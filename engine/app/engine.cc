@@ -310,6 +310,7 @@ class IngestCommitter {
 void IngestLoop(Shared& sh) {
   constexpr size_t kMaxPoll = 5000;    // messages per poll
   constexpr size_t kMaxBatch = 20000;  // messages per transaction
+  constexpr size_t kPrefetch = 500000;  // messages librdkafka may queue ahead (see Consumer::Create)
   StoreHandle store(sh.config, "ingest index");
   IngestCommitter committer(sh);
   ScheduleIndex index;
@@ -362,7 +363,8 @@ void IngestLoop(Shared& sh) {
                                     std::this_thread::sleep_for(std::chrono::seconds(1));
                                   }
                                   std::abort();  // cannot position safely: let the supervisor restart us
-                                });
+                                },
+                                kPrefetch);
       if (!c.ok()) {
         Log("consumer: " + c.status().ToString());
         std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -371,9 +373,11 @@ void IngestLoop(Shared& sh) {
       consumer = std::move(*c);
     }
     // While a batch commits, what arrives meanwhile is polled and parsed into the next one, up
-    // to kMaxBatch: the transaction size follows the rate (one poll's worth when events
-    // trickle in, many when they stream) and PostgreSQL's per-transaction cost is shared.
-    consumer->PollBatch(messages, kMaxPoll, committer.InFlight() ? 1 : 100, 2);
+    // to kMaxBatch; and while the consumer is behind (polls come back full), the next batch
+    // grows to kMaxBatch anyway. The transaction size follows the rate (one poll's worth when
+    // events trickle in, many when they stream) and PostgreSQL's per-transaction cost is shared.
+    consumer->PollBatch(messages, kMaxPoll, committer.InFlight() || !next.empty() ? 1 : 100, 2);
+    const bool behind = messages.size() == kMaxPoll;
     if (Clock::now() - last_lag > std::chrono::seconds(2)) {
       for (const PartitionLag& l : consumer->Lag()) sh.metrics.ConsumerLag(l.topic, l.partition).Set(static_cast<double>(l.lag));
       last_lag = Clock::now();
@@ -395,7 +399,7 @@ void IngestLoop(Shared& sh) {
       }
       consumer->CommitKafka(in_flight_offsets);
     }
-    if (next.empty()) continue;
+    if (next.empty() || (behind && next.messages + kMaxPoll <= kMaxBatch)) continue;
     next.in.group = sh.config.group;
     next.Finish();
     in_flight_offsets = next.offsets;

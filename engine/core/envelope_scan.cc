@@ -4,6 +4,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "core/envelope_time.h"
 
 namespace trigd {
@@ -17,15 +21,16 @@ constexpr int kMaxScanDepth = 32;
 // document); without an exponent it cannot below.
 constexpr size_t kMaxNumberChars = 300;
 
-// What the scanner saw of one value.
+// What the scanner saw of one value. Only `kind` is set up front (a scan makes a few dozen of
+// these); the rest is written by whoever sets the kind, and read only for that kind.
 struct Value {
   enum Kind : uint8_t { kNone, kString, kNumber, kObject, kArray, kTrue, kFalse, kNull };
   Kind kind = kNone;
-  std::string_view text;       // string: the raw characters between the quotes; number: the token
-  bool escaped = false;        // string: holds a backslash escape, so text is not its value
-  bool integer = false;        // number: digits only, no sign, fraction or exponent
-  size_t elements = 0;         // array: number of elements
-  bool nonempty_strings = true;  // array: every element is a non-empty string
+  bool escaped;           // string: holds a backslash escape, so text is not its value
+  bool integer;           // number: digits only, no sign, fraction or exponent
+  bool nonempty_strings;  // array: every element is a non-empty string
+  uint32_t elements;      // array: number of elements
+  std::string_view text;  // string: the raw characters between the quotes; number: the token
 };
 
 // The members of the envelope and of its payload that ParseEnvelope reads. A member seen twice
@@ -37,6 +42,10 @@ struct Fields {
   Value schedule, fire_time;
 };
 
+// kPlain: every byte of the input is printable ASCII and none is a backslash (AllPlain), so a
+// string is whatever lies between two quotes and needs no check. Most envelopes are; the
+// others get the full checks of escapes and UTF-8.
+template <bool kPlain>
 class Scanner {
  public:
   explicit Scanner(std::string_view bytes)
@@ -53,7 +62,11 @@ class Scanner {
 
  private:
   void SkipSpace() {
-    while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+    if constexpr (kPlain) {
+      while (p_ != end_ && *p_ == ' ') ++p_;  // the only whitespace byte a plain input holds
+    } else {
+      while (p_ != end_ && *p_ <= ' ' && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+    }
   }
 
   // An object at p_ ('{'). `top` collects the envelope's members, `payload` the payload's;
@@ -155,6 +168,8 @@ class Scanner {
 
   bool Array(Value& v, int depth) {
     if (depth > kMaxScanDepth) return false;
+    v.elements = 0;
+    v.nonempty_strings = true;
     ++p_;
     SkipSpace();
     if (p_ != end_ && *p_ == ']') {
@@ -254,26 +269,68 @@ class Scanner {
     return below_space | (word & kHighs) | zero_bytes(word ^ (kOnes * '"')) | zero_bytes(word ^ (kOnes * '\\'));
   }
 
+  // The first quote from p on, or end.
+  static const unsigned char* NextQuote(const unsigned char* p, const unsigned char* end) {
+#if defined(__SSE2__)
+    while (end - p >= 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      if (const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))))) {
+        return p + std::countr_zero(mask);
+      }
+      p += 16;
+    }
+#endif
+    while (p != end && *p != '"') ++p;
+    return p;
+  }
+
+  // From p, past the plain ASCII bytes of a string (not a quote, backslash, control character
+  // or non-ASCII byte) sixteen or eight at a time: at the first byte that is not plain, or
+  // fewer than eight bytes before the end.
+  static const unsigned char* SkipPlain(const unsigned char* p, const unsigned char* end) {
+#if defined(__SSE2__)
+    while (end - p >= 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      // Signed: bytes from 0x80 compare below ' ' too, and they are not plain either.
+      const __m128i special = _mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+          _mm_cmplt_epi8(v, _mm_set1_epi8(' ')));
+      if (const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(special))) {
+        return p + std::countr_zero(mask);
+      }
+      p += 16;
+    }
+#endif
+    if constexpr (std::endian::native == std::endian::little) {
+      while (end - p >= 8) {
+        uint64_t word;
+        std::memcpy(&word, p, 8);
+        if (const uint64_t special = SpecialBytes(word)) return p + std::countr_zero(special) / 8;
+        p += 8;
+      }
+    }
+    return p;
+  }
+
   // A string at p_ ('"'): JSON escapes and well-formed UTF-8 (RFC 3629: no overlong forms,
   // surrogates or code points past U+10FFFF), as nlohmann checks them.
   bool String(Value& v) {
+    if constexpr (kPlain) {
+      const unsigned char* start = p_ + 1;
+      const unsigned char* quote = NextQuote(start, end_);
+      if (quote == end_) return false;
+      v.kind = Value::kString;
+      v.escaped = false;
+      v.text = std::string_view(reinterpret_cast<const char*>(start), quote - start);
+      p_ = quote + 1;
+      return true;
+    }
     const unsigned char* p = p_ + 1;
     const unsigned char* const end = end_;
     const unsigned char* const start = p;
     bool escaped = false;
     while (true) {
-      // Plain ASCII eight bytes at a time, up to the first byte that is not.
-      if constexpr (std::endian::native == std::endian::little) {
-        while (end - p >= 8) {
-          uint64_t word;
-          std::memcpy(&word, p, 8);
-          if (const uint64_t special = SpecialBytes(word)) {
-            p += std::countr_zero(special) / 8;
-            break;
-          }
-          p += 8;
-        }
-      }
+      p = SkipPlain(p, end);
       if (p == end) return false;
       const unsigned char c = *p;
       if (c == '"') break;
@@ -333,6 +390,34 @@ class Scanner {
   const unsigned char* end_;
 };
 
+// Whether every byte is printable ASCII (0x20-0x7E, or DEL, which JSON allows in strings) other
+// than a backslash: no escape, no UTF-8 to check, no whitespace but spaces.
+bool AllPlain(std::string_view bytes) {
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  const unsigned char* const end = p + bytes.size();
+#if defined(__SSE2__)
+  __m128i special = _mm_setzero_si128();
+  for (; end - p >= 16; p += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    // Signed: bytes from 0x80 compare below ' ' too.
+    special = _mm_or_si128(special, _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(' ')),
+                                                 _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+  }
+  if (p != end && bytes.size() >= 16) {
+    // The last (partial) block, read as the last sixteen bytes.
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(end - 16));
+    special = _mm_or_si128(special, _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(' ')),
+                                                 _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+    p = end;
+  }
+  if (_mm_movemask_epi8(special) != 0) return false;
+#endif
+  for (; p != end; ++p) {
+    if (*p < 0x20 || *p >= 0x80 || *p == '\\') return false;
+  }
+  return true;
+}
+
 // A string member whose value the scanner can read as is: present, a string, no escape, not
 // empty.
 bool PlainString(const Value& v) { return v.kind == Value::kString && !v.escaped && !v.text.empty(); }
@@ -369,7 +454,8 @@ void EnvelopeScan::EventKeyInto(std::string& out) const {
 bool ScanEnvelope(std::string_view bytes, EnvelopeScan& out, size_t max_bytes) {
   if (bytes.size() > max_bytes) return false;
   Fields f;
-  if (!Scanner(bytes).Envelope(f)) return false;
+  const bool scanned = AllPlain(bytes) ? Scanner<true>(bytes).Envelope(f) : Scanner<false>(bytes).Envelope(f);
+  if (!scanned) return false;
   if (!PlainString(f.id) || f.type.kind != Value::kString || f.type.escaped ||
       f.time.kind != Value::kString || f.time.escaped || f.payload.kind != Value::kObject) {
     return false;

@@ -264,7 +264,7 @@ Result<std::unique_ptr<Producer>> Producer::Create(const std::string& bootstrap)
 Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
                                                    const std::string& group,
                                                    const std::vector<std::string>& topics,
-                                                   OffsetLookup lookup) {
+                                                   OffsetLookup lookup, size_t prefetch_messages) {
   auto c = std::make_unique<RdConsumer>();
   c->rebalancer_ = std::make_unique<Rebalancer>(std::move(lookup));
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
@@ -275,6 +275,16 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
            {"partition.assignment.strategy", "cooperative-sticky"},
            {"fetch.wait.max.ms", "10"}, {"log_level", "2"}}) {
     if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
+  }
+  // librdkafka (2.0) stops fetching once its local queue holds queued.min.messages (counted
+  // over the whole consumer queue) and looks again only at its next one-second wake-up: a
+  // consumer that is slower than the fetcher, even slightly, drains the queue and then waits
+  // for the rest of that second. trigd's ingest parses every event, so under a backlog it is
+  // that consumer: with the default (100,000) it idled more than half the time. A deeper queue
+  // holds about a second of events; its size in bytes stays bounded by librdkafka's default
+  // queued.max.messages.kbytes (64 MiB).
+  if (prefetch_messages > 0) {
+    if (Status s = Set(conf.get(), "queued.min.messages", std::to_string(prefetch_messages)); !s.ok()) return s;
   }
   std::string err;
   conf->set("rebalance_cb", c->rebalancer_.get(), err);

@@ -98,10 +98,12 @@ using OffsetLookup =
 
 class Consumer {
  public:
+  // prefetch_messages: how many messages librdkafka may fetch ahead of the caller
+  // (queued.min.messages; 0: librdkafka's default, 100,000), within its default byte bound.
   static Result<std::unique_ptr<Consumer>> Create(const std::string& bootstrap,
                                                   const std::string& group,
                                                   const std::vector<std::string>& topics,
-                                                  OffsetLookup lookup);
+                                                  OffsetLookup lookup, size_t prefetch_messages = 0);
   virtual ~Consumer() = default;
   // Up to max_messages: waits up to first_wait_ms for the first, then linger_ms for more.
   // Copies every message (see PollBatch for the hot path).
