@@ -42,10 +42,83 @@ struct Fields {
   Value schedule, fire_time;
 };
 
-// kPlain: every byte of the input is printable ASCII and none is a backslash (AllPlain), so a
-// string is whatever lies between two quotes and needs no check. Most envelopes are; the
-// others get the full checks of escapes and UTF-8.
-template <bool kPlain>
+// The first quote from p on, or end.
+const char* NextQuote(const char* p, const char* end) {
+#if defined(__SSE2__)
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if (const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))))) {
+      return p + std::countr_zero(mask);
+    }
+    p += 16;
+  }
+#endif
+  while (p != end && *p != '"') ++p;
+  return p;
+}
+
+// RFC 8259's number grammar, from p (a '-' or not). An exponent or a very long number is "not
+// sure": nlohmann refuses a document whose number overflows a double.
+bool NumberToken(const char*& p, const char* end, Value& v) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  const char* start = p;
+  bool integer = true;
+  if (*p == '-') {
+    integer = false;  // ParseEnvelope's integers are never negative when valid
+    ++p;
+  }
+  if (p == end || !digit(*p)) return false;
+  if (*p == '0') {
+    ++p;
+  } else {
+    while (p != end && digit(*p)) ++p;
+  }
+  if (p != end && *p == '.') {
+    integer = false;
+    ++p;
+    if (p == end || !digit(*p)) return false;
+    while (p != end && digit(*p)) ++p;
+  }
+  if (p != end && (*p == 'e' || *p == 'E')) return false;
+  if (static_cast<size_t>(p - start) > kMaxNumberChars) return false;
+  v.kind = Value::kNumber;
+  v.integer = integer;
+  v.text = std::string_view(start, p - start);
+  return true;
+}
+
+// Where a member of the envelope (TopSlot) or of its payload (PayloadSlot) that ParseEnvelope
+// reads goes; null for any other member.
+Value* TopSlot(Fields& f, std::string_view key) {
+  if (key == "id") return &f.id;
+  if (key == "type") return &f.type;
+  if (key == "time") return &f.time;
+  if (key == "payload") return &f.payload;
+  return nullptr;
+}
+
+Value* PayloadSlot(Fields& f, std::string_view key) {
+  switch (key.size()) {
+    case 6:
+      if (key == "run_id") return &f.run_id;
+      if (key == "status") return &f.status;
+      if (key == "reason") return &f.reason;
+      return nullptr;
+    case 7:
+      if (key == "dataset") return &f.dataset;
+      if (key == "program") return &f.program;
+      if (key == "attempt") return &f.attempt;
+      return nullptr;
+    case 5: return key == "bytes" ? &f.bytes : nullptr;
+    case 8: return key == "schedule" ? &f.schedule : nullptr;
+    case 9: return key == "fire_time" ? &f.fire_time : nullptr;
+    case 10: return key == "partitions" ? &f.partitions : nullptr;
+    default: return nullptr;
+  }
+}
+
+// Any input: escapes, UTF-8 and whitespace checked as nlohmann checks them. Envelopes of plain
+// ASCII take PlainScanner instead.
 class Scanner {
  public:
   explicit Scanner(std::string_view bytes)
@@ -62,11 +135,7 @@ class Scanner {
 
  private:
   void SkipSpace() {
-    if constexpr (kPlain) {
-      while (p_ != end_ && *p_ == ' ') ++p_;  // the only whitespace byte a plain input holds
-    } else {
-      while (p_ != end_ && *p_ <= ' ' && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
-    }
+    while (p_ != end_ && *p_ <= ' ' && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
   }
 
   // An object at p_ ('{'). `top` collects the envelope's members, `payload` the payload's;
@@ -108,34 +177,6 @@ class Scanner {
       if (*p_ != '}') return false;
       ++p_;
       return true;
-    }
-  }
-
-  static Value* TopSlot(Fields& f, std::string_view key) {
-    if (key == "id") return &f.id;
-    if (key == "type") return &f.type;
-    if (key == "time") return &f.time;
-    if (key == "payload") return &f.payload;
-    return nullptr;
-  }
-
-  static Value* PayloadSlot(Fields& f, std::string_view key) {
-    switch (key.size()) {
-      case 6:
-        if (key == "run_id") return &f.run_id;
-        if (key == "status") return &f.status;
-        if (key == "reason") return &f.reason;
-        return nullptr;
-      case 7:
-        if (key == "dataset") return &f.dataset;
-        if (key == "program") return &f.program;
-        if (key == "attempt") return &f.attempt;
-        return nullptr;
-      case 5: return key == "bytes" ? &f.bytes : nullptr;
-      case 8: return key == "schedule" ? &f.schedule : nullptr;
-      case 9: return key == "fire_time" ? &f.fire_time : nullptr;
-      case 10: return key == "partitions" ? &f.partitions : nullptr;
-      default: return nullptr;
     }
   }
 
@@ -202,34 +243,10 @@ class Scanner {
     return true;
   }
 
-  static bool Digit(unsigned char c) { return c >= '0' && c <= '9'; }
-
-  // RFC 8259's number grammar. An exponent or a very long number is "not sure": nlohmann
-  // refuses a document whose number overflows a double.
   bool Number(Value& v) {
-    const unsigned char* start = p_;
-    bool integer = true;
-    if (*p_ == '-') {
-      integer = false;  // ParseEnvelope's integers are never negative when valid
-      ++p_;
-    }
-    if (p_ == end_ || !Digit(*p_)) return false;
-    if (*p_ == '0') {
-      ++p_;
-    } else {
-      while (p_ != end_ && Digit(*p_)) ++p_;
-    }
-    if (p_ != end_ && *p_ == '.') {
-      integer = false;
-      ++p_;
-      if (p_ == end_ || !Digit(*p_)) return false;
-      while (p_ != end_ && Digit(*p_)) ++p_;
-    }
-    if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) return false;
-    if (static_cast<size_t>(p_ - start) > kMaxNumberChars) return false;
-    v.kind = Value::kNumber;
-    v.integer = integer;
-    v.text = std::string_view(reinterpret_cast<const char*>(start), p_ - start);
+    const char* p = reinterpret_cast<const char*>(p_);
+    if (!NumberToken(p, reinterpret_cast<const char*>(end_), v)) return false;
+    p_ = reinterpret_cast<const unsigned char*>(p);
     return true;
   }
 
@@ -269,21 +286,6 @@ class Scanner {
     return below_space | (word & kHighs) | zero_bytes(word ^ (kOnes * '"')) | zero_bytes(word ^ (kOnes * '\\'));
   }
 
-  // The first quote from p on, or end.
-  static const unsigned char* NextQuote(const unsigned char* p, const unsigned char* end) {
-#if defined(__SSE2__)
-    while (end - p >= 16) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      if (const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))))) {
-        return p + std::countr_zero(mask);
-      }
-      p += 16;
-    }
-#endif
-    while (p != end && *p != '"') ++p;
-    return p;
-  }
-
   // From p, past the plain ASCII bytes of a string (not a quote, backslash, control character
   // or non-ASCII byte) sixteen or eight at a time: at the first byte that is not plain, or
   // fewer than eight bytes before the end.
@@ -315,16 +317,6 @@ class Scanner {
   // A string at p_ ('"'): JSON escapes and well-formed UTF-8 (RFC 3629: no overlong forms,
   // surrogates or code points past U+10FFFF), as nlohmann checks them.
   bool String(Value& v) {
-    if constexpr (kPlain) {
-      const unsigned char* start = p_ + 1;
-      const unsigned char* quote = NextQuote(start, end_);
-      if (quote == end_) return false;
-      v.kind = Value::kString;
-      v.escaped = false;
-      v.text = std::string_view(reinterpret_cast<const char*>(start), quote - start);
-      p_ = quote + 1;
-      return true;
-    }
     const unsigned char* p = p_ + 1;
     const unsigned char* const end = end_;
     const unsigned char* const start = p;
@@ -388,6 +380,188 @@ class Scanner {
 
   const unsigned char* p_;
   const unsigned char* end_;
+};
+
+// An input of plain ASCII (AllPlain: printable, no backslash, no whitespace but spaces): a string
+// is whatever lies between two quotes and needs no check, which leaves only the structure to
+// follow. Most envelopes are plain.
+class PlainScanner {
+ public:
+  explicit PlainScanner(std::string_view bytes) : p_(bytes.data()), end_(p_ + bytes.size()) {}
+
+  bool Envelope(Fields& f) {
+    Space();
+    if (p_ == end_ || *p_ != '{') return false;
+    ++p_;
+    if (!Members(f, /*top=*/true)) return false;
+    Space();
+    return p_ == end_;
+  }
+
+ private:
+  void Space() {
+    while (p_ != end_ && *p_ == ' ') ++p_;
+  }
+
+  // A string at p_ ('"').
+  bool String(std::string_view& text) {
+    const char* quote = NextQuote(p_ + 1, end_);
+    if (quote == end_) return false;
+    text = std::string_view(p_ + 1, quote - p_ - 1);
+    p_ = quote + 1;
+    return true;
+  }
+
+  // After a value inside a container: true at ',' (moved past it and the spaces after),
+  // false at `close` (moved past it); `ok` false for anything else.
+  bool Next(char close, bool& ok) {
+    Space();
+    if (p_ != end_ && *p_ == ',') {
+      ++p_;
+      Space();
+      return true;
+    }
+    ok = p_ != end_ && *p_ == close;
+    if (ok) ++p_;
+    return false;
+  }
+
+  // The members of the envelope (top) or of its payload, after the '{'.
+  bool Members(Fields& f, bool top) {
+    Space();
+    if (p_ != end_ && *p_ == '}') {
+      ++p_;
+      return true;
+    }
+    bool ok = true;
+    do {
+      std::string_view key;
+      if (p_ == end_ || *p_ != '"' || !String(key)) return false;
+      Space();
+      if (p_ == end_ || *p_ != ':') return false;
+      ++p_;
+      Space();
+      if (p_ == end_) return false;
+      Value* slot = top ? TopSlot(f, key) : PayloadSlot(f, key);
+      if (!slot) {
+        if (!Skip(top ? 1 : 2)) return false;
+      } else if (slot->kind != Value::kNone) {
+        return false;  // duplicate member
+      } else if (slot == &f.payload) {
+        // ParseEnvelope refuses a payload that is not an object, whatever the type.
+        if (*p_ != '{') return false;
+        ++p_;
+        f.payload.kind = Value::kObject;
+        if (!Members(f, /*top=*/false)) return false;
+      } else if (!Member(*slot, top ? 1 : 2)) {
+        return false;
+      }
+    } while (Next('}', ok));
+    return ok;
+  }
+
+  // A member's value that ParseEnvelope reads, inside a container at `depth`.
+  bool Member(Value& v, int depth) {
+    switch (*p_) {
+      case '"':
+        v.kind = Value::kString;
+        v.escaped = false;
+        return String(v.text);
+      case '[': {
+        v.kind = Value::kArray;
+        v.elements = 0;
+        v.nonempty_strings = true;
+        ++p_;
+        Space();
+        if (p_ != end_ && *p_ == ']') {
+          ++p_;
+          return true;
+        }
+        bool ok = true;
+        do {
+          if (p_ == end_) return false;
+          ++v.elements;
+          if (*p_ == '"') {
+            std::string_view text;
+            if (!String(text)) return false;
+            if (text.empty()) v.nonempty_strings = false;
+          } else {
+            v.nonempty_strings = false;
+            if (!Skip(depth + 1)) return false;
+          }
+        } while (Next(']', ok));
+        return ok;
+      }
+      case '{': v.kind = Value::kObject; break;
+      case 't': v.kind = Value::kTrue; break;
+      case 'f': v.kind = Value::kFalse; break;
+      case 'n': v.kind = Value::kNull; break;
+      default: return NumberToken(p_, end_, v);
+    }
+    return Skip(depth);
+  }
+
+  // Any value at p_ (not at the end), inside a container at `depth`: checked, then passed.
+  bool Skip(int depth) {
+    switch (*p_) {
+      case '"': {
+        std::string_view text;
+        return String(text);
+      }
+      case '{': {
+        if (depth + 1 > kMaxScanDepth) return false;
+        ++p_;
+        Space();
+        if (p_ != end_ && *p_ == '}') {
+          ++p_;
+          return true;
+        }
+        bool ok = true;
+        do {
+          std::string_view key;
+          if (p_ == end_ || *p_ != '"' || !String(key)) return false;
+          Space();
+          if (p_ == end_ || *p_ != ':') return false;
+          ++p_;
+          Space();
+          if (p_ == end_ || !Skip(depth + 1)) return false;
+        } while (Next('}', ok));
+        return ok;
+      }
+      case '[': {
+        if (depth + 1 > kMaxScanDepth) return false;
+        ++p_;
+        Space();
+        if (p_ != end_ && *p_ == ']') {
+          ++p_;
+          return true;
+        }
+        bool ok = true;
+        do {
+          if (p_ == end_ || !Skip(depth + 1)) return false;
+        } while (Next(']', ok));
+        return ok;
+      }
+      case 't': return Literal("true");
+      case 'f': return Literal("false");
+      case 'n': return Literal("null");
+      default: {
+        Value number;
+        return NumberToken(p_, end_, number);
+      }
+    }
+  }
+
+  bool Literal(std::string_view word) {
+    if (static_cast<size_t>(end_ - p_) < word.size() || std::memcmp(p_, word.data(), word.size()) != 0) {
+      return false;
+    }
+    p_ += word.size();
+    return true;
+  }
+
+  const char* p_;
+  const char* const end_;
 };
 
 // Whether every byte is printable ASCII (0x20-0x7E, or DEL, which JSON allows in strings) other
@@ -454,7 +628,7 @@ void EnvelopeScan::EventKeyInto(std::string& out) const {
 bool ScanEnvelope(std::string_view bytes, EnvelopeScan& out, size_t max_bytes) {
   if (bytes.size() > max_bytes) return false;
   Fields f;
-  const bool scanned = AllPlain(bytes) ? Scanner<true>(bytes).Envelope(f) : Scanner<false>(bytes).Envelope(f);
+  const bool scanned = AllPlain(bytes) ? PlainScanner(bytes).Envelope(f) : Scanner(bytes).Envelope(f);
   if (!scanned) return false;
   if (!PlainString(f.id) || f.type.kind != Value::kString || f.type.escaped ||
       f.time.kind != Value::kString || f.time.escaped || f.payload.kind != Value::kObject) {
