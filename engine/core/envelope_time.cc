@@ -1,6 +1,8 @@
 #include "core/envelope_time.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -77,14 +79,30 @@ std::optional<TimePoint> ParseEnvelopeTimeFast(std::string_view text) {
   const char* s = text.data();
   const size_t n = text.size();
   if (n < 20) return std::nullopt;
-  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18}) {
-    if (!IsDigit(s[i])) return std::nullopt;
+  auto digit = [&](size_t i) { return static_cast<unsigned>(static_cast<unsigned char>(s[i]) - '0'); };
+  // The digits of "YYYY-MM-DDTHH:MM:SS" up to the minutes, eight bytes at a time: XOR with '0'
+  // maps exactly '0'-'9' to 0-9, and adding 0x76 then sets the high bit of any byte above 9
+  // (a byte that carries into the next can only make that one look bad: a false "not sure").
+  bool digits = true;
+  if constexpr (std::endian::native == std::endian::little) {
+    constexpr uint64_t kZeros = 0x3030303030303030ULL, kHighs = 0x8080808080808080ULL;
+    constexpr uint64_t kAboveNine = 0x7676767676767676ULL;
+    constexpr uint64_t kDigits0 = 0x00FFFF00FFFFFFFFULL;  // bytes 0-3 (year), 5-6 (month)
+    constexpr uint64_t kDigits1 = 0xFFFF00FFFF00FFFFULL;  // 8-9 (day), 11-12 (hour), 14-15 (minute)
+    uint64_t w0, w1;
+    std::memcpy(&w0, s, 8);
+    std::memcpy(&w1, s + 8, 8);
+    const uint64_t x0 = w0 ^ kZeros, x1 = w1 ^ kZeros;
+    digits = ((((x0 + kAboveNine) | x0) & kHighs & kDigits0) | (((x1 + kAboveNine) | x1) & kHighs & kDigits1)) == 0;
+  } else {
+    for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15}) digits = digits && digit(i) <= 9;
   }
-  if (s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') || s[13] != ':' ||
-      s[16] != ':') {
+  if (!digits) return std::nullopt;
+  if (digit(17) > 9 || digit(18) > 9 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') ||
+      s[13] != ':' || s[16] != ':') {
     return std::nullopt;
   }
-  auto two = [&](size_t at) { return static_cast<unsigned>((s[at] - '0') * 10 + (s[at + 1] - '0')); };
+  auto two = [&](size_t at) { return digit(at) * 10 + digit(at + 1); };
   const int64_t year = two(0) * 100 + two(2);
   const unsigned month = two(5), day = two(8), hour = two(11), minute = two(14), second = two(17);
   // Whatever date::parse would make of a leap second or an impossible date, the reference
