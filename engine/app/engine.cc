@@ -1,16 +1,21 @@
 #include "app/engine.h"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "core/envelope.h"
+#include "core/envelope_scan.h"
 #include "core/schedule_index.h"
 #include "log/kafka.h"
 #include "log/topics.h"
@@ -103,10 +108,226 @@ void RecordApplied(Shared& sh, const IngestResult& r) {
   if (r.jobs_ready > r.checker.launched + r.checker.discarded || !r.run_outcomes.empty()) sh.checker_wake.Wake();
   if (r.published > 0) sh.relay_wake.Wake();
 }
+// trigd_events_total's counters, looked up once (prometheus-cpp: keep the Counter&).
+class EventCounters {
+ public:
+  explicit EventCounters(Metrics& metrics) {
+    for (EventType type : {EventType::kPartition, EventType::kProgram, EventType::kTick}) {
+      for (size_t o = 0; o < kOutcomes.size(); ++o) {
+        counters_[static_cast<size_t>(type)][o] = &metrics.Event(EventTypeName(type), std::string(kOutcomes[o]));
+      }
+    }
+  }
+  // `outcome`: applied, duplicate or no_match (IngestResult::outcome).
+  prometheus::Counter& Get(EventType type, std::string_view outcome) {
+    size_t o = 0;
+    while (o + 1 < kOutcomes.size() && kOutcomes[o] != outcome) ++o;
+    return *counters_[static_cast<size_t>(type)][o];
+  }
+
+ private:
+  static constexpr std::array<std::string_view, 3> kOutcomes = {"applied", "duplicate", "no_match"};
+  std::array<std::array<prometheus::Counter*, 3>, 3> counters_{};
+};
+
+// Consumed messages made ready for one transaction. Events that match no schedule and report
+// no run change nothing in PostgreSQL: they are only counted, and the positions cover them.
+struct PreparedBatch {
+  struct Position {
+    std::string topic;
+    int partition = 0;
+    int64_t first_offset = 0, next_offset = 0;
+  };
+  IngestBatch in;                         // positions filled by Finish
+  std::vector<Position> positions;        // a handful: linear search beats a map keyed by strings
+  std::vector<PartitionOffset> offsets;   // for Kafka's group once committed (Finish)
+  std::array<int64_t, 3> no_match{};      // by EventType
+  std::vector<std::string> dead_reasons;
+  size_t messages = 0;
+
+  bool empty() const { return messages == 0; }
+
+  // Positions in (topic, partition) order, as before: instances lock offsets rows alike.
+  void Finish() {
+    std::sort(positions.begin(), positions.end(), [](const Position& a, const Position& b) {
+      return std::tie(a.topic, a.partition) < std::tie(b.topic, b.partition);
+    });
+    for (const Position& p : positions) {
+      in.positions.push_back({p.topic, p.partition, p.first_offset, p.next_offset});
+      offsets.push_back({p.topic, p.partition, p.next_offset});
+    }
+  }
+};
+
+// Adds `messages` to `out`. `key` is scratch space reused for every event's key.
+void Prepare(const MessageBatch& messages, const ScheduleIndex& index, std::string& key, PreparedBatch& out) {
+  PreparedBatch::Position* last = nullptr;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const MessageView m = messages[i];
+    if (!last || last->partition != m.partition || last->topic != m.topic) {
+      last = nullptr;
+      for (PreparedBatch::Position& p : out.positions) {
+        if (p.partition == m.partition && p.topic == m.topic) last = &p;
+      }
+      if (!last) last = &out.positions.emplace_back(PreparedBatch::Position{std::string(m.topic), m.partition, m.offset, 0});
+    }
+    last->next_offset = m.offset + 1;
+    ++out.messages;
+    // The fast path: most events match no schedule, and for those the scanner's word that
+    // the envelope is valid, and its key, are all that is needed. Anything else (a match, a
+    // program's run report, an envelope the scanner is not sure of) gets the full parser.
+    EnvelopeScan scan;
+    if (ScanEnvelope(m.value, scan)) {
+      scan.EventKeyInto(key);
+      // Every valid program event carries a run id: a report that always matters.
+      if (scan.type != EventType::kProgram && index.Lookup(key).empty()) {
+        ++out.no_match[static_cast<size_t>(scan.type)];
+        continue;
+      }
+    }
+    Result<Event> e = ParseEnvelope(m.value);
+    if (!e.ok()) {
+      out.dead_reasons.push_back(DeadLetterReason(e.status()));
+      out.in.dead.push_back({std::string(m.key),
+                             json{{"reason", e.status().message()}, {"topic", m.topic}, {"partition", m.partition},
+                                  {"offset", m.offset}, {"original", m.value}}
+                                 .dump(-1, ' ', false, json::error_handler_t::replace)});
+      continue;
+    }
+    std::span<const int64_t> ids = index.Lookup(e->EventKey());
+    const bool report = e->type == EventType::kProgram && !e->program.run_id.empty();
+    if (ids.empty() && !report) {
+      ++out.no_match[static_cast<size_t>(e->type)];
+      continue;
+    }
+    out.in.schedule_ids.emplace_back(ids.begin(), ids.end());
+    out.in.events.push_back(std::move(*e));
+  }
+}
+
+// Runs the ingest transactions, one batch at a time, on its own thread and PostgreSQL
+// connection: the ingest loop polls and parses the next batch while this one commits. Each
+// batch's positions are still committed in the same transaction as its jobs, and batches
+// commit in the order they were polled (one in flight). Used by the ingest thread only.
+class IngestCommitter {
+ public:
+  enum class Outcome { kCommitted, kFenced, kFailed };
+
+  explicit IngestCommitter(Shared& sh) : sh_(sh), store_(sh.config, "ingest"), counters_(sh.metrics) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~IngestCommitter() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  bool InFlight() const { return in_flight_; }
+
+  // Starts committing `batch`; none may be in flight (Wait first).
+  void Submit(PreparedBatch batch) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      batch_ = std::move(batch);
+      has_batch_ = true;
+      done_ = false;
+    }
+    in_flight_ = true;
+    cv_.notify_all();
+  }
+
+  // Whether the batch in flight is settled (Wait would not block).
+  bool Done() {
+    std::lock_guard<std::mutex> l(mu_);
+    return done_;
+  }
+
+  // Blocks until the batch in flight is settled, leaving its outcome for Wait.
+  void WaitIdle() {
+    if (!in_flight_) return;
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return done_; });
+  }
+
+  // The outcome of the batch in flight, once settled.
+  Outcome Wait() {
+    WaitIdle();
+    in_flight_ = false;
+    return outcome_;
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (true) {
+      cv_.wait(l, [&] { return quit_ || has_batch_; });
+      if (!has_batch_) return;  // quit, nothing in flight
+      has_batch_ = false;
+      l.unlock();
+      Outcome outcome = Commit(batch_);
+      batch_ = PreparedBatch();
+      l.lock();
+      outcome_ = outcome;
+      done_ = true;
+      cv_.notify_all();
+    }
+  }
+
+  Outcome Commit(const PreparedBatch& batch) {
+    Result<IngestResult> r = Aborted("not run");
+    for (int attempt = 0; attempt < 20 && !sh_.stop.load(); ++attempt) {
+      PgStore* pg = store_.Get();
+      if (!pg) return Outcome::kFailed;
+      r = pg->ApplyBatch(batch.in);
+      if (r.ok() || r.status().code() != StatusCode::kAborted) break;
+      // A race with another instance (same schedule's open job, deadlock): rerun as is.
+      sh_.metrics.TransactionRetries().Increment();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 * (attempt + 1)));
+    }
+    if (!r.ok()) {
+      store_.Failed(r.status());
+      return Outcome::kFailed;
+    }
+    if (r->fenced) return Outcome::kFenced;
+    // Counted and woken here, as soon as the transaction is durable.
+    sh_.metrics.IngestTransactions().Increment();
+    for (const std::string& reason : batch.dead_reasons) sh_.metrics.DeadLetter(reason).Increment();
+    for (size_t i = 0; i < batch.in.events.size(); ++i) counters_.Get(batch.in.events[i].type, r->outcome[i]).Increment();
+    for (EventType type : {EventType::kPartition, EventType::kProgram, EventType::kTick}) {
+      if (int64_t n = batch.no_match[static_cast<size_t>(type)]) counters_.Get(type, "no_match").Increment(static_cast<double>(n));
+    }
+    RecordApplied(sh_, *r);
+    if (!batch.in.dead.empty()) sh_.relay_wake.Wake();
+    return Outcome::kCommitted;
+  }
+
+  Shared& sh_;
+  StoreHandle store_;
+  EventCounters counters_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  PreparedBatch batch_;       // guarded by mu_ while handed over
+  bool has_batch_ = false;    // guarded by mu_
+  bool done_ = false;         // guarded by mu_
+  Outcome outcome_ = Outcome::kFailed;  // guarded by mu_
+  bool quit_ = false;         // guarded by mu_
+  bool in_flight_ = false;    // the ingest thread's own view
+  std::thread thread_;
+};
 
 // The consumer loop: event topics -> jobs, in one transaction per batch with the offsets.
+// While one batch commits (IngestCommitter), the next is polled and parsed; if the commit
+// fails or is fenced, that next batch is dropped too and the consumer re-reads from
+// PostgreSQL's positions.
 void IngestLoop(Shared& sh) {
-  StoreHandle store(sh.config, "ingest");
+  constexpr size_t kMaxPoll = 5000;    // messages per poll
+  constexpr size_t kMaxBatch = 20000;  // messages per transaction
+  constexpr size_t kPrefetch = 500000;  // messages librdkafka may queue ahead (see Consumer::Create)
+  StoreHandle store(sh.config, "ingest index");
+  IngestCommitter committer(sh);
   ScheduleIndex index;
   int64_t index_seq = 0;
   bool index_loaded = false;
@@ -116,13 +337,10 @@ void IngestLoop(Shared& sh) {
   const std::string time = sh.config.topic_prefix + "events.time";
   auto last_refresh = Clock::time_point{};
   auto last_lag = Clock::time_point{};
-  // Handles looked up once (prometheus-cpp: keep the Counter&).
-  std::map<std::pair<std::string, std::string>, prometheus::Counter*> event_counters;
-  auto count_event = [&](const std::string& type, const std::string& outcome) {
-    auto& c = event_counters[{type, outcome}];
-    if (!c) c = &sh.metrics.Event(type, outcome);
-    c->Increment();
-  };
+  MessageBatch messages;
+  std::string key;  // reused for every event's key
+  PreparedBatch next;  // polled, waiting for the batch in flight
+  std::vector<PartitionOffset> in_flight_offsets;
   while (!sh.stop.load()) {
     PgStore* pg = store.Get();
     if (!pg) {
@@ -148,7 +366,9 @@ void IngestLoop(Shared& sh) {
     if (!consumer) {
       auto c = Consumer::Create(sh.config.kafka, sh.config.group, {data, program, time},
                                 [&](const std::vector<std::pair<std::string, int>>& parts) {
-                                  // Positions come from PostgreSQL, where they are committed with the jobs.
+                                  // Positions come from PostgreSQL, where they are committed with the jobs;
+                                  // after the batch in flight, so they include it.
+                                  committer.WaitIdle();
                                   for (int attempt = 0; attempt < 30 && !sh.stop.load(); ++attempt) {
                                     if (PgStore* p = store.Get()) {
                                       auto r = p->LoadOffsets(sh.config.group, parts);
@@ -158,7 +378,8 @@ void IngestLoop(Shared& sh) {
                                     std::this_thread::sleep_for(std::chrono::seconds(1));
                                   }
                                   std::abort();  // cannot position safely: let the supervisor restart us
-                                });
+                                },
+                                kPrefetch);
       if (!c.ok()) {
         Log("consumer: " + c.status().ToString());
         std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -166,60 +387,44 @@ void IngestLoop(Shared& sh) {
       }
       consumer = std::move(*c);
     }
-    std::vector<Message> batch = consumer->Poll(5000, 100, 2);
+    // While a batch commits, what arrives meanwhile is polled and parsed into the next one, up
+    // to kMaxBatch; and while the consumer is behind (polls come back full), the next batch
+    // grows to kMaxBatch anyway. The transaction size follows the rate (one poll's worth when
+    // events trickle in, many when they stream) and PostgreSQL's per-transaction cost is shared.
+    // No linger after the first message: what arrives while a batch commits joins the next one
+    // anyway, and lingering would only add to the latency of an event that arrives alone.
+    consumer->PollBatch(messages, kMaxPoll, committer.InFlight() || !next.empty() ? 1 : 100, 0);
+    const bool behind = messages.size() == kMaxPoll;
     if (Clock::now() - last_lag > std::chrono::seconds(2)) {
       for (const PartitionLag& l : consumer->Lag()) sh.metrics.ConsumerLag(l.topic, l.partition).Set(static_cast<double>(l.lag));
       last_lag = Clock::now();
     }
-    if (batch.empty()) continue;
-    IngestBatch in;
-    in.group = sh.config.group;
-    std::map<std::pair<std::string, int>, ConsumedPosition> positions;
-    std::vector<std::string> dead_reasons;
-    for (const Message& m : batch) {
-      auto& pos = positions[{m.topic, m.partition}];
-      if (pos.topic.empty()) pos = {m.topic, m.partition, m.offset, m.offset + 1};
-      pos.next_offset = m.offset + 1;
-      Result<Event> e = ParseEnvelope(m.value);
-      if (!e.ok()) {
-        std::string reason = DeadLetterReason(e.status());
-        dead_reasons.push_back(reason);
-        in.dead.push_back({m.key, json{{"reason", e.status().message()}, {"topic", m.topic},
-                                       {"partition", m.partition}, {"offset", m.offset},
-                                       {"original", m.value}}
-                                      .dump(-1, ' ', false, json::error_handler_t::replace)});
+    Prepare(messages, index, key, next);
+    messages.Clear();
+    if (committer.InFlight()) {
+      if (!committer.Done() && next.messages + kMaxPoll <= kMaxBatch) continue;
+      const IngestCommitter::Outcome outcome = committer.Wait();
+      if (outcome != IngestCommitter::Outcome::kCommitted) {
+        if (outcome == IngestCommitter::Outcome::kFenced) {
+          Log("batch refused: another consumer moved a position first; re-reading from PostgreSQL");
+        }
+        // What was polled meanwhile goes too: everything after PostgreSQL's positions is read again.
+        next = PreparedBatch();
+        consumer->Rewind();
+        if (outcome == IngestCommitter::Outcome::kFailed) std::this_thread::sleep_for(std::chrono::milliseconds(200));
         continue;
       }
-      std::span<const int64_t> ids = index.Lookup(e->EventKey());
-      in.schedule_ids.emplace_back(ids.begin(), ids.end());
-      in.events.push_back(std::move(*e));
+      consumer->CommitKafka(in_flight_offsets);
     }
-    for (auto& [k, v] : positions) in.positions.push_back(v);
-    Result<IngestResult> r = Aborted("not run");
-    for (int attempt = 0; attempt < 20 && !sh.stop.load(); ++attempt) {
-      r = pg->ApplyBatch(in);
-      if (r.ok() || r.status().code() != StatusCode::kAborted) break;
-      // A race with another instance (same schedule's open job, deadlock): rerun as is.
-      sh.metrics.TransactionRetries().Increment();
-      std::this_thread::sleep_for(std::chrono::milliseconds(5 * (attempt + 1)));
-    }
-    if (!r.ok()) {
-      store.Failed(r.status());
-      consumer->Rewind();
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      continue;
-    }
-    if (r->fenced) {
-      Log("batch refused: another consumer moved a position first; re-reading from PostgreSQL");
-      consumer->Rewind();
-      continue;
-    }
-    sh.metrics.IngestTransactions().Increment();
-    consumer->CommitKafka(batch);
-    for (const std::string& reason : dead_reasons) sh.metrics.DeadLetter(reason).Increment();
-    for (size_t i = 0; i < in.events.size(); ++i) count_event(EventTypeName(in.events[i].type), r->outcome[i]);
-    RecordApplied(sh, *r);
-    if (!in.dead.empty()) sh.relay_wake.Wake();
+    if (next.empty() || (behind && next.messages + kMaxPoll <= kMaxBatch)) continue;
+    next.in.group = sh.config.group;
+    next.Finish();
+    in_flight_offsets = next.offsets;
+    committer.Submit(std::move(next));
+    next = PreparedBatch();
+  }
+  if (committer.InFlight() && committer.Wait() == IngestCommitter::Outcome::kCommitted && consumer) {
+    consumer->CommitKafka(in_flight_offsets);
   }
 }
 

@@ -1,5 +1,7 @@
 #include "core/envelope.h"
 
+#include "core/envelope_time.h"
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -99,55 +101,12 @@ Result<std::optional<int64_t>> OptionalInteger(const nlohmann::json& object, con
   return Reject("bad_field", message);
 }
 
-// Checks the exact RFC 3339 shape (YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)) and cuts
-// the fraction to milliseconds, trigd's precision. Producers commonly send microseconds
-// (Python) or nanoseconds (Go), which ParseTime refuses; and only well-formed text reaches
-// date::parse, which misbehaves on some malformed offsets.
-std::optional<std::string> NormalizeRfc3339(std::string_view text) {
-  auto digits = [&](size_t at, size_t n) {
-    if (at + n > text.size()) return false;
-    for (size_t i = at; i < at + n; ++i) {
-      if (text[i] < '0' || text[i] > '9') return false;
-    }
-    return true;
-  };
-  auto is = [&](size_t at, std::string_view any_of) {
-    return at < text.size() && any_of.find(text[at]) != std::string_view::npos;
-  };
-  if (!(digits(0, 4) && is(4, "-") && digits(5, 2) && is(7, "-") && digits(8, 2) &&
-        is(10, "Tt") && digits(11, 2) && is(13, ":") && digits(14, 2) && is(16, ":") &&
-        digits(17, 2))) {
-    return std::nullopt;
-  }
-  std::string normalized(text.substr(0, 19));
-  size_t at = 19;
-  if (is(at, ".")) {
-    size_t end = at + 1;
-    while (digits(end, 1)) ++end;
-    if (end == at + 1) return std::nullopt;
-    normalized += text.substr(at, std::min<size_t>(end - at, 4));  // '.' and 3 digits
-    at = end;
-  }
-  if (is(at, "Zz") && at + 1 == text.size()) return normalized + "Z";
-  if (is(at, "+-") && digits(at + 1, 2) && is(at + 3, ":") && digits(at + 4, 2) &&
-      at + 6 == text.size()) {
-    return normalized + std::string(text.substr(at));
-  }
-  return std::nullopt;
-}
-
-// RFC 3339 years have four digits, but an offset can carry 0000-01-01 or 9999-12-31 across a
-// year boundary; trigd could not write such an instant back as RFC 3339 (found by fuzzing).
-constexpr TimePoint kMinTime{std::chrono::sys_days{std::chrono::year{0} / 1 / 1}};
-constexpr TimePoint kEndTime{std::chrono::sys_days{std::chrono::year{10000} / 1 / 1}};
-
 Result<TimePoint> RequiredTime(const nlohmann::json& object, const char* key,
                                const std::string& path) {
   Result<std::string> text = RequiredString(object, key, path);
   if (!text.ok()) return text.status();
-  std::optional<std::string> normalized = NormalizeRfc3339(*text);
-  Result<TimePoint> time = ParseTime(normalized.value_or(""));
-  if (!normalized || !time.ok() || *time < kMinTime || *time >= kEndTime) {
+  std::optional<TimePoint> time = ParseEnvelopeTime(*text);
+  if (!time) {
     return Reject("bad_field", path + ": invalid time " + Quote(*text) +
                                    ": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
   }

@@ -5,9 +5,35 @@
 #include <map>
 #include <tuple>
 
+#include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 
 namespace trigd {
+
+MessageBatch& MessageBatch::operator=(MessageBatch&& other) noexcept {
+  if (this != &other) {
+    Clear();
+    messages_ = std::move(other.messages_);
+    other.messages_.clear();
+  }
+  return *this;
+}
+
+MessageView MessageBatch::operator[](size_t i) const {
+  const rd_kafka_message_t* m = messages_[i];
+  MessageView view;
+  view.topic = rd_kafka_topic_name(m->rkt);
+  view.partition = m->partition;
+  view.offset = m->offset;
+  if (m->key) view.key = std::string_view(static_cast<const char*>(m->key), m->key_len);
+  if (m->payload) view.value = std::string_view(static_cast<const char*>(m->payload), m->len);
+  return view;
+}
+
+void MessageBatch::Clear() {
+  for (rd_kafka_message_t* m : messages_) rd_kafka_message_destroy(m);
+  messages_.clear();
+}
 
 namespace {
 
@@ -104,35 +130,36 @@ class Rebalancer : public RdKafka::RebalanceCb {
 class RdConsumer : public Consumer {
  public:
   std::vector<Message> Poll(size_t max_messages, int first_wait_ms, int linger_ms) override {
+    MessageBatch batch;
+    PollBatch(batch, max_messages, first_wait_ms, linger_ms);
     std::vector<Message> out;
-    auto linger_end = std::chrono::steady_clock::time_point::max();
-    int wait = first_wait_ms;
-    while (out.size() < max_messages) {
-      std::unique_ptr<RdKafka::Message> m(consumer_->consume(wait));
-      if (m->err() == RdKafka::ERR_NO_ERROR) {
-        Message msg;
-        msg.topic = m->topic_name();
-        msg.partition = m->partition();
-        msg.offset = m->offset();
-        if (m->key()) msg.key = *m->key();
-        msg.value.assign(static_cast<const char*>(m->payload()), m->len());
-        out.push_back(std::move(msg));
-        if (out.size() == 1) {
-          linger_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(linger_ms);
-        }
-      } else if (m->err() != RdKafka::ERR__TIMED_OUT && m->err() != RdKafka::ERR__PARTITION_EOF) {
-        if (m->err() == RdKafka::ERR__FATAL) break;
-      }
-      if (out.empty()) {
-        if (m->err() == RdKafka::ERR__TIMED_OUT) break;
-        continue;
-      }
-      auto now = std::chrono::steady_clock::now();
-      if (now >= linger_end) break;
-      wait = static_cast<int>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(linger_end - now).count());
+    out.reserve(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      MessageView m = batch[i];
+      out.push_back({std::string(m.topic), m.partition, m.offset, std::string(m.key), std::string(m.value)});
     }
     return out;
+  }
+
+  // rd_kafka_consume_batch_queue on the consumer's queue, only ever from this thread and in
+  // sequence with Rewind's seeks and the rebalance callback (which it serves), as librdkafka
+  // 2.0's batch API requires; it drops messages a seek or an assignment made outdated.
+  void PollBatch(MessageBatch& out, size_t max_messages, int first_wait_ms, int linger_ms) override {
+    out.Clear();
+    std::vector<rd_kafka_message_t*>& kept = Messages(out);
+    if (max_messages == 0) return;
+    buffer_.resize(max_messages);
+    // The first message: a batch of one returns as soon as it arrives.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(first_wait_ms);
+    while (kept.empty()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const int wait = static_cast<int>(std::max<int64_t>(0, left.count()));
+      if (Keep(rd_kafka_consume_batch_queue(queue_, wait, buffer_.data(), 1), kept)) return;
+      if (wait == 0) break;
+    }
+    if (kept.empty() || kept.size() >= max_messages) return;
+    // Then more for up to linger_ms: at once when librdkafka has them queued already.
+    Keep(rd_kafka_consume_batch_queue(queue_, linger_ms, buffer_.data(), max_messages - kept.size()), kept);
   }
 
   void Rewind() override {
@@ -150,10 +177,17 @@ class RdConsumer : public Consumer {
   void CommitKafka(const std::vector<Message>& batch) override {
     std::map<std::pair<std::string, int>, int64_t> next;
     for (const auto& m : batch) next[{m.topic, m.partition}] = m.offset + 1;
+    std::vector<PartitionOffset> offsets;
+    for (const auto& [tp, off] : next) offsets.push_back({tp.first, tp.second, off});
+    CommitKafka(offsets);
+  }
+
+  void CommitKafka(const std::vector<PartitionOffset>& offsets) override {
+    if (offsets.empty()) return;
     std::vector<RdKafka::TopicPartition*> parts;
-    for (const auto& [tp, off] : next) {
-      auto* p = RdKafka::TopicPartition::create(tp.first, tp.second);
-      p->set_offset(off);
+    for (const PartitionOffset& o : offsets) {
+      auto* p = RdKafka::TopicPartition::create(o.topic, o.partition);
+      p->set_offset(o.next_offset);
       parts.push_back(p);
     }
     consumer_->commitAsync(parts);
@@ -178,11 +212,30 @@ class RdConsumer : public Consumer {
   }
 
   ~RdConsumer() override {
+    if (queue_) rd_kafka_queue_destroy(queue_);
     if (consumer_) consumer_->close();
+  }
+
+  // Keeps the messages of a batch call that carry one; true when the consumer hit a fatal
+  // error (no point waiting for more).
+  bool Keep(ssize_t n, std::vector<rd_kafka_message_t*>& kept) {
+    bool fatal = false;
+    for (ssize_t i = 0; i < n; ++i) {
+      rd_kafka_message_t* m = buffer_[i];
+      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        kept.push_back(m);
+      } else {
+        fatal = fatal || m->err == RD_KAFKA_RESP_ERR__FATAL;
+        rd_kafka_message_destroy(m);
+      }
+    }
+    return fatal;
   }
 
   std::unique_ptr<Rebalancer> rebalancer_;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
+  rd_kafka_queue_t* queue_ = nullptr;  // the consumer group's queue (messages and rebalances)
+  std::vector<rd_kafka_message_t*> buffer_;
 };
 
 Status Set(RdKafka::Conf* conf, const std::string& k, const std::string& v) {
@@ -214,7 +267,7 @@ Result<std::unique_ptr<Producer>> Producer::Create(const std::string& bootstrap)
 Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
                                                    const std::string& group,
                                                    const std::vector<std::string>& topics,
-                                                   OffsetLookup lookup) {
+                                                   OffsetLookup lookup, size_t prefetch_messages) {
   auto c = std::make_unique<RdConsumer>();
   c->rebalancer_ = std::make_unique<Rebalancer>(std::move(lookup));
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
@@ -226,10 +279,21 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
            {"fetch.wait.max.ms", "10"}, {"log_level", "2"}}) {
     if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
   }
+  // librdkafka (2.0) stops fetching once its local queue holds queued.min.messages (counted
+  // over the whole consumer queue) and looks again only at its next one-second wake-up: a
+  // consumer that is slower than the fetcher, even slightly, drains the queue and then waits
+  // for the rest of that second. trigd's ingest parses every event, so under a backlog it is
+  // that consumer: with the default (100,000) it idled more than half the time. A deeper queue
+  // holds about a second of events; its size in bytes stays bounded by librdkafka's default
+  // queued.max.messages.kbytes (64 MiB).
+  if (prefetch_messages > 0) {
+    if (Status s = Set(conf.get(), "queued.min.messages", std::to_string(prefetch_messages)); !s.ok()) return s;
+  }
   std::string err;
   conf->set("rebalance_cb", c->rebalancer_.get(), err);
   c->consumer_.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
   if (!c->consumer_) return Internal("consumer: " + err);
+  c->queue_ = rd_kafka_queue_get_consumer(c->consumer_->c_ptr());
   if (auto e = c->consumer_->subscribe(topics); e != RdKafka::ERR_NO_ERROR) {
     return Unavailable("subscribe: " + RdKafka::err2str(e));
   }

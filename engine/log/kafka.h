@@ -6,9 +6,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
+
+struct rd_kafka_message_s;
 
 namespace trigd {
 
@@ -18,6 +21,45 @@ struct Message {
   int64_t offset = 0;
   std::string key;
   std::string value;
+};
+
+// A consumed message seen in place: views into librdkafka's buffers, valid while the
+// MessageBatch that holds it lives.
+struct MessageView {
+  std::string_view topic;
+  int partition = 0;
+  int64_t offset = 0;
+  std::string_view key;
+  std::string_view value;
+};
+
+// Messages consumed by Consumer::PollBatch, owned (librdkafka's buffers, no copies) until the
+// batch is cleared, refilled or destroyed. Move-only; not thread-safe.
+class MessageBatch {
+ public:
+  MessageBatch() = default;
+  MessageBatch(const MessageBatch&) = delete;
+  MessageBatch& operator=(const MessageBatch&) = delete;
+  MessageBatch(MessageBatch&& other) noexcept : messages_(std::move(other.messages_)) { other.messages_.clear(); }
+  MessageBatch& operator=(MessageBatch&& other) noexcept;
+  ~MessageBatch() { Clear(); }
+
+  size_t size() const { return messages_.size(); }
+  bool empty() const { return messages_.empty(); }
+  MessageView operator[](size_t i) const;
+  // Releases the messages (their buffers go back to librdkafka).
+  void Clear();
+
+ private:
+  friend class Consumer;
+  std::vector<rd_kafka_message_s*> messages_;
+};
+
+// Where a partition's consumption got to: the offset after the last message consumed.
+struct PartitionOffset {
+  std::string topic;
+  int partition = 0;
+  int64_t next_offset = 0;
 };
 
 struct PartitionLag {
@@ -56,20 +98,29 @@ using OffsetLookup =
 
 class Consumer {
  public:
+  // prefetch_messages: how many messages librdkafka may fetch ahead of the caller
+  // (queued.min.messages; 0: librdkafka's default, 100,000), within its default byte bound.
   static Result<std::unique_ptr<Consumer>> Create(const std::string& bootstrap,
                                                   const std::string& group,
                                                   const std::vector<std::string>& topics,
-                                                  OffsetLookup lookup);
+                                                  OffsetLookup lookup, size_t prefetch_messages = 0);
   virtual ~Consumer() = default;
   // Up to max_messages: waits up to first_wait_ms for the first, then linger_ms for more.
+  // Copies every message (see PollBatch for the hot path).
   virtual std::vector<Message> Poll(size_t max_messages, int first_wait_ms, int linger_ms) = 0;
+  // The same into `out` (cleared first), without copying: librdkafka's batch consume.
+  virtual void PollBatch(MessageBatch& out, size_t max_messages, int first_wait_ms, int linger_ms) = 0;
   // Re-positions every assigned partition from the lookup (after an aborted batch).
   virtual void Rewind() = 0;
   // Stores offsets in Kafka's group too (for `trigctl lag` and worker groups).
   virtual void CommitKafka(const std::vector<Message>& batch) = 0;
+  virtual void CommitKafka(const std::vector<PartitionOffset>& offsets) = 0;
   // Messages behind the end of each assigned partition, from the consumer's position and
   // librdkafka's cached high watermark (no broker round trip).
   virtual std::vector<PartitionLag> Lag() = 0;
+
+ protected:
+  static std::vector<rd_kafka_message_s*>& Messages(MessageBatch& batch) { return batch.messages_; }
 };
 
 // End offsets (high watermarks) of every partition of `topics`, asked of the broker.

@@ -11,13 +11,23 @@ const char* EventTypeName(EventType t) {
   return "?";
 }
 
-std::string Event::EventKey() const {
-  switch (type) {
-    case EventType::kPartition: return "partition:" + partition.dataset;
-    case EventType::kProgram: return "program:" + program.program;
-    case EventType::kTick: return "time:" + tick.schedule;
+std::string_view EventKeyPrefix(EventType t) {
+  switch (t) {
+    case EventType::kPartition: return "partition:";
+    case EventType::kProgram: return "program:";
+    case EventType::kTick: return "time:";
   }
   return {};
+}
+
+std::string Event::EventKey() const {
+  std::string key(EventKeyPrefix(type));
+  switch (type) {
+    case EventType::kPartition: key += partition.dataset; break;
+    case EventType::kProgram: key += program.program; break;
+    case EventType::kTick: key += tick.schedule; break;
+  }
+  return key;
 }
 
 }  // namespace trigd

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,8 @@ namespace trigd {
 
 enum class EventType { kPartition, kProgram, kTick };
 const char* EventTypeName(EventType t);
+// The start of an event key (Event::EventKey): "partition:", "program:" or "time:".
+std::string_view EventKeyPrefix(EventType t);
 
 struct PartitionPayload {
   std::string dataset;

@@ -6,8 +6,17 @@
 #include <random>
 #include <string>
 
+#include "core/envelope_agreement.h"
+
 namespace trigd {
 namespace {
+
+// Every envelope of these tests is also given to the ingest fast path (ScanEnvelope), which
+// must agree with the parser on whatever it accepts.
+Result<Event> Parse(std::string_view bytes, size_t max_bytes = kMaxEventBytes) {
+  EXPECT_EQ(ScanDisagreement(bytes, max_bytes), "") << bytes.substr(0, 300);
+  return ParseEnvelope(bytes, max_bytes);
+}
 
 TimePoint At(const char* rfc3339) { return ParseTime(rfc3339).value(); }
 
@@ -18,7 +27,7 @@ std::string Envelope(const std::string& type, const std::string& payload) {
 }
 
 std::string Rejection(std::string_view bytes, size_t max_bytes = kMaxEventBytes) {
-  Result<Event> event = ParseEnvelope(bytes, max_bytes);
+  Result<Event> event = Parse(bytes, max_bytes);
   EXPECT_FALSE(event.ok()) << bytes;
   if (event.ok()) return "";
   EXPECT_EQ(event.status().code(), StatusCode::kInvalid);
@@ -26,14 +35,14 @@ std::string Rejection(std::string_view bytes, size_t max_bytes = kMaxEventBytes)
 }
 
 std::string Reason(std::string_view bytes) {
-  Result<Event> event = ParseEnvelope(bytes);
+  Result<Event> event = Parse(bytes);
   return event.ok() ? "ok" : DeadLetterReason(event.status());
 }
 
 // --- Accepted envelopes ----------------------------------------------------------------------
 
 TEST(EnvelopeTest, ParsesPartitionEvent) {
-  Result<Event> event = ParseEnvelope(Envelope(
+  Result<Event> event = Parse(Envelope(
       "partition", R"({"dataset": "sales.raw", "partitions": ["dt=2026-11-22/h=10", "x"],
                        "bytes": 1048576})"));
   ASSERT_TRUE(event.ok()) << event.status().message();
@@ -50,21 +59,21 @@ TEST(EnvelopeTest, ParsesPartitionEvent) {
 
 TEST(EnvelopeTest, PartitionBytesAreOptional) {
   Result<Event> event =
-      ParseEnvelope(Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})"));
+      Parse(Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})"));
   ASSERT_TRUE(event.ok()) << event.status().message();
   EXPECT_FALSE(event->partition.bytes.has_value());
-  event = ParseEnvelope(Envelope("partition", R"({"dataset": "d", "partitions": ["p"],
+  event = Parse(Envelope("partition", R"({"dataset": "d", "partitions": ["p"],
                                                   "bytes": null})"));
   ASSERT_TRUE(event.ok()) << event.status().message();
   EXPECT_FALSE(event->partition.bytes.has_value());
-  event = ParseEnvelope(Envelope("partition", R"({"dataset": "d", "partitions": ["p"],
+  event = Parse(Envelope("partition", R"({"dataset": "d", "partitions": ["p"],
                                                   "bytes": 0})"));
   ASSERT_TRUE(event.ok()) << event.status().message();
   EXPECT_EQ(event->partition.bytes, 0);
 }
 
 TEST(EnvelopeTest, ParsesProgramEventWithDefaults) {
-  Result<Event> event = ParseEnvelope(
+  Result<Event> event = Parse(
       Envelope("program", R"({"program": "sales.ingest", "run_id": "r-7", "status": "failed"})"));
   ASSERT_TRUE(event.ok()) << event.status().message();
   EXPECT_EQ(event->type, EventType::kProgram);
@@ -78,7 +87,7 @@ TEST(EnvelopeTest, ParsesProgramEventWithDefaults) {
 
 TEST(EnvelopeTest, ParsesEveryProgramStatusAttemptAndReason) {
   for (const char* status : {"started", "heartbeat", "succeeded", "failed", "killed"}) {
-    Result<Event> event = ParseEnvelope(Envelope(
+    Result<Event> event = Parse(Envelope(
         "program", std::string(R"({"program": "p", "run_id": "r", "status": ")") + status +
                        R"(", "attempt": 3, "reason": "lost"})"));
     ASSERT_TRUE(event.ok()) << status << ": " << event.status().message();
@@ -89,7 +98,7 @@ TEST(EnvelopeTest, ParsesEveryProgramStatusAttemptAndReason) {
 }
 
 TEST(EnvelopeTest, ParsesTickEvent) {
-  Result<Event> event = ParseEnvelope(Envelope(
+  Result<Event> event = Parse(Envelope(
       "tick", R"({"schedule": "default/nightly", "fire_time": "2026-11-22T05:00:00Z"})"));
   ASSERT_TRUE(event.ok()) << event.status().message();
   EXPECT_EQ(event->type, EventType::kTick);
@@ -99,7 +108,7 @@ TEST(EnvelopeTest, ParsesTickEvent) {
 }
 
 TEST(EnvelopeTest, AcceptsTimeWithOffsetAndFraction) {
-  Result<Event> event = ParseEnvelope(
+  Result<Event> event = Parse(
       R"({"id": "x", "type": "partition", "time": "2026-11-22T11:00:00.250+01:00",
           "payload": {"dataset": "d", "partitions": ["p"]}})");
   ASSERT_TRUE(event.ok()) << event.status().message();
@@ -108,11 +117,11 @@ TEST(EnvelopeTest, AcceptsTimeWithOffsetAndFraction) {
 
 TEST(EnvelopeTest, AcceptsMicroAndNanosecondsCutToMilliseconds) {
   const std::string payload = R"(, "payload": {"dataset": "d", "partitions": ["p"]}})";
-  Result<Event> micros = ParseEnvelope(
+  Result<Event> micros = Parse(
       R"({"id": "x", "type": "partition", "time": "2026-11-22T10:00:00.123456Z")" + payload);
   ASSERT_TRUE(micros.ok()) << micros.status().message();
   EXPECT_EQ(micros->time, At("2026-11-22T10:00:00.123Z"));
-  Result<Event> nanos = ParseEnvelope(
+  Result<Event> nanos = Parse(
       R"({"id": "x", "type": "partition", "time": "2026-11-22t11:00:00.999999999-01:00")" +
       payload);
   ASSERT_TRUE(nanos.ok()) << nanos.status().message();
@@ -132,7 +141,7 @@ TEST(EnvelopeTest, RejectsTimesThatAreNotRfc3339) {
 }
 
 TEST(EnvelopeTest, AllowsUnknownExtraFieldsAndKeepsThemInPayload) {
-  Result<Event> event = ParseEnvelope(
+  Result<Event> event = Parse(
       R"({"id": "x", "type": "partition", "time": "2026-11-22T10:00:00Z", "source": "airflow",
           "payload": {"dataset": "d", "partitions": ["p"], "format": "parquet",
                       "nested": {"a": [1, 2]}}, "trace": {"span": 7}})");
@@ -142,7 +151,7 @@ TEST(EnvelopeTest, AllowsUnknownExtraFieldsAndKeepsThemInPayload) {
 }
 
 TEST(EnvelopeTest, AcceptsUnicodeInStrings) {
-  Result<Event> event = ParseEnvelope(Envelope(
+  Result<Event> event = Parse(Envelope(
       "partition", "{\"dataset\": \"verk\xC3\xA4ufe\", \"partitions\": [\"\\u00e9t\xC3\xA9\"]}"));
   ASSERT_TRUE(event.ok()) << event.status().message();
   EXPECT_EQ(event->partition.dataset, "verk\xC3\xA4ufe");
@@ -156,7 +165,7 @@ TEST(EnvelopeTest, RejectsOversizedBeforeParsing) {
   EXPECT_EQ(Rejection(event, event.size() - 1),
             "oversized: " + std::to_string(event.size()) + " bytes, more than the limit of " +
                 std::to_string(event.size() - 1));
-  EXPECT_TRUE(ParseEnvelope(event, event.size()).ok());
+  EXPECT_TRUE(Parse(event, event.size()).ok());
   // The default limit is 1 MiB, whatever the content.
   EXPECT_EQ(Reason(std::string(kMaxEventBytes + 1, ' ')), "oversized");
 }
@@ -252,7 +261,7 @@ TEST(EnvelopeTest, LongProducerTextIsCutShortInMessages) {
   const std::string type(5000, 'x');
   const std::string message = Rejection(Envelope(type, "{}"));
   EXPECT_LT(message.size(), 200u);
-  EXPECT_EQ(DeadLetterReason(ParseEnvelope(Envelope(type, "{}")).status()), "unknown_type");
+  EXPECT_EQ(DeadLetterReason(Parse(Envelope(type, "{}")).status()), "unknown_type");
   // A cut in the middle of a multi-byte character is replaced, not thrown on.
   std::string wide = "x";
   for (int i = 0; i < 100; ++i) wide += "\xC3\xA9";
@@ -353,11 +362,11 @@ TEST(EnvelopeTest, DeadLetterReasonIsTheTextBeforeTheFirstColon) {
 TEST(EnvelopeTest, EnvelopeToJsonRoundTripsAReceivedEvent) {
   const std::string text = Envelope(
       "partition", R"({"dataset": "d", "partitions": ["p"], "bytes": 5, "extra": true})");
-  Result<Event> event = ParseEnvelope(text);
+  Result<Event> event = Parse(text);
   ASSERT_TRUE(event.ok());
   nlohmann::json json = EnvelopeToJson(*event);
   EXPECT_EQ(json, nlohmann::json::parse(text));
-  Result<Event> again = ParseEnvelope(json.dump());
+  Result<Event> again = Parse(json.dump());
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->payload, event->payload);
 }
@@ -382,7 +391,7 @@ TEST(EnvelopeTest, EnvelopeToJsonBuildsThePayloadOfEventsTrigdProduces) {
   EXPECT_EQ(json["payload"], nlohmann::json::parse(
                                  R"({"schedule": "default/nightly",
                                      "fire_time": "2026-11-22T05:00:00Z"})"));
-  Result<Event> parsed = ParseEnvelope(json.dump());
+  Result<Event> parsed = Parse(json.dump());
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   EXPECT_EQ(parsed->tick.fire_time, tick.tick.fire_time);
   EXPECT_EQ(parsed->time, tick.time);

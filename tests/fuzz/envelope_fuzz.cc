@@ -2,13 +2,19 @@
 // report": a refused envelope names one of the documented dead-letter reasons, and an accepted
 // one survives EnvelopeToJson -> dump -> ParseEnvelope with the same id, type, time, payload
 // and event key (trigd re-publishes envelopes it builds this way).
+// The ingest fast path is checked against the parser as an oracle: whatever ScanEnvelope
+// accepts, ParseEnvelope accepts with the same id, type, time and key; and wherever
+// ParseEnvelopeTimeFast reads a time (the input taken as one), the reference reads the same.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 
 #include "core/envelope.h"
+#include "core/envelope_scan.h"
+#include "core/envelope_time.h"
 #include "fuzz_check.h"
 
 namespace trigd {
@@ -29,8 +35,26 @@ std::string KeyPrefix(EventType type) {
   return "?";
 }
 
+void CheckTime(std::string_view text) {
+  std::optional<TimePoint> fast = ParseEnvelopeTimeFast(text);
+  if (!fast) return;
+  std::optional<TimePoint> reference = ParseEnvelopeTimeReference(text);
+  FUZZ_CHECK(reference.has_value(), "fast path read a time the reference refuses: " + std::string(text));
+  FUZZ_CHECK(*reference == *fast, "fast path read " + FormatTime(*fast) + ", the reference " +
+                                      FormatTime(*reference) + ": " + std::string(text));
+}
+
 void CheckEnvelope(std::string_view bytes) {
+  if (bytes.size() <= 64) CheckTime(bytes);
   Result<Event> event = ParseEnvelope(bytes);
+  EnvelopeScan scan;
+  if (ScanEnvelope(bytes, scan)) {
+    FUZZ_CHECK(event.ok(), "scanner accepted what the parser refuses: " + event.status().message());
+    FUZZ_CHECK(scan.id == event->id, event->id);
+    FUZZ_CHECK(scan.type == event->type, event->id);
+    FUZZ_CHECK(scan.time == event->time, FormatTime(scan.time) + " vs " + FormatTime(event->time));
+    FUZZ_CHECK(scan.EventKey() == event->EventKey(), scan.EventKey() + " vs " + event->EventKey());
+  }
   if (!event.ok()) {
     FUZZ_CHECK(event.status().code() == StatusCode::kInvalid, event.status().message());
     FUZZ_CHECK(DeadLetterReasons().count(DeadLetterReason(event.status())) == 1,

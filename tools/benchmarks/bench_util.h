@@ -449,8 +449,10 @@ class BulkProducer : public RdKafka::DeliveryReportCb {
 class BatchConsumer {
  public:
   // `start`: the offset to start each partition at (default: the beginning).
+  // `settings`: more librdkafka settings, as the consumer being compared sets them.
   BatchConsumer(const std::string& bootstrap, const std::string& group, const std::string& topic,
-                int partitions, const std::string& fetch_wait_ms = "10", const std::vector<int64_t>& start = {}) {
+                int partitions, const std::string& fetch_wait_ms = "10", const std::vector<int64_t>& start = {},
+                const std::vector<std::pair<std::string, std::string>>& settings = {}) {
     char err[512];
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
     auto set = [&](const char* k, const std::string& v) {
@@ -465,6 +467,7 @@ class BatchConsumer {
     set("auto.offset.reset", "earliest");
     set("fetch.wait.max.ms", fetch_wait_ms);
     set("log_level", "2");
+    for (const auto& [k, v] : settings) set(k.c_str(), v);
     rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
     if (!rk_) throw std::runtime_error(std::string("consumer: ") + err);
     rd_kafka_poll_set_consumer(rk_);
