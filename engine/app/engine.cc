@@ -325,7 +325,9 @@ class IngestCommitter {
 void IngestLoop(Shared& sh) {
   constexpr size_t kMaxPoll = 5000;    // messages per poll
   constexpr size_t kMaxBatch = 20000;  // messages per transaction
-  constexpr size_t kPrefetch = 500000;  // messages librdkafka may queue ahead (see Consumer::Create)
+  // What librdkafka may queue ahead (see Consumer::Create): about a second of events at the
+  // rates a backlog is consumed at (~1M small events/s), 128 MiB at most.
+  constexpr size_t kPrefetchMessages = 500000, kPrefetchKbytes = 128 * 1024;
   StoreHandle store(sh.config, "ingest index");
   IngestCommitter committer(sh);
   ScheduleIndex index;
@@ -379,7 +381,7 @@ void IngestLoop(Shared& sh) {
                                   }
                                   std::abort();  // cannot position safely: let the supervisor restart us
                                 },
-                                kPrefetch);
+                                kPrefetchMessages, kPrefetchKbytes);
       if (!c.ok()) {
         Log("consumer: " + c.status().ToString());
         std::this_thread::sleep_for(std::chrono::seconds(1));

@@ -267,7 +267,8 @@ Result<std::unique_ptr<Producer>> Producer::Create(const std::string& bootstrap)
 Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
                                                    const std::string& group,
                                                    const std::vector<std::string>& topics,
-                                                   OffsetLookup lookup, size_t prefetch_messages) {
+                                                   OffsetLookup lookup, size_t prefetch_messages,
+                                                   size_t prefetch_kbytes) {
   auto c = std::make_unique<RdConsumer>();
   c->rebalancer_ = std::make_unique<Rebalancer>(std::move(lookup));
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
@@ -284,10 +285,13 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
   // consumer that is slower than the fetcher, even slightly, drains the queue and then waits
   // for the rest of that second. trigd's ingest parses every event, so under a backlog it is
   // that consumer: with the default (100,000) it idled more than half the time. A deeper queue
-  // holds about a second of events; its size in bytes stays bounded by librdkafka's default
-  // queued.max.messages.kbytes (64 MiB).
+  // holds about a second of events, bounded in bytes by queued.max.messages.kbytes too (the same
+  // stop applies when that is reached).
   if (prefetch_messages > 0) {
     if (Status s = Set(conf.get(), "queued.min.messages", std::to_string(prefetch_messages)); !s.ok()) return s;
+  }
+  if (prefetch_kbytes > 0) {
+    if (Status s = Set(conf.get(), "queued.max.messages.kbytes", std::to_string(prefetch_kbytes)); !s.ok()) return s;
   }
   std::string err;
   conf->set("rebalance_cb", c->rebalancer_.get(), err);

@@ -98,12 +98,14 @@ using OffsetLookup =
 
 class Consumer {
  public:
-  // prefetch_messages: how many messages librdkafka may fetch ahead of the caller
-  // (queued.min.messages; 0: librdkafka's default, 100,000), within its default byte bound.
+  // prefetch_messages, prefetch_kbytes: how much librdkafka may fetch ahead of the caller
+  // (queued.min.messages and queued.max.messages.kbytes; 0: librdkafka's defaults, 100,000
+  // messages and 64 MiB).
   static Result<std::unique_ptr<Consumer>> Create(const std::string& bootstrap,
                                                   const std::string& group,
                                                   const std::vector<std::string>& topics,
-                                                  OffsetLookup lookup, size_t prefetch_messages = 0);
+                                                  OffsetLookup lookup, size_t prefetch_messages = 0,
+                                                  size_t prefetch_kbytes = 0);
   virtual ~Consumer() = default;
   // Up to max_messages: waits up to first_wait_ms for the first, then linger_ms for more.
   // Copies every message (see PollBatch for the hot path).

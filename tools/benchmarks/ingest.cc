@@ -95,9 +95,10 @@ int main(int argc, char** argv) {
     uint64_t bytes = 0;
     bench::Clock::time_point bare_first;
     {
-      // trigd's ingest lets librdkafka queue more ahead (engine/app/engine.cc kPrefetch); so does the
-      // baseline, though a consumer this fast never fills the default queue.
-      bench::BatchConsumer consumer(run.kafka, group + "-bare", topic, 4, "10", {}, {{"queued.min.messages", "500000"}});
+      // trigd's ingest lets librdkafka queue more ahead (engine/app/engine.cc kPrefetch*); so does
+      // the baseline, though a consumer this fast never fills the default queue.
+      bench::BatchConsumer consumer(run.kafka, group + "-bare", topic, 4, "10", {},
+                                    {{"queued.min.messages", "500000"}, {"queued.max.messages.kbytes", "131072"}});
       deadline = bench::Clock::now() + std::chrono::seconds(240);
       int64_t first_batch = 0;
       while (seen < events) {
