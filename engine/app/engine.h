@@ -1,4 +1,5 @@
-// The trigd engine: three loops on their own threads and PostgreSQL connections.
+// The trigd engine: three loops (ingest, checker, relay) on their own threads and PostgreSQL
+// connections; ingest commits on a fourth thread and connection (IngestCommitter).
 // - ingest: consumes the event topics, maps events through the reverse index, and applies
 //   each batch to jobs in one transaction with the consumed positions;
 // - checker: checks due jobs' constraints and launches them (run + outbox row), produces time
