@@ -31,9 +31,17 @@ struct PgStore::Conn {
   std::unique_ptr<pqxx::connection> c;
 };
 
+// The transaction's now(), read once: in milliseconds for decisions, and exactly, as text and
+// as JSON, for rows copied in (a run launched in the transaction that ended the run before it
+// carries the very same instant).
+#define TRIGD_CLOCK TRIGD_MS("now()") ", now()::text, to_json(now())::text"
 struct PgStore::TxContext {
+  TxContext(pqxx::work& tx, const pqxx::row& clock)
+      : tx(tx), now(FromMillis(clock[0].as<int64_t>())), now_text(clock[1].as<std::string>()),
+        now_json(clock[2].as<std::string>()) {}
   pqxx::work& tx;
-  TimePoint now;  // the transaction's now(), read once
+  TimePoint now;
+  std::string now_text, now_json;
 };
 
 struct PgStore::Claim {
@@ -283,23 +291,23 @@ Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
     // Positions first: a compare-and-set on the stored offset fences a consumer that lost its
     // partition in a rebalance but still holds a batch of it. The transaction's now() comes
     // back with them (one round trip less on the path of every event).
-    std::optional<TimePoint> now;
+    std::optional<pqxx::row> clock;
     for (const auto& p : batch.positions) {
       auto r = tx.exec_params(
           "INSERT INTO consumer_offsets (group_id, topic, partition, next_offset) "
           "VALUES ($1, $2, $3, $5) ON CONFLICT (group_id, topic, partition) DO UPDATE "
           "SET next_offset = EXCLUDED.next_offset, updated_at = now() "
-          "WHERE consumer_offsets.next_offset <= $4 RETURNING " TRIGD_MS("now()"),
+          "WHERE consumer_offsets.next_offset <= $4 RETURNING " TRIGD_CLOCK,
           batch.group, p.topic, p.partition, p.first_offset, p.next_offset);
       if (r.empty()) {
         tx.abort();
         result.fenced = true;
         return result;
       }
-      now = FromMillis(r[0][0].as<int64_t>());
+      clock = r[0];
     }
-    if (!now) now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
-    ApplyEvents({tx, *now}, batch, result);
+    if (!clock) clock = tx.exec1("SELECT " TRIGD_CLOCK);
+    ApplyEvents(TxContext(tx, *clock), batch, result);
     tx.commit();
     return result;
   });
@@ -515,8 +523,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
 Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
   return Guard([&]() -> Result<CheckerResult> {
     pqxx::work tx(*conn_->c);
-    const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
-    CheckerResult result = CheckJobs({tx, now}, limit, nullptr, claim_backlog_);
+    CheckerResult result = CheckJobs(TxContext(tx, tx.exec1("SELECT " TRIGD_CLOCK)), limit, nullptr, claim_backlog_);
     tx.commit();
     return result;
   });
@@ -531,8 +538,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     CheckerResult result;
     // now() as text for rows copied in (ISO 8601, milliseconds: the instant every other
     // timestamp of this transaction is written with) and in the run's first history entry.
-    const std::string now_text = FormatTime(now);
-    const std::string run_history = "[{\"at\": \"" + now_text + "\", \"status\": \"launched\", \"attempt\": 1}]";
+    const std::string& now_text = ctx.now_text;
+    const std::string run_history = "[{\"at\": " + ctx.now_json + ", \"status\": \"launched\", \"attempt\": 1}]";
     struct Due {
       int64_t id, schedule_id;
       int version;
@@ -964,7 +971,8 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
   return Guard([&]() -> Result<TickResult> {
     pqxx::work tx(*conn_->c);
     TickResult out;
-    const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
+    const TxContext ctx(tx, tx.exec1("SELECT " TRIGD_CLOCK));
+    const TimePoint now = ctx.now;
     json outbox = json::array(), updates = json::array();
     IngestBatch ticks;
     pqxx::result due_triggers = tx.exec_params(
@@ -1024,7 +1032,7 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
     // trip through Kafka and ingestion (a storm of schedules due in the same second launches
     // in one pass). Its copy on trigd.events.time is for observers; ingestion counts it as a
     // duplicate (same id, recorded here).
-    ApplyEvents({tx, now}, ticks, out.applied);
+    ApplyEvents(ctx, ticks, out.applied);
     InsertOutbox(tx, outbox);
     tx.commit();
     return out;
