@@ -241,8 +241,10 @@ int main(int argc, char** argv) {
   j["rate"] = rate;
   j["seconds"] = seconds;
   j["load_average"] = bench::Round(bench::LoadAverage(), 1);
-  j["bottleneck"] = "an event waits for two commits in turn (ingest, then checker: run + launch request), each an "
-                    "fsync on the PostgreSQL every test on this machine shares, then the relay's produce";
+  j["bottleneck"] = "an event waits for one ingest transaction (job, run and launch request: about ten round trips "
+                    "and an fsync), then for the relay's claim and produce; at 1,000 events/s each transaction and "
+                    "relay cycle competes for two cores with PostgreSQL, Kafka and the benchmark, and a late one "
+                    "delays every event behind it";
   bench::PrintJson(j);
   return 0;
 }
