@@ -44,6 +44,43 @@ struct PgStore::TxContext {
   std::string now_text, now_json;
 };
 
+// Statements on the path of every event and launch, prepared once per connection: parsing and
+// planning them on every call cost up to half a millisecond each (log_min_duration_statement).
+// Their plans do not depend on the values (key lookups and arrays joined by key).
+const std::pair<const char*, const char*> kPrepared[] = {
+  {"offsets_cas",
+   "INSERT INTO consumer_offsets (group_id, topic, partition, next_offset) "
+   "VALUES ($1, $2, $3, $5) ON CONFLICT (group_id, topic, partition) DO UPDATE "
+   "SET next_offset = EXCLUDED.next_offset, updated_at = now() "
+   "WHERE consumer_offsets.next_offset <= $4 RETURNING " TRIGD_CLOCK},
+  {"seen_events", "INSERT INTO seen_events (id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING RETURNING id"},
+  {"schedule_versions", "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active'"},
+  {"schedule_versions_share",
+   "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE"},
+  {"open_jobs",
+   "SELECT id, schedule_id, schedule_version, trigger_state::text, triggered_by::text, " TRIGD_MS("opened_at")
+   " FROM jobs WHERE schedule_id = ANY($1::bigint[]) AND state = 'pending_trigger' ORDER BY id FOR UPDATE"},
+  {"lock_counters",
+   "SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime "
+   "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE"},
+  {"checker_writes",
+   "WITH counters AS (UPDATE schedule_runtime r SET active_runs = x.active, "
+   "last_launch_at = to_timestamp(x.last / 1000.0) "
+   "FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS x(id, active, last) "
+   "WHERE r.schedule_id = x.id), "
+   "group_counters AS (UPDATE group_runtime g SET active_runs = x.active "
+   "FROM unnest($4::text[], $5::int[]) AS x(name, active) WHERE g.name = x.name) "
+   "UPDATE jobs j SET state = x.state, "
+   "next_check_at = CASE WHEN x.state IN ('pending_trigger', 'pending_constraint') "
+   "  THEN to_timestamp(x.next_check_at / 1000.0) END, "
+   "last_decision = coalesce(x.decision, j.last_decision), forced = coalesce(x.forced, j.forced), "
+   "discard_reason = x.reason, "
+   "finished_at = CASE WHEN x.state = 'discarded' THEN now() END, "
+   "history = CASE WHEN x.history IS NULL THEN j.history ELSE trigd_append_history(j.history, x.history) END "
+   "FROM unnest($6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::boolean[], $11::text[], $12::jsonb[]) "
+   "AS x(id, state, next_check_at, decision, forced, reason, history) WHERE j.id = x.id"},
+};
+
 struct PgStore::Claim {
   explicit Claim(pqxx::connection& c) : tx(c) {}
   pqxx::work tx;
@@ -156,9 +193,7 @@ std::map<int64_t, ScheduleView> LoadSchedules(pqxx::work& tx, ScheduleCache& cac
   std::map<int64_t, ScheduleView> out;
   if (ids.empty()) return out;
   std::vector<int64_t> misses;
-  std::string lock = share_lock ? " FOR SHARE" : "";
-  for (const auto& r : tx.exec_params("SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) "
-                                      "AND state = 'active'" + lock, IntArray(ids))) {
+  for (const auto& r : tx.exec_prepared(share_lock ? "schedule_versions_share" : "schedule_versions", IntArray(ids))) {
     int64_t id = r[0].as<int64_t>();
     int version = r[1].as<int>();
     if (auto s = cache.Find(id, version)) {
@@ -226,6 +261,7 @@ PgStore::~PgStore() = default;
 Result<std::unique_ptr<PgStore>> PgStore::Connect(const std::string& pg, const std::string& topic_prefix) {
   auto c = pg_internal::Connect(pg);
   if (!c.ok()) return c.status();
+  for (const auto& [name, sql] : kPrepared) (*c)->prepare(name, sql);
   return std::unique_ptr<PgStore>(new PgStore(std::make_unique<Conn>(std::move(*c)), topic_prefix));
 }
 
@@ -293,12 +329,8 @@ Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
     // back with them (one round trip less on the path of every event).
     std::optional<pqxx::row> clock;
     for (const auto& p : batch.positions) {
-      auto r = tx.exec_params(
-          "INSERT INTO consumer_offsets (group_id, topic, partition, next_offset) "
-          "VALUES ($1, $2, $3, $5) ON CONFLICT (group_id, topic, partition) DO UPDATE "
-          "SET next_offset = EXCLUDED.next_offset, updated_at = now() "
-          "WHERE consumer_offsets.next_offset <= $4 RETURNING " TRIGD_CLOCK,
-          batch.group, p.topic, p.partition, p.first_offset, p.next_offset);
+      auto r = tx.exec_prepared(
+          "offsets_cas", batch.group, p.topic, p.partition, p.first_offset, p.next_offset);
       if (r.empty()) {
         tx.abort();
         result.fenced = true;
@@ -334,8 +366,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
     std::unordered_set<std::string> fresh;
     if (!ids.empty()) {
       fresh.reserve(ids.size());
-      for (const auto& r : tx.exec_params("INSERT INTO seen_events (id) SELECT unnest($1::text[]) "
-                                          "ON CONFLICT DO NOTHING RETURNING id", ids.Take())) {
+      for (const auto& r : tx.exec_prepared("seen_events", ids.Take())) {
         fresh.emplace(r[0].c_str(), r[0].size());
       }
     }
@@ -366,10 +397,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
     if (!schedules.empty()) {
       std::vector<int64_t> sids;
       for (const auto& [id, v] : schedules) sids.push_back(id);
-      for (const auto& r : tx.exec_params(
-               "SELECT id, schedule_id, schedule_version, trigger_state::text, triggered_by::text, "
-               TRIGD_MS("opened_at") " FROM jobs WHERE schedule_id = ANY($1::bigint[]) "
-               "AND state = 'pending_trigger' ORDER BY id FOR UPDATE", IntArray(sids))) {
+      for (const auto& r : tx.exec_prepared("open_jobs", IntArray(sids))) {
         OpenJob job;
         job.id = r[0].as<int64_t>();
         job.schedule_id = r[1].as<int64_t>();
@@ -614,9 +642,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       // A schedule's counter row is created by its first check: the rows are locked first and
       // only missing ones are created (then locked), one round trip in the usual case.
       auto lock = [&](const std::string& id_array) {
-        for (const auto& r : tx.exec_params(
-                 "SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime "
-                 "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE", id_array)) {
+        for (const auto& r : tx.exec_prepared("lock_counters", id_array)) {
           sched_rt[r[0].as<int64_t>()] = {r[1].as<int64_t>(),
                                           r[2].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[2].as<int64_t>()))};
         }
@@ -821,22 +847,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       }
     }
     if (outbox.rows() > 0) CopyIn(tx, "outbox", {"topic", "key", "payload", "job_id"}, outbox);
-    tx.exec_params(
-        "WITH counters AS (UPDATE schedule_runtime r SET active_runs = x.active, "
-        "last_launch_at = to_timestamp(x.last / 1000.0) "
-        "FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS x(id, active, last) "
-        "WHERE r.schedule_id = x.id), "
-        "group_counters AS (UPDATE group_runtime g SET active_runs = x.active "
-        "FROM unnest($4::text[], $5::int[]) AS x(name, active) WHERE g.name = x.name) "
-        "UPDATE jobs j SET state = x.state, "
-        "next_check_at = CASE WHEN x.state IN ('pending_trigger', 'pending_constraint') "
-        "  THEN to_timestamp(x.next_check_at / 1000.0) END, "
-        "last_decision = coalesce(x.decision, j.last_decision), forced = coalesce(x.forced, j.forced), "
-        "discard_reason = x.reason, "
-        "finished_at = CASE WHEN x.state = 'discarded' THEN now() END, "
-        "history = CASE WHEN x.history IS NULL THEN j.history ELSE trigd_append_history(j.history, x.history) END "
-        "FROM unnest($6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::boolean[], $11::text[], $12::jsonb[]) "
-        "AS x(id, state, next_check_at, decision, forced, reason, history) WHERE j.id = x.id",
+    tx.exec_prepared(
+        "checker_writes",
         rt_id.Take(), rt_active.Take(), rt_last.Take(), g_name.Take(), g_active.Take(),
         jobs.id.Take(), jobs.state.Take(), jobs.next_check_at.Take(), jobs.decision.Take(), jobs.forced.Take(),
         jobs.reason.Take(), jobs.history.Take());
