@@ -67,15 +67,16 @@ TEST(EnvelopeScanTest, ReadsIdTypeTimeAndKeyOfEachType) {
   EXPECT_EQ(scan.key_name, "sales.raw");
   EXPECT_EQ(scan.EventKey(), "partition:sales.raw");
 
-  ASSERT_TRUE(ScanEnvelope(
-      Envelope("program", R"({"program": "sales.ingest", "run_id": "r-7", "status": "failed"})"),
-      scan));
+  // The scan's fields are views into the bytes: keep each event alive while it is read.
+  const std::string program =
+      Envelope("program", R"({"program": "sales.ingest", "run_id": "r-7", "status": "failed"})");
+  ASSERT_TRUE(ScanEnvelope(program, scan));
   EXPECT_EQ(scan.type, EventType::kProgram);
   EXPECT_EQ(scan.EventKey(), "program:sales.ingest");
 
-  ASSERT_TRUE(ScanEnvelope(
-      Envelope("tick", R"({"schedule": "default/nightly", "fire_time": "2026-11-22T05:00:00Z"})"),
-      scan));
+  const std::string tick =
+      Envelope("tick", R"({"schedule": "default/nightly", "fire_time": "2026-11-22T05:00:00Z"})");
+  ASSERT_TRUE(ScanEnvelope(tick, scan));
   EXPECT_EQ(scan.type, EventType::kTick);
   EXPECT_EQ(scan.EventKey(), "time:default/nightly");
 
