@@ -152,7 +152,9 @@ class RdConsumer : public Consumer {
     // The first message: a batch of one returns as soon as it arrives.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(first_wait_ms);
     while (kept.empty()) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      // Rounded up: truncated, the 0.99 ms left of a 1 ms wait became 0, a poll that returns at
+      // once, and the ingest loop spun (half of a core in clock_gettime while a batch committed).
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       const int wait = static_cast<int>(std::max<int64_t>(0, left.count()));
       if (Keep(rd_kafka_consume_batch_queue(queue_, wait, buffer_.data(), 1), kept)) return;
       if (wait == 0) break;
