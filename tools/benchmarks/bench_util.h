@@ -436,6 +436,17 @@ class BulkProducer : public RdKafka::DeliveryReportCb {
     if (failed_ > 0) throw std::runtime_error(std::to_string(failed_) + " messages not delivered");
   }
   void Poll() { producer_->poll(0); }
+  // Fetches `topic`'s metadata now, so the first message to it does not wait for it.
+  void Warm(const std::string& topic) {
+    std::string err;
+    std::unique_ptr<RdKafka::Topic> t(RdKafka::Topic::create(producer_.get(), topic, nullptr, err));
+    if (!t) throw std::runtime_error("topic " + topic + ": " + err);
+    RdKafka::Metadata* md = nullptr;
+    if (producer_->metadata(false, t.get(), &md, 10000) != RdKafka::ERR_NO_ERROR) {
+      throw std::runtime_error("no metadata for " + topic);
+    }
+    delete md;
+  }
   int64_t delivered() const { return delivered_; }
 
  private:

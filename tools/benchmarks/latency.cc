@@ -88,6 +88,7 @@ Percentiles OpenLoop(bench::Run& run, int64_t count, double rate, const std::str
     producer.Flush();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  producer.Warm(std::get<0>(make(0)));
   const auto start = Clock::now() + std::chrono::milliseconds(100);
   for (int64_t i = 0; i < count; ++i) {
     intended[i] = start + std::chrono::nanoseconds(static_cast<int64_t>(1e9 * static_cast<double>(i) / rate));
