@@ -1,10 +1,13 @@
 #include "log/topics.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
+#include <thread>
 
 #include <librdkafka/rdkafka.h>
 #include <nlohmann/json.hpp>
@@ -57,6 +60,39 @@ Result<std::vector<TopicSpec>> LoadTopicSpecs(const std::string& dir, const std:
   }
   return out;
 }
+
+namespace {
+
+// True when every topic is in the broker's metadata without error.
+Status WaitUntilVisible(rd_kafka_t* rk, const std::vector<TopicSpec>& topics, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::string missing;
+  for (;;) {
+    const rd_kafka_metadata_t* md = nullptr;
+    missing.clear();
+    if (rd_kafka_metadata(rk, 1, nullptr, &md, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      std::set<std::string> seen;
+      for (int i = 0; i < md->topic_cnt; ++i) {
+        if (md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topics[i].partition_cnt > 0)
+          seen.insert(md->topics[i].topic);
+      }
+      rd_kafka_metadata_destroy(md);
+      for (const auto& t : topics) {
+        if (!seen.count(t.name)) missing = t.name;
+      }
+      if (missing.empty()) return Status();
+    } else {
+      missing = "(metadata request failed)";
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Unavailable("topic created but not visible in metadata after " +
+                         std::to_string(timeout_ms) + " ms: " + missing);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace
 
 Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap,
                                                 const std::vector<TopicSpec>& topics,
@@ -125,6 +161,13 @@ Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap,
   rd_kafka_AdminOptions_destroy(opts);
   rd_kafka_queue_destroy(q);
   for (auto* nt : news) rd_kafka_NewTopic_destroy(nt);
+  if (result.ok()) {
+    // The controller acknowledges a creation before every broker's metadata cache has it;
+    // a produce or a metadata request right after would see "unknown topic". Return only once
+    // the topics are visible, so "trigd topics create && produce" works.
+    Status visible = WaitUntilVisible(rk.get(), topics, timeout_ms);
+    if (!visible.ok()) return visible;
+  }
   return result;
 }
 
