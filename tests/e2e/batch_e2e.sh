@@ -4,12 +4,13 @@
 # schedule open nothing. Prints the apply time of 10,000 schedules and the transaction count.
 set -euo pipefail
 src=$1; bin=$2
+source "$src/tests/e2e/lib.sh"
 : "${TRIGD_PG:?}" "${TRIGD_KAFKA:?}"
 n=${BATCH_SCHEDULES:-10000}
 run=bat$$$(date +%s)
 db=trigd_$run
 psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
-port=$((20000 + RANDOM % 20000))
+port=$(free_port)
 export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run" TRIGD_METRICS="127.0.0.1:$port"
 tmp=$(mktemp -d)
 pids=()

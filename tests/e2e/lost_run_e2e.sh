@@ -14,12 +14,13 @@
 # no attempts left, failed) before the second worker can take it.
 set -euo pipefail
 src=$1; bin=$2
+source "$src/tests/e2e/lib.sh"
 : "${TRIGD_PG:?TRIGD_PG must point at the PostgreSQL that tools/services starts}"
 : "${TRIGD_KAFKA:?TRIGD_KAFKA must point at the Kafka broker that tools/services starts}"
 run=lost$$$(date +%s)
 db=trigd_$run
 psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
-port=$((20000 + RANDOM % 20000))
+port=$(free_port)
 export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run" TRIGD_METRICS="127.0.0.1:$port"
 tmp=$(mktemp -d)
 pids=(); groups=()

@@ -8,6 +8,7 @@
 # exposes the metric).
 set -euo pipefail
 src=$1; bin=$2
+source "$src/tests/e2e/lib.sh"
 : "${TRIGD_PG:?TRIGD_PG must point at the PostgreSQL that tools/services starts}"
 : "${TRIGD_KAFKA:?TRIGD_KAFKA must point at the Kafka broker that tools/services starts}"
 prometheus=$(command -v prometheus || true)
@@ -32,10 +33,7 @@ fail() {
   exit 1
 }
 # Free loopback ports picked by the kernel, so parallel runs and other tests do not collide.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-metrics_port=$(free_port)
-prom_port=$(free_port)
-[[ $metrics_port != "$prom_port" ]] || prom_port=$(free_port)
+read -r -d "" metrics_port prom_port < <(free_port 2) || true
 prom="http://127.0.0.1:$prom_port"
 
 psql "$admin_pg" -qc "CREATE DATABASE $db" >/dev/null

@@ -8,12 +8,12 @@
 # (proof that the replay really happened).
 set -euo pipefail
 src=$1; bin=$2
+source "$src/tests/e2e/lib.sh"
 : "${TRIGD_PG:?TRIGD_PG must point at the PostgreSQL that tools/services starts}"
 : "${TRIGD_KAFKA:?TRIGD_KAFKA must point at the Kafka broker that tools/services starts}"
 run=replay$$$(date +%s)
 db=trigd_$run
 psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=$(free_port)
 export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run" TRIGD_METRICS="127.0.0.1:$port"
 tmp=$(mktemp -d)

@@ -5,10 +5,11 @@
 # (TRIGD_SERVICES_DIR), so restarting them does not disturb other tests.
 set -euo pipefail
 src=$1; bin=$2
+source "$src/tests/e2e/lib.sh"
 n=${RESTART_EVENTS:-600}
-free_port() { local p; while :; do p=$((30000 + RANDOM % 9000)); (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo $p; return; }; done; }
 export TRIGD_SERVICES_DIR=/var/tmp/trigd-restart-$$
-export TRIGD_PG_PORT=$(free_port) TRIGD_KAFKA_PORT=$(free_port) TRIGD_KAFKA_CONTROLLER_PORT=$(free_port)
+read -r -d "" TRIGD_PG_PORT TRIGD_KAFKA_PORT TRIGD_KAFKA_CONTROLLER_PORT < <(free_port 3) || true
+export TRIGD_PG_PORT TRIGD_KAFKA_PORT TRIGD_KAFKA_CONTROLLER_PORT
 tmp=$(mktemp -d)
 pids=()
 cleanup() {

@@ -5,6 +5,7 @@
 # constraints, next check, history), runs list/show, lag, --json everywhere.
 set -euo pipefail
 src=$1; bin=$2
+source "$src/tests/e2e/lib.sh"
 : "${TRIGD_PG:?}" "${TRIGD_KAFKA:?}"
 run=ctl$$$(date +%s)
 db=trigd_$run
@@ -48,7 +49,7 @@ echo "$out" | grep -qF 'constraints.max_concurent_runs: unknown field' || fail "
 
 # Two instances running; schedules applied afterwards are seen within a second.
 for i in 1 2; do
-  TRIGD_METRICS=127.0.0.1:$((20000 + RANDOM % 20000)) "$bin/trigd" >"$tmp/trigd$i.log" 2>&1 & pids+=($!)
+  TRIGD_METRICS=127.0.0.1:$(free_port) "$bin/trigd" >"$tmp/trigd$i.log" 2>&1 & pids+=($!)
 done
 sleep 2
 cat >"$tmp/watch.json" <<'DOC'

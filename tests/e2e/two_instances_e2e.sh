@@ -12,15 +12,14 @@
 #   run id and one launch request (re-sends of the same run id are reported, not failed).
 set -euo pipefail
 src=$1; bin=$2
+source "$src/tests/e2e/lib.sh"
 : "${TRIGD_PG:?TRIGD_PG must point at the PostgreSQL that tools/services starts}"
 : "${TRIGD_KAFKA:?TRIGD_KAFKA must point at the Kafka broker that tools/services starts}"
 run=two$$$(date +%s)
 db=trigd_$run
 psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
 export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run"
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-ports=($(free_port) $(free_port))
-[[ ${ports[0]} != "${ports[1]}" ]] || ports[1]=$(free_port)
+ports=($(free_port 2))
 tmp=$(mktemp -d)
 pids=("" "") producer=
 cleanup() {

@@ -5,9 +5,12 @@
 // percentiles, and the JSON last line that tools/bench reads.
 #pragma once
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -338,12 +341,27 @@ class Run {
     }
   }
 
+  // A loopback port the kernel reports free (a random one can be an outgoing connection's).
+  static int FreePort() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port = ntohs(a.sin_port);
+    }
+    if (fd >= 0) ::close(fd);
+    return port;
+  }
+
   // trigd with this run's database, prefix and `group` (default: the run's), metrics on a
-  // random port; its log goes to /tmp/<db>-trigd-N.log.
+  // free port; its log goes to /tmp/<db>-trigd-N.log.
   Child& StartTrigd(const std::string& group_override = "") {
     std::lock_guard<std::mutex> l(mu_);
-    std::mt19937 rnd(std::random_device{}());
-    int port = 20000 + static_cast<int>(rnd() % 20000);
+    int port = FreePort();
     std::string log = "/tmp/" + db + "-trigd-" + std::to_string(children_.size()) + ".log";
     children_.push_back(std::make_unique<Child>(
         BinDir() + "/trigd", std::vector<std::string>{},
