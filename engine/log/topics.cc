@@ -63,7 +63,8 @@ Result<std::vector<TopicSpec>> LoadTopicSpecs(const std::string& dir, const std:
 
 namespace {
 
-// True when every topic is in the broker's metadata without error.
+// OK once every topic is in the broker's metadata without error; Unavailable, naming a topic
+// still missing, after timeout_ms.
 Status WaitUntilVisible(rd_kafka_t* rk, const std::vector<TopicSpec>& topics, int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   std::string missing;
