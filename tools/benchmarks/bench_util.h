@@ -24,7 +24,6 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
