@@ -544,13 +544,11 @@ void RelayLoop(Shared& sh) {
     out.reserve(rows->size());
     for (const auto& row : *rows) out.push_back({row.topic, row.key, row.payload});
     std::vector<bool> ok = producer->ProduceAndWait(out, 10000);
-    std::vector<int64_t> confirmed, jobs;
+    std::vector<int64_t> confirmed;
     for (size_t i = 0; i < rows->size(); ++i) {
-      if (!ok[i]) continue;
-      confirmed.push_back((*rows)[i].id);
-      if ((*rows)[i].job_id) jobs.push_back(*(*rows)[i].job_id);
+      if (ok[i]) confirmed.push_back((*rows)[i].id);
     }
-    auto done = pg->CompleteOutbox(confirmed, jobs);
+    auto done = pg->CompleteOutbox(confirmed);
     if (!done.ok()) {
       store.Failed(done.status());
       continue;

@@ -35,8 +35,9 @@ json ExplainJob(const JobInspection& in) {
   bool pending = state == "pending_trigger" || state == "pending_constraint";
   if (!pending) {
     out["summary"] = state == "discarded" ? "discarded: " + Str(job, "discard_reason")
-                     : state == "pending_launch" ? "launch decided; the relay is publishing its request"
-                                                 : "launched as run " + Str(job, "run_id");
+                     : job.value("request_unpublished", false)
+                         ? "launched as run " + Str(job, "run_id") + "; the relay has not published its launch request yet"
+                         : "launched as run " + Str(job, "run_id");
     return out;
   }
   if (!in.schedule) {

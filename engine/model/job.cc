@@ -6,7 +6,6 @@ const char* JobStateName(JobState s) {
   switch (s) {
     case JobState::kPendingTrigger: return "pending_trigger";
     case JobState::kPendingConstraint: return "pending_constraint";
-    case JobState::kPendingLaunch: return "pending_launch";
     case JobState::kLaunched: return "launched";
     case JobState::kDiscarded: return "discarded";
   }
@@ -15,7 +14,7 @@ const char* JobStateName(JobState s) {
 
 std::optional<JobState> JobStateFromName(std::string_view name) {
   for (JobState s : {JobState::kPendingTrigger, JobState::kPendingConstraint,
-                     JobState::kPendingLaunch, JobState::kLaunched, JobState::kDiscarded}) {
+                     JobState::kLaunched, JobState::kDiscarded}) {
     if (name == JobStateName(s)) return s;
   }
   return std::nullopt;
@@ -24,13 +23,14 @@ std::optional<JobState> JobStateFromName(std::string_view name) {
 bool IsAllowedTransition(JobState from, JobState to) {
   switch (from) {
     case JobState::kPendingTrigger:
-      return to == JobState::kPendingConstraint || to == JobState::kDiscarded ||
-             to == JobState::kPendingLaunch;  // timeout with action "run"
+      // Launched straight from here: a trigger completed and launched in one check, or a
+      // timeout with action "run".
+      return to == JobState::kPendingConstraint || to == JobState::kDiscarded || to == JobState::kLaunched;
     case JobState::kPendingConstraint:
-      return to == JobState::kPendingLaunch || to == JobState::kDiscarded;
-    case JobState::kPendingLaunch:
-      return to == JobState::kLaunched;
+      return to == JobState::kLaunched || to == JobState::kDiscarded;
     case JobState::kLaunched:
+      // Its schedule deleted before the relay published the launch request: withdrawn.
+      return to == JobState::kDiscarded;
     case JobState::kDiscarded:
       return false;
   }

@@ -1,9 +1,13 @@
 // Jobs and their trigger state.
 //
-//   PENDING_TRIGGER --trigger complete--> PENDING_CONSTRAINT --all constraints hold-->
-//   PENDING_LAUNCH --relay confirmed publish--> LAUNCHED
+//   PENDING_TRIGGER --trigger complete--> PENDING_CONSTRAINT --all constraints hold--> LAUNCHED
+//   PENDING_TRIGGER --trigger complete and constraints hold, or timeout(run)--> LAUNCHED
 //   PENDING_TRIGGER / PENDING_CONSTRAINT --timeout(discard), skip, update, delete,
 //   suspend, upstream failure--> DISCARDED
+//   LAUNCHED --schedule deleted before the relay published the launch request--> DISCARDED
+//
+// A job is LAUNCHED in the transaction that writes its run and its launch request to the
+// outbox; the relay publishes the request after that (at least once, same run id).
 //
 // Only a PENDING_TRIGGER job accumulates events; at most one exists per schedule.
 #pragma once
@@ -24,7 +28,7 @@ namespace trigd {
 using JobId = NamedType<int64_t, struct JobIdTag>;
 using RunId = NamedType<std::string, struct RunIdTag>;
 
-enum class JobState { kPendingTrigger, kPendingConstraint, kPendingLaunch, kLaunched, kDiscarded };
+enum class JobState { kPendingTrigger, kPendingConstraint, kLaunched, kDiscarded };
 const char* JobStateName(JobState s);  // "pending_trigger", ...
 std::optional<JobState> JobStateFromName(std::string_view name);
 // True for the allowed transitions of the diagram above.

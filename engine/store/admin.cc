@@ -213,8 +213,8 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
       // schedule launches afterwards. (A request the relay is publishing right now holds its
       // row lock; this waits for it, and that launch happened before the delete.)
       for (const auto& w : tx.exec_params(
-               "DELETE FROM outbox o USING jobs j WHERE o.job_id = j.id AND j.schedule_id = $1 "
-               "AND j.state = 'pending_launch' RETURNING j.id", id)) {
+               "DELETE FROM outbox o USING jobs j WHERE o.job_id = j.id AND j.schedule_id = $1 RETURNING j.id",
+               id)) {
         int64_t job = w[0].as<int64_t>();
         tx.exec_params("UPDATE jobs SET state='discarded', discard_reason='schedule deleted', finished_at=now(), "
                        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
@@ -306,7 +306,8 @@ Result<JobInspection> InspectJob(const std::string& pg, int64_t id) {
     auto j = tx.exec_params(
         "SELECT coalesce(json_agg(q), '[]'::json)::text FROM (SELECT j.*, r.run_id, r.state AS run_state, "
         TRIGD_MS("j.opened_at") " AS opened_at_ms, " TRIGD_MS("j.ready_at") " AS ready_at_ms, "
-        TRIGD_MS("j.next_check_at") " AS next_check_at_ms FROM jobs j LEFT JOIN runs r ON r.job_id = j.id "
+        TRIGD_MS("j.next_check_at") " AS next_check_at_ms, "
+        "EXISTS (SELECT 1 FROM outbox o WHERE o.job_id = j.id) AS request_unpublished FROM jobs j LEFT JOIN runs r ON r.job_id = j.id "
         "WHERE j.id = $1) q", id);
     json rows = json::parse(j[0][0].as<std::string>());
     if (rows.empty()) return NotFound("no job " + std::to_string(id));

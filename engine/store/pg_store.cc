@@ -75,7 +75,7 @@ const std::pair<const char*, const char*> kPrepared[] = {
    "  THEN to_timestamp(x.next_check_at / 1000.0) END, "
    "last_decision = coalesce(x.decision, j.last_decision), forced = coalesce(x.forced, j.forced), "
    "discard_reason = x.reason, "
-   "finished_at = CASE WHEN x.state = 'discarded' THEN now() END, "
+   "finished_at = CASE WHEN x.state IN ('discarded', 'launched') THEN now() END, "
    "history = CASE WHEN x.history IS NULL THEN j.history ELSE trigd_append_history(j.history, x.history) END "
    "FROM unnest($6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::boolean[], $11::text[], $12::jsonb[]) "
    "AS x(id, state, next_check_at, decision, forced, reason, history) WHERE j.id = x.id"},
@@ -577,6 +577,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       TimePoint opened_at;
       std::optional<TimePoint> ready_at;
       std::string last_decision;
+      std::string ready_text;  // coalesce(ready_at, opened_at) as PostgreSQL prints it: copied into the outbox
     };
     std::vector<Due> due;
     std::set<int64_t> sids;
@@ -599,8 +600,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     const std::string claim =
         "SELECT id, schedule_id, schedule_version, state, "
         "CASE WHEN state = 'pending_trigger' THEN trigger_state::text END, triggered_by::text, "
-        TRIGD_MS("opened_at") ", " TRIGD_MS("ready_at") ", coalesce(last_decision, '') FROM jobs "
-        "WHERE next_check_at <= now() " + filter_sql +
+        TRIGD_MS("opened_at") ", " TRIGD_MS("ready_at") ", coalesce(last_decision, ''), "
+        "coalesce(ready_at, opened_at)::text FROM jobs WHERE next_check_at <= now() " + filter_sql +
         "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT $1 FOR UPDATE SKIP LOCKED";
     pqxx::result claimed = filter ? tx.exec_params(claim, static_cast<int64_t>(limit), filter_ids, filter_groups.dump())
                                   : tx.exec_params(claim, static_cast<int64_t>(limit));
@@ -609,7 +610,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
             r[4].is_null() ? std::string() : r[4].as<std::string>(), r[5].as<std::string>(),
             FromMillis(r[6].as<int64_t>()),
             r[7].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[7].as<int64_t>())),
-            r[8].as<std::string>()};
+            r[8].as<std::string>(), r[9].as<std::string>()};
       sids.insert(d.schedule_id);
       due.push_back(std::move(d));
     }
@@ -803,6 +804,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         outbox.AddText(s.program.name);
         outbox.AddText(request);
         outbox.AddInt(d.id);
+        outbox.AddText(d.ready_text);
         outbox.EndRow();
         ++rt.active;
         rt.last_launch = now;
@@ -810,7 +812,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         recent[d.schedule_id].push_back(now);
         json entry = HistoryEntry(now, out.forced ? "launched by timeout (action run)" : "constraints hold: launching",
                                   {{"run_id", run_id}, {"checks", std::move(checks)}});
-        update_job(d.id, "pending_launch", std::nullopt, nullptr, out.forced, nullptr, &entry);
+        update_job(d.id, "launched", std::nullopt, nullptr, out.forced, nullptr, &entry);
       } else if (out.decision == Decision::kDiscard) {
         ++result.discarded;
         json entry = HistoryEntry(now, "discarded: " + out.reason, {{"checks", std::move(checks)}});
@@ -846,7 +848,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         g_active.AddInt(n);
       }
     }
-    if (outbox.rows() > 0) CopyIn(tx, "outbox", {"topic", "key", "payload", "job_id"}, outbox);
+    if (outbox.rows() > 0) CopyIn(tx, "outbox", {"topic", "key", "payload", "job_id", "ready_at"}, outbox);
     tx.exec_prepared(
         "checker_writes",
         rt_id.Take(), rt_active.Take(), rt_last.Take(), g_name.Take(), g_active.Take(),
@@ -862,37 +864,24 @@ Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
     claim_ = std::make_unique<Claim>(*conn_->c);
     std::vector<OutboxRow> rows;
     for (const auto& r : claim_->tx.exec_params(
-             "SELECT id, topic, coalesce(key, ''), payload, job_id FROM outbox ORDER BY id "
+             "SELECT id, topic, coalesce(key, ''), payload FROM outbox ORDER BY id "
              "LIMIT $1 FOR UPDATE SKIP LOCKED", static_cast<int64_t>(limit))) {
-      OutboxRow row{r[0].as<int64_t>(), r[1].as<std::string>(), r[2].as<std::string>(),
-                    r[3].as<std::string>(), std::nullopt};
-      if (!r[4].is_null()) row.job_id = r[4].as<int64_t>();
-      rows.push_back(std::move(row));
+      rows.push_back({r[0].as<int64_t>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>()});
     }
     if (rows.empty()) claim_.reset();
     return rows;
   });
 }
 
-Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& confirmed,
-                                                    const std::vector<int64_t>& job_ids) {
+Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& confirmed) {
   if (!claim_) return std::vector<double>{};
   auto r = Guard([&]() -> Result<std::vector<double>> {
     std::vector<double> latencies;
     if (!confirmed.empty()) {
-      claim_->tx.exec_params("DELETE FROM outbox WHERE id = ANY($1::bigint[])", IntArray(confirmed));
-    }
-    if (!job_ids.empty()) {
-      // Joined on the primary key: `id = ANY(...)` let the planner walk every pending_launch job
-      // in jobs_by_state (statistics say there are none) and test each against the whole list.
-      // The history entry is the same for every job: a sub-select, evaluated once.
       for (const auto& row : claim_->tx.exec_params(
-               "UPDATE jobs j SET state = 'launched', finished_at = now(), history = trigd_append_history(j.history, "
-               "(SELECT jsonb_build_array(jsonb_build_object('at', now(), 'what', 'launch request published')))) "
-               "FROM unnest($1::bigint[]) AS x(id) WHERE j.id = x.id AND j.state = 'pending_launch' "
-               "RETURNING extract(epoch from now() - coalesce(j.ready_at, j.opened_at))::float8",
-               IntArray(job_ids))) {
-        latencies.push_back(row[0].as<double>());
+               "DELETE FROM outbox WHERE id = ANY($1::bigint[]) "
+               "RETURNING extract(epoch from now() - ready_at)::float8", IntArray(confirmed))) {
+        if (!row[0].is_null()) latencies.push_back(row[0].as<double>());  // NULL: not a launch request
       }
     }
     claim_->tx.commit();
@@ -1056,7 +1045,8 @@ Result<std::map<std::string, int64_t>> PgStore::CountJobs() {
     pqxx::read_transaction tx(*conn_->c);
     std::map<std::string, int64_t> out = {{"pending_trigger", 0}, {"pending_constraint", 0}, {"pending_launch", 0}};
     for (const auto& r : tx.exec("SELECT state, count(*) FROM jobs WHERE state IN "
-                                 "('pending_trigger', 'pending_constraint', 'pending_launch') GROUP BY state")) {
+                                 "('pending_trigger', 'pending_constraint') GROUP BY state "
+                                 "UNION ALL SELECT 'pending_launch', count(*) FROM outbox WHERE job_id IS NOT NULL")) {
       out[r[0].as<std::string>()] = r[1].as<int64_t>();
     }
     return out;

@@ -109,7 +109,6 @@ struct OutboxRow {
   std::string topic;
   std::string key;
   std::string payload;
-  std::optional<int64_t> job_id;
 };
 
 
@@ -159,10 +158,10 @@ class PgStore {
 
   // Relay: unsent outbox rows, locked (SKIP LOCKED) until CompleteOutbox.
   Result<std::vector<OutboxRow>> ClaimOutbox(size_t limit);
-  // Deletes the confirmed rows, marks their jobs launched, ends the claim. Returns, per job
-  // launched, seconds from its trigger completing to now (for the latency histogram).
-  Result<std::vector<double>> CompleteOutbox(const std::vector<int64_t>& confirmed,
-                                             const std::vector<int64_t>& job_ids);
+  // Deletes the confirmed rows and ends the claim. Returns, per launch request among them,
+  // seconds from its job's trigger completing to now (for the latency histogram). The jobs
+  // were marked launched when decided: the outbox row is what guaranteed the publication.
+  Result<std::vector<double>> CompleteOutbox(const std::vector<int64_t>& confirmed);
 
   // Lost runs (no heartbeat within heartbeat_timeout): retried with capped exponential
   // backoff while attempts remain, else failed with a published `failed` event (reason lost).
@@ -174,7 +173,8 @@ class PgStore {
   // and written to the outbox for trigd.events.time, where ingestion sees them as duplicates.
   Result<TickResult> TickTimeTriggers(size_t limit);
 
-  // Job counts by state (open and waiting states only) for the trigd_jobs gauge.
+  // Job counts by state (open and waiting states only) for the trigd_jobs gauge, and as
+  // "pending_launch" the launched jobs whose request the relay has not published yet.
   Result<std::map<std::string, int64_t>> CountJobs();
 
   // Housekeeping: drops de-duplication ids older than `keep` and old change-log rows.

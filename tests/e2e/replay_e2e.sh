@@ -61,7 +61,7 @@ produce() {
 }
 
 total_lag() { "$bin/trigctl" --json lag | python3 -c 'import json,sys; print(sum(r["lag"] for r in json.load(sys.stdin)))'; }
-busy() { psql "$TRIGD_PG" -tAc "SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM jobs WHERE state IN ('pending_constraint','pending_launch'))"; }
+busy() { psql "$TRIGD_PG" -tAc "SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM jobs WHERE state = 'pending_constraint')"; }
 # Waits until every message is consumed and nothing is left to launch or publish.
 settle() {
   local deadline=$((SECONDS + $1)) quiet=0

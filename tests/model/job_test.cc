@@ -7,13 +7,11 @@ namespace {
 
 TEST(JobStateTest, EveryAllowedAndForbiddenTransition) {
   using S = JobState;
-  const S all[] = {S::kPendingTrigger, S::kPendingConstraint, S::kPendingLaunch, S::kLaunched,
-                   S::kDiscarded};
+  const S all[] = {S::kPendingTrigger, S::kPendingConstraint, S::kLaunched, S::kDiscarded};
   auto allowed = [](S a, S b) {
-    return (a == S::kPendingTrigger &&
-            (b == S::kPendingConstraint || b == S::kDiscarded || b == S::kPendingLaunch)) ||
-           (a == S::kPendingConstraint && (b == S::kPendingLaunch || b == S::kDiscarded)) ||
-           (a == S::kPendingLaunch && b == S::kLaunched);
+    return (a == S::kPendingTrigger && (b == S::kPendingConstraint || b == S::kDiscarded || b == S::kLaunched)) ||
+           (a == S::kPendingConstraint && (b == S::kLaunched || b == S::kDiscarded)) ||
+           (a == S::kLaunched && b == S::kDiscarded);
   };
   for (S a : all) {
     for (S b : all) {

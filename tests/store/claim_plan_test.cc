@@ -46,8 +46,8 @@ TEST_F(ClaimPlanTest, OnlyPendingJobsHaveANextCheck) {
   EXPECT_THROW(tx.exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, "
                        "opened_at, next_check_at) VALUES (1, 'a/b', 1, 'launched', '{}', now(), now())"),
                pqxx::check_violation);
-  EXPECT_THROW(tx.exec("UPDATE jobs SET state = 'pending_launch'"), pqxx::check_violation);
-  tx.exec("UPDATE jobs SET state = 'pending_launch', next_check_at = NULL");
+  EXPECT_THROW(tx.exec("UPDATE jobs SET state = 'launched'"), pqxx::check_violation);
+  tx.exec("UPDATE jobs SET state = 'launched', next_check_at = NULL");
 }
 
 TEST_F(ClaimPlanTest, ClaimWalksThePriorityIndexWhenHistoryDwarfsTheDueJobs) {

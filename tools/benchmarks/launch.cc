@@ -5,8 +5,9 @@
 // Engine path: trigd's checker loop (PgStore::CheckDueJobs(--limit) until nothing is due: each
 // job's constraints checked, its run row and launch request written in the same transaction)
 // and relay loop on another thread (ClaimOutbox(5000), Producer::ProduceAndWait to the real
-// Kafka broker, CompleteOutbox: the job marked launched), until every launch is confirmed.
-// Baseline: `UPDATE jobs SET state='pending_launch' WHERE id IN (SELECT ... ORDER BY priority,
+// Kafka broker, CompleteOutbox: the request deleted from the outbox), until every launch is
+// confirmed.
+// Baseline: `UPDATE jobs SET state='claimed' WHERE id IN (SELECT ... ORDER BY priority,
 // ready_at, id LIMIT n FOR UPDATE SKIP LOCKED)` in a loop, one transaction each, on the same
 // jobs. Figures are medians over --rounds, the engine and the baseline alternating.
 //
@@ -82,10 +83,9 @@ int main(int argc, char** argv) {
   j["limit"] = limit;
   j["rounds"] = rounds;
   j["load_average"] = bench::Round(bench::LoadAverage(), 1);
-  j["bottleneck"] = "a launch updates its job twice, each time appending to its history (claimed -> pending_launch "
-                    "by the checker, -> launched by the relay once Kafka confirmed), copies in a run row (5 indexes) "
-                    "and its launch request, locks and updates its schedule's run counters and share-locks the "
-                    "schedule; the claim SQL updates the job once";
+  j["bottleneck"] = "a launch updates its job once, appending to its history, copies in a run row (5 indexes) "
+                    "and its launch request (deleted again by the relay once Kafka confirmed), locks and updates "
+                    "its schedule's run counters and share-locks the schedule; the claim SQL updates the job once";
   bench::PrintJson(j);
   return 0;
 }

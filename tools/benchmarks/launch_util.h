@@ -117,8 +117,8 @@ inline pid_t BackendPid(Run& run, const std::string& application_name) {
 // trigd's checker and relay loops (engine/app/engine.cc) on two threads, each with its own
 // PgStore: CheckDueJobs(limit) until nothing is due (each launch: run + outbox row in one
 // transaction), and ClaimOutbox(5000) + Producer::ProduceAndWait + CompleteOutbox until
-// `expected` launches are confirmed by Kafka and marked launched. The checker wakes the relay
-// after each commit, as in trigd.
+// `expected` launch requests are confirmed by Kafka and deleted from the outbox. The checker
+// wakes the relay after each commit, as in trigd.
 // `first_id`: the first job id of this round's ready jobs (AddReadyJobs).
 inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limit, int64_t first_id) {
   LaunchFigures f;
@@ -175,14 +175,12 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
     t = Clock::now();
     std::vector<bool> ok = (*producer)->ProduceAndWait(out, 10000);
     f.produce_seconds += SecondsSince(t);
-    std::vector<int64_t> confirmed, jobs;
+    std::vector<int64_t> confirmed;
     for (size_t i = 0; i < rows->size(); ++i) {
-      if (!ok[i]) continue;
-      confirmed.push_back((*rows)[i].id);
-      if ((*rows)[i].job_id) jobs.push_back(*(*rows)[i].job_id);
+      if (ok[i]) confirmed.push_back((*rows)[i].id);
     }
     t = Clock::now();
-    auto done = (*relay_store)->CompleteOutbox(confirmed, jobs);
+    auto done = (*relay_store)->CompleteOutbox(confirmed);
     f.complete_seconds += SecondsSince(t);
     if (!done.ok()) run.Fail("CompleteOutbox: " + done.status().ToString());
     confirmed_jobs += static_cast<int64_t>(done->size());
@@ -217,7 +215,7 @@ inline double ClaimLoop(Run& run, int64_t expected, size_t limit, double* server
   const pid_t backend = static_cast<pid_t>(c.backendpid());
   const double cpu0 = ProcessCpuSeconds(backend);
   c.prepare("claim",
-            "UPDATE jobs SET state = 'pending_launch', next_check_at = NULL WHERE id IN (SELECT id FROM jobs "
+            "UPDATE jobs SET state = 'claimed', next_check_at = NULL WHERE id IN (SELECT id FROM jobs "
             "WHERE next_check_at <= now() "
             "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT $1 FOR UPDATE SKIP LOCKED)");
   int64_t claimed = 0;
@@ -234,7 +232,7 @@ inline double ClaimLoop(Run& run, int64_t expected, size_t limit, double* server
   if (claimed != expected) run.Fail("claim loop claimed " + std::to_string(claimed) + ", expected " + std::to_string(expected));
   // Claimed jobs that nothing will launch: out of the way of later rounds.
   pqxx::work tx(c);
-  tx.exec("DELETE FROM jobs WHERE state = 'pending_launch'");
+  tx.exec("DELETE FROM jobs WHERE state = 'claimed'");
   tx.commit();
   return s;
 }

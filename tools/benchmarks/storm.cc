@@ -9,8 +9,9 @@
 // ticks 5,000 schedules per transaction: each tick opens its schedule's job (complete at once)
 // and the same transaction checks and launches it (run + launch request; the tick itself also
 // goes to <prefix>events.time, where ingestion sees it as a duplicate), and the relay
-// publishes the requests; the storm ends when the database counts --schedules jobs launched (polled once
-// every request is on the launch topic, where the benchmark counts them as they arrive). Between rounds the jobs, runs and tick ids of the previous storm are deleted (so the
+// publishes the requests; the storm ends when the database counts --schedules jobs launched and
+// the relay has deleted every confirmed request from the outbox (polled once every request is on
+// the launch topic, where the benchmark counts them as they arrive). Between rounds the jobs, runs and tick ids of the previous storm are deleted (so the
 // same fire time opens jobs again); round 1 is the cold one (trigd's schedule caches empty).
 // Baseline: produce --schedules bare messages (about the size of a launch request) to a topic
 // and consume them all, from the first send to the last receipt.
@@ -109,8 +110,8 @@ int main(int argc, char** argv) {
     const int64_t base = Count(watch, "SELECT count(*) FROM jobs WHERE state = 'launched'");
     // Launch requests are counted on the launch topic from its current end (counting them in
     // PostgreSQL every 100 ms would itself take a good part of a core from the storm); once all
-    // are there, the database is polled until it shows every job launched (the relay marks a job
-    // launched right after Kafka confirmed its request).
+    // are there, the database is polled until it shows every job launched (marked when decided)
+    // and no launch request left in the outbox (deleted once Kafka confirmed it).
     auto ends = trigd::QueryEndOffsets(run.kafka, {launch_topic});
     if (!ends.ok()) run.Fail(ends.status().ToString());
     std::vector<int64_t> start_at;
@@ -139,7 +140,8 @@ int main(int argc, char** argv) {
     }
     const double published_s = bench::SecondsSince(start);
     int64_t launched = 0;
-    while ((launched = Count(watch, "SELECT count(*) FROM jobs WHERE state = 'launched'") - base) < schedules) {
+    while ((launched = Count(watch, "SELECT count(*) FROM jobs WHERE state = 'launched'") - base) < schedules ||
+           Count(watch, "SELECT count(*) FROM outbox WHERE job_id IS NOT NULL") > 0) {
       if (Clock::now() > deadline || !trigd.Alive()) {
         run.Fail(bench::Cat("storm: ", launched, " of ", schedules, " jobs launched after 240 s"));
       }
