@@ -1,5 +1,6 @@
 #include "app/config.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace trigd {
@@ -20,6 +21,7 @@ Config LoadConfig(std::vector<std::string>& args) {
   FromEnv("TRIGD_TOPIC_PREFIX", c.topic_prefix);
   FromEnv("TRIGD_GROUP", c.group);
   if (const char* v = std::getenv("TRIGD_FAST_PATH"); v && std::string(v) == "0") c.fast_path = false;
+  if (const char* v = std::getenv("TRIGD_CHECKERS"); v && *v) c.checkers = std::clamp(std::atoi(v), 1, 16);
   struct Flag { const char* name; std::string* out; };
   const Flag flags[] = {{"--kafka", &c.kafka}, {"--pg", &c.pg}, {"--metrics", &c.metrics},
                         {"--topic-prefix", &c.topic_prefix}, {"--group", &c.group}};

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -58,7 +59,8 @@ void Log(const std::string& what) { std::cerr << "trigd: " << what << std::endl;
 // A store connection that reconnects after PostgreSQL went away (restart, failover).
 class StoreHandle {
  public:
-  StoreHandle(const Config& config, const char* name) : config_(config), name_(name) {}
+  StoreHandle(const Config& config, const char* name, int shard = 0, int shards = 1)
+      : config_(config), name_(name), shard_(shard), shards_(shards) {}
   PgStore* Get() {
     if (store_) return store_.get();
     auto s = PgStore::Connect(config_.pg, config_.topic_prefix);
@@ -68,6 +70,7 @@ class StoreHandle {
     }
     store_ = std::move(*s);
     store_->SetFastPath(config_.fast_path);
+    store_->SetCheckerShard(shard_, shards_);
     return store_.get();
   }
   // Called with a failed status: drops the connection when it is gone.
@@ -79,6 +82,7 @@ class StoreHandle {
  private:
   const Config& config_;
   const char* name_;
+  int shard_, shards_;
   std::unique_ptr<PgStore> store_;
 };
 
@@ -431,8 +435,11 @@ void IngestLoop(Shared& sh) {
 }
 
 // The control loop: constraint checks, lost runs and retries, time ticks, gauges.
-void CheckerLoop(Shared& sh) {
-  StoreHandle store(sh.config, "checker");
+// `index` 0 also sweeps runs, sets the job gauges and prunes; every checker claims due jobs
+// and ticks (both SKIP LOCKED, so checkers, in one process or several, never take the same).
+void CheckerLoop(Shared& sh, int index) {
+  const std::string name = index == 0 ? "checker" : "checker-" + std::to_string(index + 1);
+  StoreHandle store(sh.config, name.c_str(), index, sh.config.checkers);
   auto last_sweep = Clock::time_point{}, last_gauge = Clock::time_point{}, last_prune = Clock::now();
   // As many ticks per transaction as its fast path launches.
   constexpr size_t kTickBatch = PgStore::kFastPathLimit;
@@ -453,11 +460,12 @@ void CheckerLoop(Shared& sh) {
     }
     RecordChecks(sh, *r);
     more = r->checked == 1000;
-    const bool sweep_due = Clock::now() - last_sweep > std::chrono::milliseconds(500);
-    if (sweep_due) last_sweep = Clock::now();
+    const bool tick_due = Clock::now() - last_sweep > std::chrono::milliseconds(500);
+    if (tick_due) last_sweep = Clock::now();
+    const bool sweep_due = tick_due && index == 0;
     // A full batch of ticks means more are due now (a storm of schedules due in the same
     // second): produce the next batch at once instead of 500 ms later.
-    if (sweep_due || ticks_pending) {
+    if (tick_due || ticks_pending) {
       auto t = pg->TickTimeTriggers(kTickBatch);
       if (t.ok()) {
         if (t->produced > 0) sh.relay_wake.Wake();
@@ -483,13 +491,13 @@ void CheckerLoop(Shared& sh) {
         continue;
       }
     }
-    if (Clock::now() - last_gauge > std::chrono::seconds(2)) {
+    if (index == 0 && Clock::now() - last_gauge > std::chrono::seconds(2)) {
       last_gauge = Clock::now();
       if (auto c = pg->CountJobs(); c.ok()) {
         for (const auto& [state, n] : *c) sh.metrics.Jobs(state).Set(static_cast<double>(n));
       }
     }
-    if (Clock::now() - last_prune > std::chrono::hours(1)) {
+    if (index == 0 && Clock::now() - last_prune > std::chrono::hours(1)) {
       last_prune = Clock::now();
       // Event ids are kept longer than the event topics' retention (7 days).
       if (Status s = pg->Prune(std::chrono::hours(24 * 8)); !s.ok()) store.Failed(s);
@@ -576,12 +584,13 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
   Log("running: kafka " + config.kafka + ", group " + config.group + ", topics " + config.topic_prefix +
       "*, metrics http://" + config.metrics + "/metrics");
   std::thread ingest([&] { IngestLoop(shared); });
-  std::thread checker([&] { CheckerLoop(shared); });
+  std::vector<std::thread> checkers;
+  for (int i = 0; i < config.checkers; ++i) checkers.emplace_back([&, i] { CheckerLoop(shared, i); });
   std::thread relay([&] { RelayLoop(shared); });
   ingest.join();
   shared.checker_wake.Wake();
   shared.relay_wake.Wake();
-  checker.join();
+  for (std::thread& t : checkers) t.join();
   relay.join();
   return Status::Ok();
 }

@@ -133,6 +133,14 @@ class PgStore {
   // launched if they can, in the same transaction). On by default; off leaves every ready job
   // to CheckDueJobs (tests of the checker step on its own).
   void SetFastPath(bool on) { fast_path_ = on; }
+  // With several checker loops in a process: this one's CheckDueJobs claims only the jobs of
+  // schedules with schedule_id % count == index, so two checkers never wait for each other's
+  // run counters (a job of a concurrency group may still wait for the group's). Each shard is
+  // claimed in priority order.
+  void SetCheckerShard(int index, int count) {
+    shard_index_ = index;
+    shard_count_ = count;
+  }
 
   // Changes after `after_seq` (0: every active schedule, for start-up).
   Result<ScheduleChanges> LoadScheduleChanges(int64_t after_seq);
@@ -200,6 +208,7 @@ class PgStore {
   // The last claim of due jobs was full: a backlog (e.g. a storm of schedules due at once).
   bool claim_backlog_ = false;
   bool fast_path_ = true;
+  int shard_index_ = 0, shard_count_ = 1;
 };
 
 }  // namespace trigd

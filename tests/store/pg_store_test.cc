@@ -301,6 +301,32 @@ TEST_F(PgStoreTest, HighestPriorityWaitingJobTakesTheFreedGroupSlotFirst) {
 
 // Three checkers (three trigd instances) race on the same schedules and group while runs end
 // at random (each end's ingest transaction checks the jobs it woke, the fast path); an observer polls committed state and must never see a limit exceeded.
+TEST_F(PgStoreTest, ShardedCheckersEachClaimOnlyTheirSchedulesJobs) {
+  std::vector<json> docs;
+  std::vector<Event> events;
+  for (int i = 0; i < 6; ++i) {
+    docs.push_back(PartitionSchedule("s" + std::to_string(i), "d" + std::to_string(i)));
+    events.push_back(PartitionEvent("e" + std::to_string(i), "d" + std::to_string(i)));
+  }
+  Apply(docs);
+  ASSERT_TRUE(store_->ApplyBatch(Batch(events, 0)).ok());
+  const int64_t odd = Count("SELECT count(*) FROM jobs WHERE schedule_id % 2 = 1");
+  ASSERT_GT(odd, 0);
+  ASSERT_LT(odd, 6);
+  auto second = NewStore();
+  second->SetCheckerShard(1, 2);
+  auto r = second->CheckDueJobs(100);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->launched, odd);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='launched' AND schedule_id % 2 = 0"), 0);
+  auto first = NewStore();
+  first->SetCheckerShard(0, 2);
+  r = first->CheckDueJobs(100);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->launched, 6 - odd);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='launched'"), 6);
+}
+
 TEST_F(PgStoreTest, ConcurrencyLimitsHoldWithThreeRacingCheckers) {
   std::vector<json> docs;
   for (int i = 0; i < 3; ++i) {

@@ -2,9 +2,9 @@
 //
 // Setup: --schedules schedules without constraints and --jobs ready jobs (PENDING_CONSTRAINT,
 // due now) opened through the append path, kept as a seed and put back before every round.
-// Engine path: trigd's checker loop (PgStore::CheckDueJobs(--limit) until nothing is due: each
-// job's constraints checked, its run row and launch request written in the same transaction)
-// and relay loop on another thread (ClaimOutbox(5000), Producer::ProduceAndWait to the real
+// Engine path: trigd's checker loops (TRIGD_CHECKERS of them, default 2, as in trigd), each
+// PgStore::CheckDueJobs(--limit) until nothing is due (each job's constraints checked, its run
+// row and launch request written in the same transaction), and its relay loop on another thread (ClaimOutbox(5000), Producer::ProduceAndWait to the real
 // Kafka broker, CompleteOutbox: the request deleted from the outbox), until every launch is
 // confirmed.
 // Baseline: `UPDATE jobs SET state='claimed' WHERE id IN (SELECT ... ORDER BY priority,
@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   bench::MakeReadyJobs(run, schedules, jobs);
   std::printf("setup (schedules + ready jobs through the append path): %.1f s\n", bench::SecondsSince(t));
 
+  int checkers = 0;
   std::vector<double> engine_rate, claim_rate, checker_cpu, relay_cpu, client_cpu, claim_cpu;
   std::printf("\n%6s %16s %14s %8s   %-38s %s\n", "round", "engine launch/s", "claim SQL/s", "ratio",
               "engine time in (s): check / relay claim", "CPU ms per 1000 (engine: checker db + relay db + "
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
     bench::AddReadyJobs(run);
     double claim_server_cpu = 0;
     double claim_s = bench::ClaimLoop(run, jobs, static_cast<size_t>(limit), &claim_server_cpu);
+    checkers = f.checkers;
     engine_rate.push_back(static_cast<double>(jobs) / f.seconds);
     claim_rate.push_back(static_cast<double>(jobs) / claim_s);
     checker_cpu.push_back(f.checker_server_cpu * per_1000);
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
   j["cpu_ms_per_1000_db_relay"] = bench::Round(bench::Median(relay_cpu), 0);
   j["cpu_ms_per_1000_trigd"] = bench::Round(bench::Median(client_cpu), 0);
   j["baseline_cpu_ms_per_1000_db"] = bench::Round(bench::Median(claim_cpu), 0);
+  j["checkers"] = checkers;
   j["jobs"] = jobs;
   j["limit"] = limit;
   j["rounds"] = rounds;

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench_util.h"
+#include "app/config.h"
 #include "core/envelope.h"
 #include "core/schedule_index.h"
 #include "log/kafka.h"
@@ -91,7 +93,8 @@ inline int64_t AddReadyJobs(Run& run) {
 struct LaunchFigures {
   double seconds = 0;
   int64_t launched = 0;
-  double check_seconds = 0;     // inside CheckDueJobs
+  int checkers = 1;
+  double check_seconds = 0;     // inside CheckDueJobs (per checker: the checkers' sum / checkers)
   double claim_seconds = 0;     // inside ClaimOutbox
   double produce_seconds = 0;   // inside ProduceAndWait
   double complete_seconds = 0;  // inside CompleteOutbox
@@ -114,8 +117,9 @@ inline pid_t BackendPid(Run& run, const std::string& application_name) {
   return r.empty() ? 0 : static_cast<pid_t>(r[0][0].as<int>());
 }
 
-// trigd's checker and relay loops (engine/app/engine.cc) on two threads, each with its own
-// PgStore: CheckDueJobs(limit) until nothing is due (each launch: run + outbox row in one
+// trigd's checker loops (as many as trigd runs: TRIGD_CHECKERS, default 2) and relay loop
+// (engine/app/engine.cc) on their own threads, each with its own PgStore: CheckDueJobs(limit)
+// until nothing is due (each launch: run + outbox row in one
 // transaction), and ClaimOutbox(5000) + Producer::ProduceAndWait + CompleteOutbox until
 // `expected` launch requests are confirmed by Kafka and deleted from the outbox. The checker
 // wakes the relay after each commit, as in trigd.
@@ -127,35 +131,58 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
   bool woken = false, checker_done = false;
   auto producer = trigd::Producer::Create(run.kafka);
   if (!producer.ok()) run.Fail(producer.status().ToString());
-  auto checker_store = trigd::PgStore::Connect(run.pg + " application_name=bench-checker", run.prefix);
+  std::vector<std::string> no_args;
+  f.checkers = trigd::LoadConfig(no_args).checkers;
+  std::vector<std::unique_ptr<trigd::PgStore>> checker_stores;
+  std::vector<pid_t> checker_backends;
+  for (int i = 0; i < f.checkers; ++i) {
+    const std::string name = "bench-checker-" + std::to_string(i);
+    auto s = trigd::PgStore::Connect(run.pg + " application_name=" + name, run.prefix);
+    if (!s.ok()) run.Fail("cannot connect to PostgreSQL");
+    (*s)->SetCheckerShard(i, f.checkers);
+    checker_stores.push_back(std::move(*s));
+    checker_backends.push_back(BackendPid(run, name));
+  }
   auto relay_store = trigd::PgStore::Connect(run.pg + " application_name=bench-relay", run.prefix);
-  if (!checker_store.ok() || !relay_store.ok()) run.Fail("cannot connect to PostgreSQL");
-  const pid_t checker_backend = BackendPid(run, "bench-checker"), relay_backend = BackendPid(run, "bench-relay");
-  const double checker_cpu0 = ProcessCpuSeconds(checker_backend), relay_cpu0 = ProcessCpuSeconds(relay_backend),
+  if (!relay_store.ok()) run.Fail("cannot connect to PostgreSQL");
+  const pid_t relay_backend = BackendPid(run, "bench-relay");
+  auto checkers_cpu = [&] {
+    double sum = 0;
+    for (pid_t p : checker_backends) sum += ProcessCpuSeconds(p);
+    return sum;
+  };
+  const double checker_cpu0 = checkers_cpu(), relay_cpu0 = ProcessCpuSeconds(relay_backend),
                client_cpu0 = ProcessCpuSeconds(getpid());
   std::string failure;
+  int checkers_running = f.checkers;
   auto start = Clock::now();
-  std::thread checker([&] {
-    while (true) {
-      auto t = Clock::now();
-      auto r = (*checker_store)->CheckDueJobs(limit);
-      f.check_seconds += SecondsSince(t);
-      if (!r.ok()) {
-        if (r.status().code() == trigd::StatusCode::kAborted) continue;
-        failure = "CheckDueJobs: " + r.status().ToString();
-        break;
+  std::vector<std::thread> checkers;
+  for (int i = 0; i < f.checkers; ++i) {
+    checkers.emplace_back([&, i] {
+      double inside = 0;
+      while (true) {
+        auto t = Clock::now();
+        auto r = checker_stores[i]->CheckDueJobs(limit);
+        inside += SecondsSince(t);
+        if (!r.ok()) {
+          if (r.status().code() == trigd::StatusCode::kAborted) continue;
+          std::lock_guard<std::mutex> l(mu);
+          failure = "CheckDueJobs: " + r.status().ToString();
+          break;
+        }
+        {
+          std::lock_guard<std::mutex> l(mu);
+          woken = true;
+        }
+        cv.notify_one();
+        if (r->checked == 0) break;
       }
-      {
-        std::lock_guard<std::mutex> l(mu);
-        woken = true;
-      }
+      std::lock_guard<std::mutex> l(mu);
+      f.check_seconds += inside / f.checkers;
+      checker_done = --checkers_running == 0;
       cv.notify_one();
-      if (r->checked == 0) break;
-    }
-    std::lock_guard<std::mutex> l(mu);
-    checker_done = true;
-    cv.notify_one();
-  });
+    });
+  }
   int64_t confirmed_jobs = 0;
   while (confirmed_jobs < expected && failure.empty()) {
     auto t = Clock::now();
@@ -186,8 +213,8 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
     confirmed_jobs += static_cast<int64_t>(done->size());
   }
   f.seconds = SecondsSince(start);
-  checker.join();
-  f.checker_server_cpu = ProcessCpuSeconds(checker_backend) - checker_cpu0;
+  for (std::thread& t : checkers) t.join();
+  f.checker_server_cpu = checkers_cpu() - checker_cpu0;
   f.relay_server_cpu = ProcessCpuSeconds(relay_backend) - relay_cpu0;
   f.client_cpu = ProcessCpuSeconds(getpid()) - client_cpu0;
   if (!failure.empty()) run.Fail(failure);
