@@ -19,7 +19,7 @@
 // not depend on how many finished rows there are. The history is generated with the full
 // indexes dropped and rebuilt (as a restore would), then vacuumed.
 //
-// Usage: trigd-bench-history [--history=10000000] [--jobs=20000] [--schedules=1000] [--limit=1000] [--rounds=3]
+// Usage: trigd-bench-history [--history=10000000] [--jobs=20000] [--schedules=1000] [--limit=1000] [--rounds=5]
 #include <cstdio>
 
 #include "launch_util.h"
@@ -128,12 +128,12 @@ std::string Size(pqxx::connection& c, const std::string& what) {
 
 int main(int argc, char** argv) {
   bench::Flags flags(argc, argv,
-                     "trigd-bench-history [--history=10000000] [--jobs=20000] [--schedules=1000] [--limit=1000] [--rounds=3]");
+                     "trigd-bench-history [--history=10000000] [--jobs=20000] [--schedules=1000] [--limit=1000] [--rounds=5]");
   const int64_t history = flags.Int("history", 10000000);
   const int64_t jobs = flags.Int("jobs", 20000);
   const int64_t schedules = flags.Int("schedules", 1000);
   const int64_t limit = flags.Int("limit", 1000);
-  const int rounds = static_cast<int>(flags.Int("rounds", 3));
+  const int rounds = static_cast<int>(flags.Int("rounds", 5));
   flags.Check();
   bench::Run& run = bench::Run::Start("history");
   const double load_before = bench::LoadAverage();
