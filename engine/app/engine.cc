@@ -440,7 +440,7 @@ void IngestLoop(Shared& sh) {
 void CheckerLoop(Shared& sh, int index) {
   const std::string name = index == 0 ? "checker" : "checker-" + std::to_string(index + 1);
   StoreHandle store(sh.config, name.c_str(), index, sh.config.checkers);
-  auto last_sweep = Clock::time_point{}, last_gauge = Clock::time_point{}, last_prune = Clock::now();
+  auto last_tick = Clock::time_point{}, last_gauge = Clock::time_point{}, last_prune = Clock::now();
   // As many ticks per transaction as its fast path launches.
   constexpr size_t kTickBatch = PgStore::kFastPathLimit;
   bool ticks_pending = false;
@@ -460,8 +460,8 @@ void CheckerLoop(Shared& sh, int index) {
     }
     RecordChecks(sh, *r);
     more = r->checked == 1000;
-    const bool tick_due = Clock::now() - last_sweep > std::chrono::milliseconds(500);
-    if (tick_due) last_sweep = Clock::now();
+    const bool tick_due = Clock::now() - last_tick > std::chrono::milliseconds(500);
+    if (tick_due) last_tick = Clock::now();
     const bool sweep_due = tick_due && index == 0;
     // A full batch of ticks means more are due now (a storm of schedules due in the same
     // second): produce the next batch at once instead of 500 ms later.

@@ -599,13 +599,12 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     std::string filter_sql;
     json filter_groups = json::array();
     std::string filter_ids = "{}";
-    if (!filter && shard_count_ > 1) {
-      filter_sql = "AND schedule_id % " + std::to_string(shard_count_) + " = " + std::to_string(shard_index_) + " ";
-    }
     if (filter) {
       filter_sql = "AND (schedule_id = ANY($2::bigint[]) OR concurrency_group IN (SELECT jsonb_array_elements_text($3::jsonb))) ";
       filter_ids = IntArray(filter->schedule_ids);
       for (const std::string& g : filter->groups) filter_groups.push_back(g);
+    } else if (shard_count_ > 1) {
+      filter_sql = "AND schedule_id % " + std::to_string(shard_count_) + " = " + std::to_string(shard_index_) + " ";
     }
     const std::string claim =
         "SELECT id, schedule_id, schedule_version, state, "
