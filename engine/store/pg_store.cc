@@ -44,9 +44,10 @@ struct PgStore::TxContext {
   std::string now_text, now_json;
 };
 
-// Statements on the path of every event and launch, prepared once per connection: parsing and
-// planning them on every call cost up to half a millisecond each (log_min_duration_statement).
-// Their plans do not depend on the values (key lookups and arrays joined by key).
+// Statements on the path of every event and launch, prepared once per connection: parsing them
+// on every call cost up to half a millisecond each (log_min_duration_statement). They are still
+// planned at every execution (plan_cache_mode, PgStore::Connect): a cached plan goes stale as
+// the tables grow.
 const std::pair<const char*, const char*> kPrepared[] = {
   {"offsets_cas",
    "INSERT INTO consumer_offsets (group_id, topic, partition, next_offset) "

@@ -5,14 +5,15 @@
 // trigctl's path (ApplySchedules, 10,000 per transaction).
 // build/bin/trigd runs as a child process and is warmed up (one partition event launched).
 // A storm: one UPDATE makes every time trigger due at once (next_fire_at = that minute, last
-// fire time cleared); the clock starts just before it commits. trigd's checker loop then
-// ticks 5,000 schedules per transaction: each tick opens its schedule's job (complete at once)
-// and the same transaction checks and launches it (run + launch request; the tick itself also
-// goes to <prefix>events.time, where ingestion sees it as a duplicate), and the relay
-// publishes the requests; the storm ends when the database counts --schedules jobs launched and
-// the relay has deleted every confirmed request from the outbox (polled once every request is on
-// the launch topic, where the benchmark counts them as they arrive). Between rounds the jobs, runs and tick ids of the previous storm are deleted (so the
-// same fire time opens jobs again); round 1 is the cold one (trigd's schedule caches empty).
+// fire time cleared); the clock starts just before it commits. trigd's checker loops (two by
+// default) then tick 5,000 schedules per transaction: each tick opens its schedule's job
+// (complete at once) and the same transaction checks and launches it (run + launch request; the
+// tick itself also goes to <prefix>events.time, where ingestion sees it as a duplicate), and
+// the relay publishes the requests; the storm ends when the database counts --schedules jobs
+// launched and the relay has deleted every confirmed request from the outbox (polled once every
+// request is on the launch topic, where the benchmark counts them as they arrive). Between
+// rounds the jobs, runs and tick ids of the previous storm are deleted (so the same fire time
+// opens jobs again); round 1 is the cold one (trigd's schedule caches empty).
 // Baseline: produce --schedules bare messages (about the size of a launch request) to a topic
 // and consume them all, from the first send to the last receipt.
 //
