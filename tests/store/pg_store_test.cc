@@ -158,6 +158,31 @@ TEST_F(PgStoreTest, StalePositionIsFencedAndNothingOfTheBatchIsApplied) {
   EXPECT_EQ(Count("SELECT next_offset FROM consumer_offsets"), 2);
 }
 
+TEST_F(PgStoreTest, OneStalePositionFencesTheWholeMultiPartitionBatch) {
+  Apply({PartitionSchedule("s", "d")});
+  IngestBatch first = Batch({PartitionEvent("e1", "d")}, 0);
+  first.positions.push_back({"t.events.data", 1, 0, 4});
+  first.positions.push_back({"t.events.time", 0, 0, 7});
+  auto r = store_->ApplyBatch(first);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->fenced);
+  EXPECT_EQ(Count("SELECT sum(next_offset) FROM consumer_offsets"), 1 + 4 + 7);
+  // Partitions 0 and time/0 move on from where they are; partition 1 replays from 2 (< 4).
+  IngestBatch mixed = Batch({PartitionEvent("e2", "d")}, 1);
+  mixed.positions.push_back({"t.events.data", 1, 2, 9});
+  mixed.positions.push_back({"t.events.time", 0, 7, 8});
+  auto m = store_->ApplyBatch(mixed);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE(m->fenced);
+  EXPECT_EQ(Count("SELECT sum(next_offset) FROM consumer_offsets"), 1 + 4 + 7);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 1);
+  // The same batch from the right position of partition 1 goes through, every position moved.
+  mixed.positions[1].first_offset = 4;
+  auto ok = store_->ApplyBatch(mixed);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_FALSE(ok->fenced);
+  EXPECT_EQ(Count("SELECT sum(next_offset) FROM consumer_offsets"), 2 + 9 + 8);
+}
 TEST_F(PgStoreTest, ResentEventIdChangesNothing) {
   Apply({PartitionSchedule("s", "d")});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
