@@ -441,6 +441,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
       SqlArray id, state, trigger_state, triggered_by, history, ready_at, next_check_at, discard_reason;
     } upd;
     CopyRows ins;
+    std::vector<FreshJob> fresh_jobs;  // new jobs that are complete: decided before written (fast path)
     std::string text;
     for (const OpenJob& job : acc.jobs) {
       if (job.id != 0 && !job.changed && !job.discarded && !job.complete) continue;
@@ -453,7 +454,19 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
         next_check = job.opened_at + s.timeout->after;
       }
       const char* state = job.discarded ? "discarded" : job.complete ? "pending_constraint" : "pending_trigger";
-      if (job.id == 0) {
+      if (job.id == 0 && job.complete && fast_path_) {
+        ++result.jobs_opened;
+        FreshJob& f = fresh_jobs.emplace_back();
+        f.schedule_id = job.schedule_id;
+        f.version = job.schedule_version;
+        f.priority = s.priority;
+        f.schedule_name = s.id().value();
+        f.trigger_state = TriggerStateToJson(job.state).dump();
+        TriggeredByJson(job.triggered_by, f.triggered_by);
+        JsonArray(job.history, f.history);
+        f.opened_at = job.opened_at;
+        if (s.constraints.concurrency_group) f.group = s.constraints.concurrency_group->name;
+      } else if (job.id == 0) {
         ++result.jobs_opened;
         // Timestamps as ISO 8601 text (FormatTime, milliseconds): the same instants as the
         // to_timestamp(ms / 1000.0) of the other statements.
@@ -548,7 +561,10 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
     // are checked in this same transaction, so an event whose job can launch at once is
     // launched by one commit instead of two (ingest, then the checker loop). The checker step
     // is the same code and claims the due jobs of those schedules and groups in the same
-    // priority order; what still waits is left to the checker loop.
+    // priority order; what still waits is left to the checker loop. Jobs this batch opened and
+    // completed are not written above: the check decides them first and inserts each once, in
+    // its decided state (an insert as pending and an update to launched cost twice the WAL,
+    // and left dead entries in every pending-state index).
     if (fast_path_ && (result.jobs_ready > 0 || !ended.empty())) {
       CheckFilter filter;
       for (const OpenJob& job : acc.jobs) {
@@ -562,6 +578,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
         if (e.group) filter.groups.insert(*e.group);
       }
       filter.loaded = &schedules;
+      filter.fresh = &fresh_jobs;
       bool unused_backlog = false;
       result.checker = CheckJobs(ctx, kFastPathLimit, &filter, unused_backlog);
     }
@@ -598,6 +615,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       std::optional<TimePoint> ready_at;
       std::string last_decision;
       std::string ready_text;  // coalesce(ready_at, opened_at) as PostgreSQL prints it: copied into the outbox
+      int priority = 0;
+      const FreshJob* fresh = nullptr;  // not stored yet (filter->fresh): written once decided
     };
     std::vector<Due> due;
     std::set<int64_t> sids;
@@ -623,21 +642,59 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         "SELECT id, schedule_id, schedule_version, state, "
         "CASE WHEN state = 'pending_trigger' THEN trigger_state::text END, triggered_by::text, "
         TRIGD_MS("opened_at") ", " TRIGD_MS("ready_at") ", coalesce(last_decision, ''), "
-        "coalesce(ready_at, opened_at)::text FROM jobs WHERE next_check_at <= now() " + filter_sql +
+        "coalesce(ready_at, opened_at)::text, priority FROM jobs WHERE next_check_at <= now() " + filter_sql +
         "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT $1 FOR UPDATE SKIP LOCKED";
-    pqxx::result claimed = filter ? tx.exec_params(claim, static_cast<int64_t>(limit), filter_ids, filter_groups.dump())
-                                  : tx.exec_params(claim, static_cast<int64_t>(limit));
+    // Fresh jobs get their ids from the jobs sequence in the same round trip (their runs and
+    // launch requests refer to them): rows with the last column set are those ids.
+    const size_t fresh_count = filter && filter->fresh ? filter->fresh->size() : 0;
+    const std::string query = fresh_count == 0 ? claim
+        : "WITH due AS (" + claim + ") SELECT *, NULL::bigint FROM due UNION ALL "
+          "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, nextval('jobs_id_seq') "
+          "FROM generate_series(1, $4)";
+    pqxx::result claimed =
+        fresh_count > 0 ? tx.exec_params(query, static_cast<int64_t>(limit), filter_ids, filter_groups.dump(),
+                                         static_cast<int64_t>(fresh_count))
+        : filter        ? tx.exec_params(query, static_cast<int64_t>(limit), filter_ids, filter_groups.dump())
+                        : tx.exec_params(query, static_cast<int64_t>(limit));
+    std::vector<int64_t> fresh_ids;
     for (const auto& r : claimed) {
+      if (r.size() > 11 && !r[11].is_null()) {
+        fresh_ids.push_back(r[11].as<int64_t>());
+        continue;
+      }
       Due d{r[0].as<int64_t>(), r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>(),
             r[4].is_null() ? std::string() : r[4].as<std::string>(), r[5].as<std::string>(),
             FromMillis(r[6].as<int64_t>()),
             r[7].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[7].as<int64_t>())),
-            r[8].as<std::string>(), r[9].as<std::string>()};
+            r[8].as<std::string>(), r[9].as<std::string>(), r[10].as<int>()};
       sids.insert(d.schedule_id);
       due.push_back(std::move(d));
     }
     if (no_sort) tx.exec("SET LOCAL enable_sort = on");
     if (!filter) claim_backlog = due.size() == limit;
+    // Fresh jobs became ready now, after every stored one, and their ids are the newest: in
+    // the claim's order (priority, ready_at, id) they go after the stored jobs of their
+    // priority. Those past `limit` are written undecided, due now, for the checker loop.
+    std::vector<Due> undecided;
+    if (fresh_count > 0) {
+      for (size_t k = 0; k < fresh_count; ++k) {
+        const FreshJob& f = (*filter->fresh)[k];
+        Due d{fresh_ids.at(k), f.schedule_id, f.version, "pending_constraint", std::string(), f.triggered_by,
+              f.opened_at, now, std::string(), now_text, f.priority, &f};
+        sids.insert(d.schedule_id);
+        due.push_back(std::move(d));
+      }
+      std::stable_sort(due.begin(), due.end(), [](const Due& a, const Due& b) {
+        if (a.priority != b.priority) return a.priority > b.priority;
+        if (a.ready_at.has_value() != b.ready_at.has_value()) return a.ready_at.has_value();  // NULLS LAST
+        if (a.ready_at != b.ready_at) return *a.ready_at < *b.ready_at;
+        return a.id < b.id;
+      });
+      while (due.size() > limit) {
+        if (due.back().fresh) undecided.push_back(std::move(due.back()));
+        due.pop_back();
+      }
+    }
     if (due.empty()) return result;
     std::map<int64_t, ScheduleView> schedules;
     if (filter && filter->loaded) {
@@ -750,6 +807,48 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       std::string head;    // {"attempt":1, ..., "run_id":
       std::string middle;  // ,"schedule":..., "triggered_by":
     };
+    // A fresh job is copied in once, in the state decided for it, with its history so far and
+    // the decision's entry (the columns checker_writes sets on a stored job, likewise).
+    CopyRows fresh_rows;
+    auto write_job = [&](const Due& d, const std::string& state, std::optional<int64_t> next_check_at,
+                         const std::string* decision, std::optional<bool> forced, const std::string* reason,
+                         const json* history) {
+      if (!d.fresh) {
+        update_job(d.id, state, next_check_at, decision, forced, reason, history);
+        return;
+      }
+      const FreshJob& f = *d.fresh;
+      fresh_rows.AddInt(d.id);
+      fresh_rows.AddInt(f.schedule_id);
+      fresh_rows.AddText(f.schedule_name);
+      fresh_rows.AddInt(f.version);
+      fresh_rows.AddText(state);
+      fresh_rows.AddInt(f.priority);
+      fresh_rows.AddText(f.trigger_state);
+      fresh_rows.AddText(f.triggered_by);
+      if (history) {
+        std::string h = f.history;
+        h.pop_back();  // ']'
+        if (h.size() > 1) h += ',';
+        h += history->dump();
+        h += ']';
+        fresh_rows.AddText(h);
+      } else {
+        fresh_rows.AddText(f.history);
+      }
+      const std::string opened_at = FormatTime(f.opened_at);
+      fresh_rows.AddText(opened_at);
+      fresh_rows.AddText(opened_at);
+      fresh_rows.AddText(FormatTime(now));
+      next_check_at ? fresh_rows.AddText(FormatTime(FromMillis(*next_check_at))) : fresh_rows.AddNull();
+      f.group ? fresh_rows.AddText(*f.group) : fresh_rows.AddNull();
+      decision ? fresh_rows.AddText(*decision) : fresh_rows.AddNull();
+      fresh_rows.AddText(forced.value_or(false) ? "t" : "f");
+      reason ? fresh_rows.AddText(*reason) : fresh_rows.AddNull();
+      state == "launched" || state == "discarded" ? fresh_rows.AddText(now_text) : fresh_rows.AddNull();
+      fresh_rows.EndRow();
+    };
+    for (const Due& d : undecided) write_job(d, "pending_constraint", ToMillis(now), nullptr, std::nullopt, nullptr, nullptr);
     std::map<int64_t, RequestParts> request_parts;
     const std::string launched_at = json(FormatTime(now)).dump();
     std::string request;
@@ -760,7 +859,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         // Deleted, suspended or updated since the job opened: it never launches.
         std::string reason = sv == schedules.end() ? "schedule deleted or suspended" : "schedule updated";
         json entry = HistoryEntry(now, "discarded: " + reason);
-        update_job(d.id, "discarded", std::nullopt, nullptr, std::nullopt, &reason, &entry);
+        write_job(d, "discarded", std::nullopt, nullptr, std::nullopt, &reason, &entry);
         ++result.discarded;
         continue;
       }
@@ -834,11 +933,11 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         recent[d.schedule_id].push_back(now);
         json entry = HistoryEntry(now, out.forced ? "launched by timeout (action run)" : "constraints hold: launching",
                                   {{"run_id", run_id}, {"checks", std::move(checks)}});
-        update_job(d.id, "launched", std::nullopt, nullptr, out.forced, nullptr, &entry);
+        write_job(d, "launched", std::nullopt, nullptr, out.forced, nullptr, &entry);
       } else if (out.decision == Decision::kDiscard) {
         ++result.discarded;
         json entry = HistoryEntry(now, "discarded: " + out.reason, {{"checks", std::move(checks)}});
-        update_job(d.id, "discarded", std::nullopt, nullptr, std::nullopt, &out.reason, &entry);
+        write_job(d, "discarded", std::nullopt, nullptr, std::nullopt, &out.reason, &entry);
       } else {
         ++result.waiting;
         // A wait that only a run's end can lift is woken by that end; the fallback re-check
@@ -850,12 +949,17 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
           entry = HistoryEntry(now, "waiting: " + out.reason,
                                {{"checks", std::move(checks)}, {"next_check_at", FormatTime(next)}});
         }
-        update_job(d.id, state, ToMillis(next), &out.reason, std::nullopt, nullptr, entry ? &*entry : nullptr);
+        write_job(d, state, ToMillis(next), &out.reason, std::nullopt, nullptr, entry ? &*entry : nullptr);
       }
     }
     // Runs and launch requests are copied in (COPY: whole pages per WAL record); the counters
     // and the jobs go in one statement (data-modifying CTEs; empty arrays make a part a no-op).
     SqlArray rt_id, rt_active, rt_last, g_name, g_active;
+    if (fresh_rows.rows() > 0) {
+      CopyIn(tx, "jobs", {"id", "schedule_id", "schedule_name", "schedule_version", "state", "priority", "trigger_state",
+                          "triggered_by", "history", "opened_at", "first_event_at", "ready_at", "next_check_at",
+                          "concurrency_group", "last_decision", "forced", "discard_reason", "finished_at"}, fresh_rows);
+    }
     if (runs.rows() > 0) {
       CopyIn(tx, "runs", {"run_id", "job_id", "schedule_id", "schedule_name", "program", "target", "concurrency_group",
                           "state", "attempt", "max_attempts", "heartbeat_timeout_ms", "launched_at", "last_seen_at",

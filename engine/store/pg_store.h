@@ -192,11 +192,24 @@ class PgStore {
   struct Conn;
   struct Claim;
   struct TxContext;  // the open transaction and what the steps below share
+  // A job this ingest transaction completed and has not written yet: the fast path decides it
+  // first and writes it once, in its decided state (no insert as pending, then an update).
+  struct FreshJob {
+    int64_t schedule_id = 0;
+    int version = 0;
+    int priority = 0;
+    std::string schedule_name;
+    std::string trigger_state, triggered_by, history;  // JSON text; history: entries so far
+    TimePoint opened_at;
+    std::optional<std::string> group;
+  };
   struct CheckFilter {
     std::set<int64_t> schedule_ids;
     std::set<std::string> groups;
     // Schedules this transaction already loaded and share-locked (not loaded again).
     const std::map<int64_t, ScheduleView>* loaded = nullptr;
+    // Checked with the stored due jobs, in the same priority order; written by the check.
+    const std::vector<FreshJob>* fresh = nullptr;
   };
   void ApplyEvents(const TxContext& ctx, const IngestBatch& batch, IngestResult& result);
   CheckerResult CheckJobs(const TxContext& ctx, size_t limit, const CheckFilter* filter, bool& claim_backlog);

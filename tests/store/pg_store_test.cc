@@ -536,6 +536,39 @@ TEST_F(PgStoreTest, FastPathLeavesAJobThatMustWaitToTheChecker) {
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='succeeded'"), 1);
 }
 
+TEST_F(PgStoreTest, FastPathWritesANewJobOnceInItsDecidedStateAfterOlderWaitingJobs) {
+  json group = {{"concurrency_group", {{"name", "g"}, {"max", 1}}}};
+  Apply({PartitionSchedule("a", "d.a", group), PartitionSchedule("b", "d.b", group), PartitionSchedule("c", "d.c")});
+  auto store = NewStore(/*fast_path=*/true);
+  // a launches and holds the group's one slot; b's job then waits for it.
+  ASSERT_TRUE(store->ApplyBatch(Batch({PartitionEvent("a1", "d.a")}, 0)).ok());
+  auto r = store->ApplyBatch(Batch({PartitionEvent("b1", "d.b")}, 1));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->checker.waiting, 1);
+  // A new job of b's (a is due again) is never written as pending first: it is inserted once,
+  // already waiting, behind b's older job.
+  pqxx::connection c(conn_);
+  auto run_a = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
+  IngestBatch batch = Batch({PartitionEvent("a2", "d.a"), PartitionEvent("c1", "d.c")}, 2);
+  r = store->ApplyBatch(batch);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->checker.launched, 1);  // c (no group)
+  EXPECT_EQ(r->checker.waiting, 1);   // a's second job: the slot is still a's first run's
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN runs r ON r.job_id = j.id WHERE j.schedule_name = 'default/c' "
+                  "AND j.state = 'launched' AND j.finished_at IS NOT NULL AND j.ready_at IS NOT NULL "
+                  "AND j.history::text LIKE '%constraints hold%' AND r.request->>'schedule' = 'default/c'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox o JOIN jobs j ON j.id = o.job_id WHERE j.schedule_name = 'default/c'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/a' AND state = 'pending_constraint' "
+                  "AND next_check_at IS NOT NULL AND last_decision LIKE '%concurrency_group%' "
+                  "AND jsonb_array_length(history) >= 2"), 1);
+  // a's run ends: the oldest waiting job of the group (b's, ready first) takes the slot.
+  r = store->ApplyBatch(Batch({ProgramEvent("done", "prog.a", run_a, ProgramStatus::kSucceeded)}, 4));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->checker.launched, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE schedule_name = 'default/b' AND state = 'launched'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/a' AND state = 'pending_constraint'"), 1);
+}
+
 TEST_F(PgStoreTest, TickAppliesItselfAndItsCopyOnTheTopicIsADuplicate) {
   Apply({{{"name", "t"}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"every", "1m"}}}}}}});
   Exec("UPDATE time_triggers SET anchor = now() - interval '90 seconds', next_fire_at = now() - interval '30 seconds'");
