@@ -1,12 +1,15 @@
 #include "log/kafka.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
+#include <iostream>
 #include <map>
 #include <tuple>
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
+
+#include "common/time.h"
 
 namespace trigd {
 
@@ -112,6 +115,12 @@ class Rebalancer : public RdKafka::RebalanceCb {
       c->unassign();
       assigned_.clear();
     }
+    // One line per change of ownership: when a partition is not consumed, the log says since when
+    // no instance held it.
+    std::string which;
+    for (auto* p : parts) which += (which.empty() ? "" : ", ") + p->topic() + "[" + std::to_string(p->partition()) + "]";
+    std::cerr << "trigd: consumer: " << (err == RdKafka::ERR__ASSIGN_PARTITIONS ? "assigned " : "revoked ") << which
+              << " (" << assigned_.size() << " held, at " << FormatTime(SystemClock::Get().Now()) << ")" << std::endl;
   }
   // Positions come from the caller's store, never from Kafka's committed offsets.
   void Position(std::vector<RdKafka::TopicPartition*>& parts) {
