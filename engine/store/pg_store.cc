@@ -463,7 +463,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
         f.schedule_name = s.id().value();
         f.trigger_state = TriggerStateToJson(job.state).dump();
         TriggeredByJson(job.triggered_by, f.triggered_by);
-        JsonArray(job.history, f.history);
+        f.history = job.history;
         f.opened_at = job.opened_at;
         if (s.constraints.concurrency_group) f.group = s.constraints.concurrency_group->name;
       } else if (job.id == 0) {
@@ -826,16 +826,20 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       fresh_rows.AddInt(f.priority);
       fresh_rows.AddText(f.trigger_state);
       fresh_rows.AddText(f.triggered_by);
+      // The history so far and the decision's entry, the newest kMaxJobHistory of them (as
+      // trigd_append_history keeps a stored job's).
+      const size_t total = f.history.size() + (history ? 1 : 0);
+      std::string h = "[";
+      for (size_t i = total > kMaxJobHistory ? total - kMaxJobHistory : 0; i < f.history.size(); ++i) {
+        if (h.size() > 1) h += ',';
+        h += f.history[i].dump();
+      }
       if (history) {
-        std::string h = f.history;
-        h.pop_back();  // ']'
         if (h.size() > 1) h += ',';
         h += history->dump();
-        h += ']';
-        fresh_rows.AddText(h);
-      } else {
-        fresh_rows.AddText(f.history);
       }
+      h += ']';
+      fresh_rows.AddText(h);
       const std::string opened_at = FormatTime(f.opened_at);
       fresh_rows.AddText(opened_at);
       fresh_rows.AddText(opened_at);

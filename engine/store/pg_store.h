@@ -199,7 +199,8 @@ class PgStore {
     int version = 0;
     int priority = 0;
     std::string schedule_name;
-    std::string trigger_state, triggered_by, history;  // JSON text; history: entries so far
+    std::string trigger_state, triggered_by;  // JSON text
+    std::vector<nlohmann::json> history;      // entries so far
     TimePoint opened_at;
     std::optional<std::string> group;
   };

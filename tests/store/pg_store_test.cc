@@ -569,6 +569,19 @@ TEST_F(PgStoreTest, FastPathWritesANewJobOnceInItsDecidedStateAfterOlderWaitingJ
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/a' AND state = 'pending_constraint'"), 1);
 }
 
+TEST_F(PgStoreTest, FastPathKeepsTheNewestHistoryEntriesOfAJobItWritesOnce) {
+  Apply({{{"name", "big"}, {"program", {{"name", "p"}}},
+          {"trigger", {{"partition", {{"dataset", "d"}, {"count", 60}}}}}}});
+  auto store = NewStore(/*fast_path=*/true);
+  std::vector<Event> events;
+  for (int i = 0; i < 60; ++i) events.push_back(PartitionEvent("e" + std::to_string(i), "d", "p" + std::to_string(i)));
+  auto r = store->ApplyBatch(Batch(events, 0));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->checker.launched, 1);
+  EXPECT_EQ(Count("SELECT jsonb_array_length(history) FROM jobs"), static_cast<int64_t>(kMaxJobHistory));
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE history->-1->>'what' LIKE 'constraints hold%'"), 1);
+}
+
 TEST_F(PgStoreTest, TickAppliesItselfAndItsCopyOnTheTopicIsADuplicate) {
   Apply({{{"name", "t"}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"every", "1m"}}}}}}});
   Exec("UPDATE time_triggers SET anchor = now() - interval '90 seconds', next_fire_at = now() - interval '30 seconds'");
