@@ -20,11 +20,13 @@ Config LoadConfig(std::vector<std::string>& args) {
   FromEnv("TRIGD_METRICS", c.metrics);
   FromEnv("TRIGD_TOPIC_PREFIX", c.topic_prefix);
   FromEnv("TRIGD_GROUP", c.group);
+  FromEnv("TRIGD_INSTANCE_ID", c.instance_id);
   if (const char* v = std::getenv("TRIGD_FAST_PATH"); v && std::string(v) == "0") c.fast_path = false;
   if (const char* v = std::getenv("TRIGD_CHECKERS"); v && *v) c.checkers = std::clamp(std::atoi(v), 1, 16);
   struct Flag { const char* name; std::string* out; };
   const Flag flags[] = {{"--kafka", &c.kafka}, {"--pg", &c.pg}, {"--metrics", &c.metrics},
-                        {"--topic-prefix", &c.topic_prefix}, {"--group", &c.group}};
+                        {"--topic-prefix", &c.topic_prefix}, {"--group", &c.group},
+                        {"--instance-id", &c.instance_id}};
   std::vector<std::string> rest;
   for (size_t i = 0; i < args.size(); ++i) {
     bool taken = false;

@@ -13,6 +13,11 @@ struct Config {
   std::string metrics = "127.0.0.1:9464";          // TRIGD_METRICS
   std::string topic_prefix = "trigd.";             // TRIGD_TOPIC_PREFIX
   std::string group = "trigd";                     // TRIGD_GROUP
+  // TRIGD_INSTANCE_ID / --instance-id: Kafka static group membership (group.instance.id) for
+  // the event consumer when set, one stable id per trigd process of the group (e.g. the pod
+  // name of a StatefulSet). A restarted process takes its partitions back without a rebalance;
+  // empty (the default): dynamic membership (see ConsumerOptions::instance_id).
+  std::string instance_id;
   // TRIGD_FAST_PATH=0 leaves every ready job to the checker loop (two commits per launch
   // instead of one): a diagnostic switch, used by the latency benchmark as its comparison.
   bool fast_path = true;
@@ -23,8 +28,9 @@ struct Config {
   int checkers = 2;
 };
 
-// Reads the environment, then consumes --kafka, --pg, --metrics, --topic-prefix and --group
-// (as "--flag value" or "--flag=value") from args, leaving the other arguments in place.
+// Reads the environment, then consumes --kafka, --pg, --metrics, --topic-prefix, --group and
+// --instance-id (as "--flag value" or "--flag=value") from args, leaving the other arguments in
+// place.
 Config LoadConfig(std::vector<std::string>& args);
 
 }  // namespace trigd

@@ -88,10 +88,25 @@ class StoreHandle {
 
 struct Shared {
   const Config& config;
-  const std::atomic<bool>& stop;
+  const std::atomic<bool>& stop;  // set by a signal
   Metrics& metrics;
   Waker checker_wake;
   Waker relay_wake;
+  // Set by a loop that cannot go on (Halt): every loop stops, and RunEngine returns `why`.
+  std::atomic<bool> halted{false};
+  std::mutex why_mu;
+  Status why;
+
+  bool Stopping() const { return stop.load() || halted.load(); }
+  void Halt(Status s) {
+    {
+      std::lock_guard<std::mutex> lock(why_mu);
+      if (why.ok()) why = std::move(s);
+    }
+    halted = true;
+    checker_wake.Wake();
+    relay_wake.Wake();
+  }
 };
 
 void RecordChecks(Shared& sh, const CheckerResult& r) {
@@ -282,7 +297,7 @@ class IngestCommitter {
 
   Outcome Commit(const PreparedBatch& batch) {
     Result<IngestResult> r = Aborted("not run");
-    for (int attempt = 0; attempt < 20 && !sh_.stop.load(); ++attempt) {
+    for (int attempt = 0; attempt < 20 && !sh_.Stopping(); ++attempt) {
       PgStore* pg = store_.Get();
       if (!pg) return Outcome::kFailed;
       r = pg->ApplyBatch(batch.in);
@@ -347,7 +362,7 @@ void IngestLoop(Shared& sh) {
   std::string key;  // reused for every event's key
   PreparedBatch next;  // polled, waiting for the batch in flight
   std::vector<PartitionOffset> in_flight_offsets;
-  while (!sh.stop.load()) {
+  while (!sh.Stopping()) {
     PgStore* pg = store.Get();
     if (!pg) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -370,12 +385,16 @@ void IngestLoop(Shared& sh) {
       last_refresh = Clock::now();
     }
     if (!consumer) {
+      ConsumerOptions options;
+      options.prefetch_messages = kPrefetchMessages;
+      options.prefetch_kbytes = kPrefetchKbytes;
+      options.instance_id = sh.config.instance_id;
       auto c = Consumer::Create(sh.config.kafka, sh.config.group, {data, program, time},
                                 [&](const std::vector<std::pair<std::string, int>>& parts) {
                                   // Positions come from PostgreSQL, where they are committed with the jobs;
                                   // after the batch in flight, so they include it.
                                   committer.WaitIdle();
-                                  for (int attempt = 0; attempt < 30 && !sh.stop.load(); ++attempt) {
+                                  for (int attempt = 0; attempt < 30 && !sh.Stopping(); ++attempt) {
                                     if (PgStore* p = store.Get()) {
                                       auto r = p->LoadOffsets(sh.config.group, parts);
                                       if (r.ok()) return *r;
@@ -385,7 +404,7 @@ void IngestLoop(Shared& sh) {
                                   }
                                   std::abort();  // cannot position safely: let the supervisor restart us
                                 },
-                                kPrefetchMessages, kPrefetchKbytes);
+                                options);
       if (!c.ok()) {
         Log("consumer: " + c.status().ToString());
         std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -400,6 +419,17 @@ void IngestLoop(Shared& sh) {
     // No linger after the first message: what arrives while a batch commits joins the next one
     // anyway, and lingering would only add to the latency of an event that arrives alone.
     consumer->PollBatch(messages, kMaxPoll, committer.InFlight() || !next.empty() ? 1 : 100, 0);
+    if (messages.empty()) {
+      if (std::string fatal = consumer->FatalError(); !fatal.empty()) {
+        // Fenced: a newer member joined with this instance id. Re-joining would fence it in
+        // turn, so this process stops (what is in flight commits first, below).
+        sh.Halt(Invalid("consumer: " + fatal +
+                            (sh.config.instance_id.empty() ? ""
+                                                           : " (is another trigd running with --instance-id " +
+                                                                 sh.config.instance_id + "?)")));
+        break;
+      }
+    }
     const bool behind = messages.size() == kMaxPoll;
     if (Clock::now() - last_lag > std::chrono::seconds(2)) {
       for (const PartitionLag& l : consumer->Lag()) sh.metrics.ConsumerLag(l.topic, l.partition).Set(static_cast<double>(l.lag));
@@ -444,7 +474,7 @@ void CheckerLoop(Shared& sh, int index) {
   // As many ticks per transaction as its fast path launches.
   constexpr size_t kTickBatch = PgStore::kFastPathLimit;
   bool ticks_pending = false;
-  while (!sh.stop.load()) {
+  while (!sh.Stopping()) {
     PgStore* pg = store.Get();
     if (!pg) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -512,7 +542,7 @@ void RelayLoop(Shared& sh) {
   StoreHandle store(sh.config, "relay");
   std::unique_ptr<Producer> producer;
   std::set<std::string> known_topics;
-  while (!sh.stop.load()) {
+  while (!sh.Stopping()) {
     if (!producer) {
       auto p = Producer::Create(sh.config.kafka);
       if (!p.ok()) {
@@ -592,7 +622,8 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
   shared.relay_wake.Wake();
   for (std::thread& t : checkers) t.join();
   relay.join();
-  return Status::Ok();
+  std::lock_guard<std::mutex> lock(shared.why_mu);
+  return shared.why;
 }
 
 }  // namespace trigd

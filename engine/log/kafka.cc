@@ -222,6 +222,14 @@ class RdConsumer : public Consumer {
     return out;
   }
 
+  std::string FatalError() override {
+    std::string why;
+    if (consumer_->fatal_error(why) == RdKafka::ERR_NO_ERROR) return "";
+    return why.empty() ? "fatal error" : why;
+  }
+
+  std::vector<std::pair<std::string, int>> Assignment() override { return rebalancer_->assigned_; }
+
   ~RdConsumer() override {
     if (queue_) rd_kafka_queue_destroy(queue_);
     if (consumer_) consumer_->close();
@@ -278,8 +286,7 @@ Result<std::unique_ptr<Producer>> Producer::Create(const std::string& bootstrap)
 Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
                                                    const std::string& group,
                                                    const std::vector<std::string>& topics,
-                                                   OffsetLookup lookup, size_t prefetch_messages,
-                                                   size_t prefetch_kbytes) {
+                                                   OffsetLookup lookup, const ConsumerOptions& options) {
   auto c = std::make_unique<RdConsumer>();
   c->rebalancer_ = std::make_unique<Rebalancer>(std::move(lookup));
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
@@ -298,11 +305,16 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
   // that consumer: with the default (100,000) it idled more than half the time. A deeper queue
   // holds about a second of events, bounded in bytes by queued.max.messages.kbytes too (the same
   // stop applies when that is reached).
-  if (prefetch_messages > 0) {
-    if (Status s = Set(conf.get(), "queued.min.messages", std::to_string(prefetch_messages)); !s.ok()) return s;
+  if (options.prefetch_messages > 0) {
+    if (Status s = Set(conf.get(), "queued.min.messages", std::to_string(options.prefetch_messages)); !s.ok()) return s;
   }
-  if (prefetch_kbytes > 0) {
-    if (Status s = Set(conf.get(), "queued.max.messages.kbytes", std::to_string(prefetch_kbytes)); !s.ok()) return s;
+  if (options.prefetch_kbytes > 0) {
+    if (Status s = Set(conf.get(), "queued.max.messages.kbytes", std::to_string(options.prefetch_kbytes)); !s.ok()) {
+      return s;
+    }
+  }
+  if (!options.instance_id.empty()) {
+    if (Status s = Set(conf.get(), "group.instance.id", options.instance_id); !s.ok()) return s;
   }
   std::string err;
   conf->set("rebalance_cb", c->rebalancer_.get(), err);

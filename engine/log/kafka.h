@@ -96,16 +96,26 @@ inline constexpr int64_t kCommittedOffset = -1000;
 using OffsetLookup =
     std::function<std::vector<std::optional<int64_t>>(const std::vector<std::pair<std::string, int>>&)>;
 
+// How a consumer joins its group and how far librdkafka fetches ahead of it.
+struct ConsumerOptions {
+  // How much librdkafka may fetch ahead of the caller (queued.min.messages and
+  // queued.max.messages.kbytes; 0: librdkafka's defaults, 100,000 messages and 64 MiB).
+  size_t prefetch_messages = 0;
+  size_t prefetch_kbytes = 0;
+  // Static group membership (group.instance.id, KIP-345) when not empty: a member restarted
+  // with the same id within the session timeout takes its partitions back without a rebalance,
+  // and the group's other members go on undisturbed. A static member does not leave the group
+  // when it closes: its partitions wait for the session timeout before they move. Two live
+  // members with the same id fence the older one (FatalError).
+  std::string instance_id;
+};
+
 class Consumer {
  public:
-  // prefetch_messages, prefetch_kbytes: how much librdkafka may fetch ahead of the caller
-  // (queued.min.messages and queued.max.messages.kbytes; 0: librdkafka's defaults, 100,000
-  // messages and 64 MiB).
   static Result<std::unique_ptr<Consumer>> Create(const std::string& bootstrap,
                                                   const std::string& group,
                                                   const std::vector<std::string>& topics,
-                                                  OffsetLookup lookup, size_t prefetch_messages = 0,
-                                                  size_t prefetch_kbytes = 0);
+                                                  OffsetLookup lookup, const ConsumerOptions& options = {});
   virtual ~Consumer() = default;
   // Up to max_messages: waits up to first_wait_ms for the first, then linger_ms for more.
   // Copies every message (see PollBatch for the hot path).
@@ -120,6 +130,11 @@ class Consumer {
   // Messages behind the end of each assigned partition, from the consumer's position and
   // librdkafka's cached high watermark (no broker round trip).
   virtual std::vector<PartitionLag> Lag() = 0;
+  // Not empty once the consumer hit a fatal error (e.g. fenced by a newer member with the same
+  // instance id): it consumes nothing more, and must be replaced or the process stopped.
+  virtual std::string FatalError() = 0;
+  // The partitions this consumer holds, as (topic, partition), as of its last poll.
+  virtual std::vector<std::pair<std::string, int>> Assignment() = 0;
 
  protected:
   static std::vector<rd_kafka_message_s*>& Messages(MessageBatch& batch) { return batch.messages_; }

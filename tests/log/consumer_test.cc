@@ -1,7 +1,9 @@
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -43,6 +45,103 @@ TEST(ConsumerTest, OneMillisecondFirstWaitIsWaited) {
   EXPECT_GE(waited, std::chrono::milliseconds(kPolls))
       << "200 polls with a 1 ms wait returned after "
       << std::chrono::duration_cast<std::chrono::microseconds>(waited).count() << " us";
+}
+
+
+using Assigned = std::vector<std::pair<std::string, int>>;
+
+std::string UniqueTopic(const std::string& what) {
+  return "test" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "." + what;
+}
+
+std::unique_ptr<Consumer> StaticMember(const std::string& topic, const std::string& instance) {
+  ConsumerOptions options;
+  options.instance_id = instance;
+  auto c = Consumer::Create(Kafka(), topic + ".group", {topic},
+                            [](const std::vector<std::pair<std::string, int>>& parts) {
+                              return std::vector<std::optional<int64_t>>(parts.size(), std::nullopt);
+                            },
+                            options);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+Assigned Sorted(Assigned a) {
+  std::sort(a.begin(), a.end());
+  return a;
+}
+
+// Polls every consumer in turn (a rebalance is served inside a poll) until `done` holds or 30 s
+// pass; `each` runs after every round.
+template <class Done, class Each>
+bool PollUntil(const std::vector<Consumer*>& consumers, Done done, Each each) {
+  MessageBatch batch;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (Consumer* c : consumers) c->PollBatch(batch, 10, 50, 0);
+    each();
+    if (done()) return true;
+  }
+  return false;
+}
+
+// Static membership (--instance-id): an instance killed and restarted within the session
+// timeout takes its own partitions back, and the other instance is not disturbed at all (no
+// revocation, no extra partitions). With dynamic membership the closing member leaves the group
+// and the other one takes its partitions at once (checked: this test fails then).
+TEST(ConsumerTest, RestartedStaticMemberTakesItsPartitionsBackWithoutMovingTheOthers) {
+  const std::string topic = UniqueTopic("static");
+  auto created = CreateTopics(Kafka(), {{topic, 4, {}}});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  auto a = StaticMember(topic, "instance-a");
+  auto b = StaticMember(topic, "instance-b");
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(PollUntil(
+      {a.get(), b.get()},
+      [&] { return !a->Assignment().empty() && !b->Assignment().empty() &&
+                   a->Assignment().size() + b->Assignment().size() == 4; },
+      [] {}))
+      << "the two members never shared the 4 partitions";
+  const Assigned a_before = Sorted(a->Assignment()), b_before = Sorted(b->Assignment());
+
+  a.reset();  // closes without leaving the group, as a killed process would
+  // Down for 2 s (the session timeout is 6 s): a dynamic member would have left the group, and
+  // b would hold all four partitions by now.
+  bool b_moved = false;
+  MessageBatch batch;
+  for (auto down_until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+       std::chrono::steady_clock::now() < down_until;) {
+    b->PollBatch(batch, 10, 50, 0);
+    b_moved = b_moved || Sorted(b->Assignment()) != b_before;
+  }
+  EXPECT_FALSE(b_moved) << "the other member took partitions while its peer was down";
+  auto restarted = StaticMember(topic, "instance-a");
+  ASSERT_TRUE(restarted);
+  ASSERT_TRUE(PollUntil(
+      {restarted.get(), b.get()}, [&] { return !restarted->Assignment().empty(); },
+      [&] { b_moved = b_moved || Sorted(b->Assignment()) != b_before; }))
+      << "the restarted member got no partitions back";
+  EXPECT_EQ(Sorted(restarted->Assignment()), a_before);
+  EXPECT_FALSE(b_moved) << "the other member's partitions changed while its peer restarted";
+  EXPECT_EQ(Sorted(b->Assignment()), b_before);
+  EXPECT_EQ(restarted->FatalError(), "");
+}
+
+// Two live consumers with the same instance id: the newer one fences the older, which reports a
+// fatal error (trigd then stops with a message naming --instance-id) instead of consuming on.
+TEST(ConsumerTest, SecondMemberWithTheSameInstanceIdFencesTheFirst) {
+  const std::string topic = UniqueTopic("fenced");
+  auto created = CreateTopics(Kafka(), {{topic, 2, {}}});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  auto first = StaticMember(topic, "same-id");
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(PollUntil({first.get()}, [&] { return !first->Assignment().empty(); }, [] {}));
+  EXPECT_EQ(first->FatalError(), "");
+  auto second = StaticMember(topic, "same-id");
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(PollUntil({second.get(), first.get()}, [&] { return !first->FatalError().empty(); }, [] {}))
+      << "the older member with the same instance id was not fenced";
+  EXPECT_NE(first->FatalError().find("ence"), std::string::npos) << first->FatalError();
 }
 
 }  // namespace

@@ -184,7 +184,11 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
     });
   }
   int64_t confirmed_jobs = 0;
-  while (confirmed_jobs < expected && failure.empty()) {
+  auto failed = [&] {
+    std::lock_guard<std::mutex> l(mu);
+    return !failure.empty();
+  };
+  while (confirmed_jobs < expected && !failed()) {
     auto t = Clock::now();
     auto rows = (*relay_store)->ClaimOutbox(5000);
     f.claim_seconds += SecondsSince(t);
