@@ -6,6 +6,7 @@
 // it commits: the store only loads, locks and writes.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -181,6 +182,10 @@ class PgStore {
   // and written to the outbox for trigd.events.time, where ingestion sees them as duplicates.
   Result<TickResult> TickTimeTriggers(size_t limit);
 
+  // EXPLAIN of the prepared statement `name` (kPrepared) with `params` NULL arguments, as this
+  // connection would run it now (its cached generic plan): for tests of plan renewal.
+  Result<std::string> ExplainPrepared(const std::string& name, int params);
+
   // Job counts by state (open and waiting states only) for the trigd_jobs gauge, and as
   // "pending_launch" the launched jobs whose request the relay has not published yet.
   Result<std::map<std::string, int64_t>> CountJobs();
@@ -223,6 +228,11 @@ class PgStore {
   bool claim_backlog_ = false;
   bool fast_path_ = true;
   int shard_index_ = 0, shard_count_ = 1;
+  // Drops this connection's cached plans when they are kPlanLifetime old (see Connect); called
+  // before the transactions that run the prepared statements.
+  void RenewPlans();
+  static constexpr auto kPlanLifetime = std::chrono::seconds(1);
+  std::chrono::steady_clock::time_point plans_made_{};
 };
 
 }  // namespace trigd

@@ -569,6 +569,33 @@ TEST_F(PgStoreTest, FastPathWritesANewJobOnceInItsDecidedStateAfterOlderWaitingJ
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/a' AND state = 'pending_constraint'"), 1);
 }
 
+// The prepared statements run on generic plans made anew every second (PgStore::Connect): a
+// plan made while `jobs` was empty reads the whole table, and once the table has grown the next
+// plan must look rows up by key. A plan kept for good (PostgreSQL's own cache) stayed on the
+// whole-table plan until an autoanalyze, and a storm stalled for minutes.
+TEST_F(PgStoreTest, GenericPlansAreMadeAnewForTheTablesCurrentSize) {
+  constexpr int kCheckerWritesParams = 12;
+  auto empty = store_->ExplainPrepared("checker_writes", kCheckerWritesParams);
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_NE(empty->find("Seq Scan on jobs"), std::string::npos) << "plan for an empty jobs table:\n" << *empty;
+  {
+    pqxx::connection c(conn_);
+    pqxx::nontransaction tx(c);
+    tx.exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at) "
+            "SELECT g, 's', 1, 'launched', '{}', now() FROM generate_series(1, 100000) g");
+  }
+  // Within a second the cached plan is still the one for the empty table...
+  auto cached = store_->ExplainPrepared("checker_writes", kCheckerWritesParams);
+  ASSERT_TRUE(cached.ok()) << cached.status().ToString();
+  EXPECT_EQ(*cached, *empty);
+  // ... after it, the plan is made for 100,000 jobs.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  auto grown = store_->ExplainPrepared("checker_writes", kCheckerWritesParams);
+  ASSERT_TRUE(grown.ok()) << grown.status().ToString();
+  EXPECT_EQ(grown->find("Seq Scan on jobs"), std::string::npos) << "plan for 100,000 jobs:\n" << *grown;
+  EXPECT_NE(grown->find("jobs_pkey"), std::string::npos) << "plan for 100,000 jobs:\n" << *grown;
+}
+
 TEST_F(PgStoreTest, FastPathKeepsTheNewestHistoryEntriesOfAJobItWritesOnce) {
   Apply({{{"name", "big"}, {"program", {{"name", "p"}}},
           {"trigger", {{"partition", {{"dataset", "d"}, {"count", 60}}}}}}});
