@@ -225,6 +225,17 @@ Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes) {
                                     document.type_name());
   }
 
+  // A string holding U+0000 is valid JSON, but PostgreSQL's text and jsonb cannot store it:
+  // accepted, the event would fail every transaction it is part of, and ingestion would retry
+  // that batch forever. Escaped is the only way JSON spells it (a raw control byte in a string
+  // is not valid JSON), and in valid JSON every backslash starts an escape.
+  for (size_t i = bytes.find('\\'); i != std::string_view::npos; i = bytes.find('\\', i + 2)) {
+    if (bytes.substr(i + 1, 5) == "u0000") {
+      return Reject("bad_json", "a string holds \\u0000 (NUL) at byte " + std::to_string(i) +
+                                    ", which trigd cannot store");
+    }
+  }
+
   Event event;
   Result<std::string> id = RequiredString(document, "id", "id");
   if (!id.ok()) return id.status();

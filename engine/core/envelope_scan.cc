@@ -353,7 +353,8 @@ class Scanner {
     const unsigned char e = *p_++;
     if (e == 'u') {
       const int unit = CodeUnit();
-      if (unit < 0 || (unit >= 0xDC00 && unit <= 0xDFFF)) return false;
+      // U+0000 is refused by ParseEnvelope (PostgreSQL's text and jsonb cannot hold it).
+      if (unit <= 0 || (unit >= 0xDC00 && unit <= 0xDFFF)) return false;
       if (unit >= 0xD800 && unit <= 0xDBFF) {
         if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') return false;
         p_ += 2;

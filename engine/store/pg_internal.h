@@ -6,6 +6,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
@@ -75,6 +76,36 @@ inline std::string NewRunId() {
                 static_cast<unsigned>(0x8000 | ((lo >> 48) & 0x3fff)),
                 static_cast<unsigned long long>(lo & 0xffffffffffffull));
   return buf;
+}
+
+// `bytes` as text PostgreSQL can store: each byte that is not part of well-formed UTF-8 (RFC
+// 3629), and each NUL, becomes U+FFFD. For bytes trigd passes on without parsing them (the
+// Kafka key of a dead letter); returns `bytes` unchanged when they are already fine.
+inline std::string ValidText(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  size_t i = 0;
+  while (i < bytes.size()) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : c != 0 && c < 0x80 ? 1 : 0;
+    if (len == 3 && c > 0xEF) len = 0;
+    bool ok = len > 0 && i + len <= bytes.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(bytes[i + k]) & 0xC0) == 0x80;
+    if (ok && len >= 3) {
+      // No overlong forms, no surrogates, nothing above U+10FFFF.
+      const auto c1 = static_cast<unsigned char>(bytes[i + 1]);
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 > 0x9F) && !(c == 0xF0 && c1 < 0x90) &&
+           !(c == 0xF4 && c1 > 0x8F);
+    }
+    if (ok) {
+      out.append(bytes.data() + i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    }
+  }
+  return out;
 }
 
 }  // namespace trigd::pg_internal

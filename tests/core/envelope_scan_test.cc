@@ -116,6 +116,8 @@ TEST(EnvelopeScanTest, LeavesWhatItCannotReadAsIsToTheParser) {
   ExpectSlow(R"({"id": "e\n1", "type": "partition", "time": "2026-11-22T10:00:00Z",
                  "payload": {"dataset": "d", "partitions": ["p"]}})", true);
   ExpectSlow(Envelope("p\\u0061rtition", R"({"dataset": "d", "partitions": ["p"]})"), true);
+  // U+0000, which the parser refuses (PostgreSQL cannot store it).
+  ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "note": "a\u0000"})"), false);
   // An escaped member name could spell one the parser reads.
   ExpectSlow(Envelope("partition", R"({"d\u0061taset": "d", "partitions": ["p"]})"), true);
   // Duplicate members: nlohmann keeps the last.

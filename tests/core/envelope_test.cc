@@ -180,6 +180,22 @@ TEST(EnvelopeTest, RejectsBadJson) {
   EXPECT_EQ(Reason(std::string("{\"id\": \"x\0\"}", 12)), "bad_json");
 }
 
+// U+0000 is valid JSON but cannot be stored by PostgreSQL (text, jsonb): accepted, the event
+// failed every ingest transaction it was in, and ingestion retried that batch forever. Refused
+// anywhere in the envelope; an escaped backslash followed by "u0000" is six ordinary characters.
+TEST(EnvelopeTest, RejectsNulCharacterAsBadJson) {
+  const std::string in_id = R"({"id": "e\u0000", "type": "partition", "time": "2026-11-22T10:00:00Z",
+                               "payload": {"dataset": "d", "partitions": ["p"]}})";
+  EXPECT_EQ(Rejection(in_id), "bad_json: a string holds \\u0000 (NUL) at byte 9, which trigd cannot store");
+  EXPECT_EQ(Reason(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "note": "a\u0000"})")),
+            "bad_json");
+  EXPECT_EQ(Reason(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "n\u0000": 1})")), "bad_json");
+  Result<Event> literal =
+      Parse(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "note": "a\\u0000\u0041"})"));
+  ASSERT_TRUE(literal.ok()) << literal.status().ToString();
+  EXPECT_EQ(literal->payload["note"], "a\\u0000A");
+}
+
 TEST(EnvelopeTest, RejectsInvalidUtf8AsBadJson) {
   // A lone continuation byte, an overlong encoding, a truncated sequence, a surrogate.
   EXPECT_EQ(Reason(Envelope("partition", "{\"dataset\": \"a\x80\", \"partitions\": [\"p\"]}")),

@@ -145,6 +145,16 @@ TEST_F(PgStoreTest, BatchWritesJobsOffsetsAndDeadLettersTogether) {
   EXPECT_EQ((*offsets)[1], std::nullopt);
 }
 
+// A dead letter keeps the Kafka key it came with, whatever its bytes: a key that is not UTF-8,
+// or holds a NUL (which PostgreSQL's text cannot), must not fail the batch (ingestion would
+// retry it forever); the key goes on with each such byte replaced by U+FFFD.
+TEST_F(PgStoreTest, DeadLetterWithABinaryKeyIsWrittenWithTheKeyMadeText) {
+  const std::string key("k\xff\x00z\xc3", 5);
+  auto r = store_->ApplyBatch(Batch({}, 0, {{key, "{\"reason\":\"bad_json\"}"}}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.dead' AND key = 'k\uFFFD\uFFFDz\uFFFD'"), 1);
+}
+
 TEST_F(PgStoreTest, StalePositionIsFencedAndNothingOfTheBatchIsApplied) {
   Apply({PartitionSchedule("s", "d")});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
