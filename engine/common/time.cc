@@ -63,17 +63,41 @@ std::string FormatDuration(Millis d) {
 }
 
 std::string FormatTime(TimePoint t) {
-  // A batch stamps many rows with the same instant (history entries, launched_at), and
-  // date::format costs microseconds (an ostringstream per call): remember the last one.
-  thread_local TimePoint last_time{Millis(-1)};
-  thread_local std::string last_text;
-  if (t == last_time && !last_text.empty()) return last_text;
-  std::string text = t.time_since_epoch().count() % 1000 == 0
-                         ? date::format("%FT%TZ", std::chrono::time_point_cast<std::chrono::seconds>(t))
-                         : date::format("%FT%TZ", t);
-  last_time = t;
-  last_text = text;
-  return text;
+  // Every row a batch writes carries instants (history entries, launched_at, a tick's id and
+  // fire time), and date::format costs microseconds (an ostringstream per call): years 0-9999
+  // are written digit by digit, from date's civil calendar conversion.
+  const auto day = date::floor<date::days>(t);
+  const date::year_month_day ymd{day};
+  const int year = static_cast<int>(ymd.year());
+  if (year < 0 || year > 9999) {
+    return t.time_since_epoch().count() % 1000 == 0
+               ? date::format("%FT%TZ", std::chrono::time_point_cast<std::chrono::seconds>(t))
+               : date::format("%FT%TZ", t);
+  }
+  const int64_t ms = (t - day).count();  // within the day: 0 .. 86,399,999
+  char buf[24];
+  auto put = [&buf](int at, int64_t value, int digits) {
+    for (int i = digits - 1; i >= 0; --i, value /= 10) buf[at + i] = static_cast<char>('0' + value % 10);
+  };
+  put(0, year, 4);
+  buf[4] = '-';
+  put(5, static_cast<unsigned>(ymd.month()), 2);
+  buf[7] = '-';
+  put(8, static_cast<unsigned>(ymd.day()), 2);
+  buf[10] = 'T';
+  put(11, ms / 3600000, 2);
+  buf[13] = ':';
+  put(14, ms / 60000 % 60, 2);
+  buf[16] = ':';
+  put(17, ms / 1000 % 60, 2);
+  int size = 19;
+  if (ms % 1000 != 0) {
+    buf[19] = '.';
+    put(20, ms % 1000, 3);
+    size = 23;
+  }
+  buf[size++] = 'Z';
+  return std::string(buf, size);
 }
 
 Result<TimePoint> ParseTime(std::string_view text) {
