@@ -215,6 +215,7 @@ class DocumentParser {
       Error("", std::string("expected a schedule object, got ") + document.type_name());
       return s;
     }
+    RefuseNul(document, "");
     for (const auto& [key, value] : Fields(document, kScheduleFields)) {
       std::string path(key);
       if (key == "namespace") {
@@ -253,6 +254,26 @@ class DocumentParser {
 
   void Error(std::string path, std::string reason) {
     errors_.push_back(ScheduleError{std::move(path), std::move(reason)});
+  }
+
+  // U+0000 anywhere (a name, a program argument, a member name): valid JSON, but PostgreSQL's
+  // jsonb cannot store it, and applying the document would fail with the server's error.
+  void RefuseNul(const Json& value, const std::string& path) {
+    constexpr const char* kWhy = "contains \\u0000 (NUL), which trigd cannot store";
+    if (value.is_string()) {
+      if (value.template get_ref<const std::string&>().find('\0') != std::string::npos) Error(path, kWhy);
+    } else if (value.is_object()) {
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        std::string key = it.key();
+        if (key.find('\0') != std::string::npos) {
+          for (size_t at; (at = key.find('\0')) != std::string::npos;) key.replace(at, 1, "\\u0000");
+          Error(path.empty() ? key : path + "." + key, kWhy);
+        }
+        RefuseNul(it.value(), path.empty() ? key : path + "." + key);
+      }
+    } else if (value.is_array()) {
+      for (size_t i = 0; i < value.size(); ++i) RefuseNul(value[i], path + "[" + std::to_string(i) + "]");
+    }
   }
 
   static std::vector<Field> Fields(const Json& object, FieldList known) {
