@@ -222,23 +222,36 @@ std::map<int64_t, ScheduleView> LoadSchedules(pqxx::work& tx, ScheduleCache& cac
   return out;
 }
 
-// Messages for the relay other than a job's launch request (dead letters, program events trigd
-// publishes, retried launches, time ticks), collected for one COPY like the launch requests:
-// as a JSON document for jsonb_to_recordset, every payload (itself JSON) was escaped into a
-// string by trigd and parsed twice by the server, a tenth of trigd's CPU in a storm.
+// Messages for the relay, collected for one COPY: a job's launch request (with the job and the
+// time it became ready, for pending_launch and the event-to-launch histogram) and the others
+// (dead letters, program events trigd publishes, retried launches, time ticks). As a JSON
+// document for jsonb_to_recordset, every payload (itself JSON) was escaped into a string by
+// trigd and parsed twice by the server, a tenth of trigd's CPU in a storm.
 class OutboxRows {
  public:
   void Add(std::string_view topic, std::string_view key, std::string_view payload) {
-    rows_.AddText(topic);
-    rows_.AddText(key);
-    rows_.AddText(payload);
+    AddMessage(topic, key, payload);
+    rows_.AddNull();
+    rows_.AddNull();
+    rows_.EndRow();
+  }
+  void AddLaunch(std::string_view topic, std::string_view key, std::string_view request, int64_t job_id,
+                 std::string_view ready_at) {
+    AddMessage(topic, key, request);
+    rows_.AddInt(job_id);
+    rows_.AddText(ready_at);
     rows_.EndRow();
   }
   void InsertInto(pqxx::work& tx) const {
-    if (rows_.rows() > 0) CopyIn(tx, "outbox", {"topic", "key", "payload"}, rows_);
+    if (rows_.rows() > 0) CopyIn(tx, "outbox", {"topic", "key", "payload", "job_id", "ready_at"}, rows_);
   }
 
  private:
+  void AddMessage(std::string_view topic, std::string_view key, std::string_view payload) {
+    rows_.AddText(topic);
+    rows_.AddText(key);
+    rows_.AddText(payload);
+  }
   CopyRows rows_;
 };
 
@@ -828,7 +841,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       SqlArray id, state, next_check_at, decision, forced, reason, history;
     } jobs;
     // Runs and launch requests are copied in (COPY: whole heap pages per WAL record).
-    CopyRows runs, outbox;
+    CopyRows runs;
+    OutboxRows outbox;
     auto update_job = [&](int64_t id, const std::string& state, std::optional<int64_t> next_check_at,
                           const std::string* decision, std::optional<bool> forced, const std::string* reason,
                           const json* history) {
@@ -965,12 +979,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         runs.AddText(request);
         runs.AddText(run_history);
         runs.EndRow();
-        outbox.AddText(topic_prefix_ + "launch." + s.program.target);
-        outbox.AddText(s.program.name);
-        outbox.AddText(request);
-        outbox.AddInt(d.id);
-        outbox.AddText(d.ready_text);
-        outbox.EndRow();
+        outbox.AddLaunch(topic_prefix_ + "launch." + s.program.target, s.program.name, request, d.id, d.ready_text);
         ++rt.active;
         rt.last_launch = now;
         if (group) ++group_rt[*group];
@@ -1018,7 +1027,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         g_active.AddInt(n);
       }
     }
-    if (outbox.rows() > 0) CopyIn(tx, "outbox", {"topic", "key", "payload", "job_id", "ready_at"}, outbox);
+    outbox.InsertInto(tx);
     tx.exec_prepared(
         "checker_writes",
         rt_id.Take(), rt_active.Take(), rt_last.Take(), g_name.Take(), g_active.Take(),
