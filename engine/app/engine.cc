@@ -161,6 +161,7 @@ struct PreparedBatch {
   std::vector<Position> positions;        // a handful: linear search beats a map keyed by strings
   std::vector<PartitionOffset> offsets;   // for Kafka's group once committed (Finish)
   std::array<int64_t, 3> no_match{};      // by EventType
+  int64_t own_ticks = 0;                  // trigd's own ticks (IsOwnTick): applied when published
   std::vector<std::string> dead_reasons;
   size_t messages = 0;
 
@@ -197,6 +198,10 @@ void Prepare(const MessageBatch& messages, const ScheduleIndex& index, std::stri
     // program's run report, an envelope the scanner is not sure of) gets the full parser.
     EnvelopeScan scan;
     if (ScanEnvelope(m.value, scan)) {
+      if (IsOwnTick(scan.type, scan.id, scan.key_name)) {
+        ++out.own_ticks;
+        continue;
+      }
       scan.EventKeyInto(key);
       // Every valid program event carries a run id: a report that always matters.
       if (scan.type != EventType::kProgram && index.Lookup(key).empty()) {
@@ -211,6 +216,10 @@ void Prepare(const MessageBatch& messages, const ScheduleIndex& index, std::stri
                              json{{"reason", e.status().message()}, {"topic", m.topic}, {"partition", m.partition},
                                   {"offset", m.offset}, {"original", m.value}}
                                  .dump(-1, ' ', false, json::error_handler_t::replace)});
+      continue;
+    }
+    if (IsOwnTick(e->type, e->id, e->tick.schedule)) {
+      ++out.own_ticks;
       continue;
     }
     std::span<const int64_t> ids = index.Lookup(e->EventKey());
@@ -318,6 +327,7 @@ class IngestCommitter {
     for (EventType type : {EventType::kPartition, EventType::kProgram, EventType::kTick}) {
       if (int64_t n = batch.no_match[static_cast<size_t>(type)]) counters_.Get(type, "no_match").Increment(static_cast<double>(n));
     }
+    if (batch.own_ticks > 0) counters_.Get(EventType::kTick, "duplicate").Increment(static_cast<double>(batch.own_ticks));
     RecordApplied(sh_, *r);
     if (!batch.in.dead.empty()) sh_.relay_wake.Wake();
     return Outcome::kCommitted;

@@ -30,4 +30,16 @@ std::string Event::EventKey() const {
   return key;
 }
 
+std::string OwnTickId(std::string_view schedule, std::string_view fire_time) {
+  std::string id = "tick:";
+  id.append(schedule).append(":").append(fire_time);
+  return id;
+}
+
+bool IsOwnTick(EventType type, std::string_view id, std::string_view schedule) {
+  constexpr std::string_view kPrefix = "tick:";
+  return type == EventType::kTick && id.size() > kPrefix.size() + schedule.size() + 1 && id.starts_with(kPrefix) &&
+         id.substr(kPrefix.size(), schedule.size()) == schedule && id[kPrefix.size() + schedule.size()] == ':';
+}
+
 }  // namespace trigd

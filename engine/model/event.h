@@ -51,4 +51,13 @@ struct Event {
   std::string EventKey() const;
 };
 
+// trigd's own ticks. A checker's tick transaction decides each fire time once (under its time
+// trigger's row lock), applies the tick to its schedule and publishes it on trigd.events.time
+// for observers, in the same transaction, with the id "tick:<schedule>:<fire_time>". Ingestion
+// skips a tick whose id has that form (IsOwnTick): it was applied by the transaction that
+// published it, so it needs no de-duplication record and no lookup. A tick produced by anyone
+// else (a manual run) uses another id and is ingested like any event.
+std::string OwnTickId(std::string_view schedule, std::string_view fire_time);
+bool IsOwnTick(EventType type, std::string_view id, std::string_view schedule);
+
 }  // namespace trigd

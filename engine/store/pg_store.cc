@@ -431,6 +431,12 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
     std::vector<bool> relevant(batch.events.size(), false);
     for (size_t i = 0; i < batch.events.size(); ++i) {
       const Event& e = batch.events[i];
+      // A copy of trigd's own tick (ingestion skips these before they get here): the tick
+      // transaction that published it applied it.
+      if (!batch.own_ticks && IsOwnTick(e.type, e.id, e.tick.schedule)) {
+        result.outcome[i] = "duplicate";
+        continue;
+      }
       bool report = e.type == EventType::kProgram && !e.program.run_id.empty();
       if (!batch.schedule_ids[i].empty() || report) {
         relevant[i] = true;
@@ -438,7 +444,11 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
       }
     }
     std::unordered_set<std::string> fresh;
-    if (!ids.empty()) {
+    if (batch.own_ticks) {
+      for (size_t i = 0; i < batch.events.size(); ++i) {
+        if (relevant[i]) fresh.insert(batch.events[i].id);
+      }
+    } else if (!ids.empty()) {
       fresh.reserve(ids.size());
       for (const auto& r : tx.exec_prepared("seen_events", ids.Take())) {
         fresh.emplace(r[0].c_str(), r[0].size());
@@ -1191,11 +1201,12 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
       std::string name = r[4].as<std::string>();
       for (TimePoint fire : due.fire) {
         Event e;
-        // One identity per (schedule, fire time): ingestion de-duplicates on it.
-        e.id = "tick:" + name + ":" + FormatTime(fire);
+        // One identity per (schedule, fire time), decided here once: ingestion skips its copy.
+        const std::string fire_time = FormatTime(fire);
+        e.id = OwnTickId(name, fire_time);
         e.type = EventType::kTick;
         e.time = now;
-        e.payload = {{"schedule", name}, {"fire_time", FormatTime(fire)}};
+        e.payload = {{"schedule", name}, {"fire_time", fire_time}};
         e.tick = {name, fire};
         outbox.Add(topic_prefix_ + "events.time", name, EnvelopeToJson(e).dump());
         ticks.events.push_back(std::move(e));
@@ -1216,8 +1227,10 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
     }
     // Each tick is applied here, in the transaction that decides it, instead of after a round
     // trip through Kafka and ingestion (a storm of schedules due in the same second launches
-    // in one pass). Its copy on trigd.events.time is for observers; ingestion counts it as a
-    // duplicate (same id, recorded here).
+    // in one pass). Its copy on trigd.events.time is for observers; ingestion skips it (an own
+    // tick's id, IsOwnTick) and counts it as a duplicate. The row locks taken above make each
+    // fire time's tick unique, so no de-duplication id is recorded for it.
+    ticks.own_ticks = true;
     ApplyEvents(ctx, ticks, out.applied);
     outbox.InsertInto(tx);
     tx.commit();

@@ -75,6 +75,9 @@ struct IngestBatch {
   std::vector<Event> events;                      // well-formed events
   std::vector<std::vector<int64_t>> schedule_ids;  // per event: reached through the index
   std::vector<DeadLetter> dead;
+  // Set for trigd's own ticks (model/event.h, OwnTickId), which their time trigger's row lock
+  // makes unique: no de-duplication record is written or looked up for them.
+  bool own_ticks = false;
 };
 
 struct CheckerResult {

@@ -464,6 +464,10 @@ TEST_F(PgStoreTest, DueTickIsProducedOncePerFireTime) {
   EXPECT_EQ(store_->TickTimeTriggers(100)->produced, 0);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.events.time' AND payload::jsonb->>'id' LIKE 'tick:default/t:%'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at > now()"), 1);
+  // Applied in the same transaction, once: the trigger's row lock decides it, not a
+  // de-duplication id (ingestion skips the published copy, IsOwnTick).
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE triggered_by->0->>'id' LIKE 'tick:default/t:%'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 0);
 }
 
 TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
@@ -629,7 +633,8 @@ TEST_F(PgStoreTest, TickAppliesItselfAndItsCopyOnTheTopicIsADuplicate) {
   EXPECT_EQ(r->applied.jobs_ready, 1);
   EXPECT_EQ(r->applied.checker.launched, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
-  // Ingestion of the published copy changes nothing.
+  // Ingestion of the published copy changes nothing (and needs no de-duplication id).
+  EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 0);
   pqxx::connection c(conn_);
   std::string payload = pqxx::work(c).exec1("SELECT payload FROM outbox WHERE topic='t.events.time'")[0].as<std::string>();
   auto tick = ParseEnvelope(payload);
