@@ -50,7 +50,37 @@ struct PgStore::TxContext {
 // on every call cost up to half a millisecond each (log_min_duration_statement). Their generic
 // plans are made anew every second (PgStore::Connect, RenewPlans): a cached plan goes stale as
 // the tables grow.
+// The checker's claim: due jobs in priority order, locked (SKIP LOCKED: checkers never take the
+// same job). Columns as CheckJobs reads them.
+#define TRIGD_CLAIM_COLUMNS                                                                     \
+  "SELECT id, schedule_id, schedule_version, state, "                                          \
+  "CASE WHEN state = 'pending_trigger' THEN trigger_state::text END, triggered_by::text, "     \
+  TRIGD_MS("opened_at") ", " TRIGD_MS("ready_at") ", coalesce(last_decision, ''), "             \
+  "coalesce(ready_at, opened_at)::text, priority FROM jobs WHERE next_check_at <= now() "
+#define TRIGD_CLAIM_ORDER "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT $1 FOR UPDATE SKIP LOCKED"
+// The fast path's claim: only the due jobs of the batch's schedules ($2) and the waiting jobs of
+// their concurrency groups ($3), found through the indexes on pending jobs by schedule and group
+// and then sorted; a job of another schedule that is due only for its timeout needs no slot of
+// the group and is the checker loop's. A plain filter on the claim above let the planner walk
+// jobs_claim in priority order past every due job of other schedules (40 ms per batch with
+// 200,000 due; the plan is generic, made without the arrays' sizes).
+#define TRIGD_CLAIM_FOR                                                                          \
+  TRIGD_CLAIM_COLUMNS "AND id = ANY(ARRAY("                                                     \
+  "SELECT id FROM jobs WHERE state = 'pending_trigger' AND schedule_id = ANY($2::bigint[]) "    \
+  "AND next_check_at <= now() UNION ALL "                                                       \
+  "SELECT id FROM jobs WHERE state = 'pending_constraint' AND schedule_id = ANY($2::bigint[]) " \
+  "AND next_check_at <= now() UNION ALL "                                                       \
+  "SELECT id FROM jobs WHERE state = 'pending_constraint' AND concurrency_group = ANY($3::text[]) " \
+  "AND next_check_at <= now())) " TRIGD_CLAIM_ORDER
+
 const std::pair<const char*, const char*> kPrepared[] = {
+  {"claim_for", TRIGD_CLAIM_FOR},
+  // The same, and ids for $4 fresh jobs from the jobs sequence in the same round trip (their
+  // runs and launch requests refer to them): rows with the last column set are those ids.
+  {"claim_for_fresh",
+   "WITH due AS (" TRIGD_CLAIM_FOR ") SELECT *, NULL::bigint FROM due UNION ALL "
+   "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, nextval('jobs_id_seq') "
+   "FROM generate_series(1, $4)"},
   // Every position of the batch in one statement: a compare-and-set per partition (the stored
   // offset must not be past the batch's first), the count of those that moved, and the clock.
   {"offsets_cas",
@@ -683,42 +713,32 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     };
     std::vector<Due> due;
     std::set<int64_t> sids;
-    // next_check_at is set only on pending jobs (a constraint, schema/004): no state filter, so
-    // the planner's estimate of the due jobs is right and it picks the index that fits.
-    // During a backlog the estimate can still be stale (statistics from before a storm say
+    // The checker loop's claim (no filter): next_check_at is set only on pending jobs (a
+    // constraint, schema/004): no state filter, so the planner's estimate of the due jobs is
+    // right and it picks the index that fits. During a backlog the estimate can still be stale (statistics from before a storm say
     // nothing is due): PostgreSQL would then sort every due job on every claim, quadratic in the
     // backlog. While the last claim was full, sorting is ruled out: the claim walks jobs_claim in
     // priority order and stops after `limit` due jobs.
     const bool no_sort = claim_backlog && !filter;
     if (no_sort) tx.exec("SET LOCAL enable_sort = off");
-    std::string filter_sql;
-    json filter_groups = json::array();
-    std::string filter_ids = "{}";
-    if (filter) {
-      filter_sql = "AND (schedule_id = ANY($2::bigint[]) OR concurrency_group IN (SELECT jsonb_array_elements_text($3::jsonb))) ";
-      filter_ids = IntArray(filter->schedule_ids);
-      for (const std::string& g : filter->groups) filter_groups.push_back(g);
-    } else if (shard_count_ > 1) {
-      filter_sql = "AND schedule_id % " + std::to_string(shard_count_) + " = " + std::to_string(shard_index_) + " ";
-    }
-    const std::string claim =
-        "SELECT id, schedule_id, schedule_version, state, "
-        "CASE WHEN state = 'pending_trigger' THEN trigger_state::text END, triggered_by::text, "
-        TRIGD_MS("opened_at") ", " TRIGD_MS("ready_at") ", coalesce(last_decision, ''), "
-        "coalesce(ready_at, opened_at)::text, priority FROM jobs WHERE next_check_at <= now() " + filter_sql +
-        "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT $1 FOR UPDATE SKIP LOCKED";
-    // Fresh jobs get their ids from the jobs sequence in the same round trip (their runs and
-    // launch requests refer to them): rows with the last column set are those ids.
     const size_t fresh_count = filter && filter->fresh ? filter->fresh->size() : 0;
-    const std::string query = fresh_count == 0 ? claim
-        : "WITH due AS (" + claim + ") SELECT *, NULL::bigint FROM due UNION ALL "
-          "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, nextval('jobs_id_seq') "
-          "FROM generate_series(1, $4)";
-    pqxx::result claimed =
-        fresh_count > 0 ? tx.exec_params(query, static_cast<int64_t>(limit), filter_ids, filter_groups.dump(),
-                                         static_cast<int64_t>(fresh_count))
-        : filter        ? tx.exec_params(query, static_cast<int64_t>(limit), filter_ids, filter_groups.dump())
-                        : tx.exec_params(query, static_cast<int64_t>(limit));
+    pqxx::result claimed;
+    if (filter) {
+      SqlArray groups;
+      for (const std::string& g : filter->groups) groups.AddText(g);
+      claimed = fresh_count > 0 ? tx.exec_prepared("claim_for_fresh", static_cast<int64_t>(limit),
+                                                   IntArray(filter->schedule_ids), groups.Take(),
+                                                   static_cast<int64_t>(fresh_count))
+                                : tx.exec_prepared("claim_for", static_cast<int64_t>(limit),
+                                                   IntArray(filter->schedule_ids), groups.Take());
+    } else {
+      // Planned for each claim (enable_sort above), not prepared: a cached generic plan would
+      // keep the setting it was made with.
+      const std::string shard = shard_count_ > 1 ? "AND schedule_id % " + std::to_string(shard_count_) + " = " +
+                                                       std::to_string(shard_index_) + " "
+                                                 : "";
+      claimed = tx.exec_params(TRIGD_CLAIM_COLUMNS + shard + TRIGD_CLAIM_ORDER, static_cast<int64_t>(limit));
+    }
     std::vector<int64_t> fresh_ids;
     for (const auto& r : claimed) {
       if (r.size() > 11 && !r[11].is_null()) {

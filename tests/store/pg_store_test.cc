@@ -610,6 +610,23 @@ TEST_F(PgStoreTest, GenericPlansAreMadeAnewForTheTablesCurrentSize) {
   EXPECT_NE(grown->find("jobs_pkey"), std::string::npos) << "plan for 100,000 jobs:\n" << *grown;
 }
 
+TEST_F(PgStoreTest, FastPathClaimLooksUpItsSchedulesJobsInsteadOfWalkingTheDueOnes) {
+  // 100,000 due jobs of other schedules: the fast path's claim must find its schedules' and
+  // groups' jobs through their indexes, not walk jobs_claim past all of these.
+  Exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, ready_at, "
+       "next_check_at, concurrency_group) SELECT g, 's', 1, 'pending_constraint', '{}', now(), now(), now(), "
+       "CASE WHEN g % 2 = 0 THEN 'g' || (g % 1000) END FROM generate_series(1, 100000) g");
+  Exec("ANALYZE jobs");
+  auto store = NewStore(/*fast_path=*/true);
+  for (const char* name : {"claim_for", "claim_for_fresh"}) {
+    auto plan = store->ExplainPrepared(name, std::string(name) == "claim_for" ? 3 : 4);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->find("jobs_claim"), std::string::npos) << name << ":\n" << *plan;
+    EXPECT_NE(plan->find("jobs_waiting_by_schedule"), std::string::npos) << name << ":\n" << *plan;
+    EXPECT_NE(plan->find("jobs_waiting_by_group"), std::string::npos) << name << ":\n" << *plan;
+  }
+}
+
 TEST_F(PgStoreTest, FastPathKeepsTheNewestHistoryEntriesOfAJobItWritesOnce) {
   Apply({{{"name", "big"}, {"program", {{"name", "p"}}},
           {"trigger", {{"partition", {{"dataset", "d"}, {"count", 60}}}}}}});
