@@ -9,12 +9,7 @@
 set -euo pipefail
 src=$1; bin=$2
 source "$src/tests/e2e/lib.sh"
-: "${TRIGD_PG:?TRIGD_PG must point at the PostgreSQL that tools/services starts}"
-: "${TRIGD_KAFKA:?TRIGD_KAFKA must point at the Kafka broker that tools/services starts}"
-run=iid$$$(date +%s)
-db=trigd_$run
-psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
-export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run"
+e2e_run iid
 ports=($(free_port 3))
 tmp=$(mktemp -d)
 pids=()

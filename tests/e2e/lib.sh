@@ -13,3 +13,15 @@ for s in socks:
 print("\n".join(str(s.getsockname()[1]) for s in socks))
 PY
 }
+
+# e2e_run NAME: this run's own database and topics on the services tools/services starts.
+# Sets run (NAME, the process id and the time) and db (trigd_$run), creates the database, and
+# exports TRIGD_PG (pointing at it), TRIGD_TOPIC_PREFIX ("$run.") and TRIGD_GROUP ($run).
+e2e_run() {
+  : "${TRIGD_PG:?TRIGD_PG must point at the PostgreSQL that tools/services starts}"
+  : "${TRIGD_KAFKA:?TRIGD_KAFKA must point at the Kafka broker that tools/services starts}"
+  run=$1$$$(date +%s)
+  db=trigd_$run
+  psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
+  export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run"
+}

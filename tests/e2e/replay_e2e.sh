@@ -9,13 +9,9 @@
 set -euo pipefail
 src=$1; bin=$2
 source "$src/tests/e2e/lib.sh"
-: "${TRIGD_PG:?TRIGD_PG must point at the PostgreSQL that tools/services starts}"
-: "${TRIGD_KAFKA:?TRIGD_KAFKA must point at the Kafka broker that tools/services starts}"
-run=replay$$$(date +%s)
-db=trigd_$run
-psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
+e2e_run replay
 port=$(free_port)
-export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run" TRIGD_METRICS="127.0.0.1:$port"
+export TRIGD_METRICS="127.0.0.1:$port"
 tmp=$(mktemp -d)
 trigd_pid=
 cleanup() { [[ -n $trigd_pid ]] && kill "$trigd_pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$tmp"; }

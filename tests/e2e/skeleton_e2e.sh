@@ -6,13 +6,9 @@
 set -euo pipefail
 src=$1; bin=$2
 source "$src/tests/e2e/lib.sh"
-: "${TRIGD_PG:?TRIGD_PG must point at the PostgreSQL that tools/services starts}"
-: "${TRIGD_KAFKA:?TRIGD_KAFKA must point at the Kafka broker that tools/services starts}"
-run=e2e$$$(date +%s)
-db=trigd_$run
-psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
+e2e_run e2e
 port=$(free_port)
-export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run" TRIGD_METRICS="127.0.0.1:$port"
+export TRIGD_METRICS="127.0.0.1:$port"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT

@@ -6,11 +6,7 @@
 set -euo pipefail
 src=$1; bin=$2
 source "$src/tests/e2e/lib.sh"
-: "${TRIGD_PG:?}" "${TRIGD_KAFKA:?}"
-run=ctl$$$(date +%s)
-db=trigd_$run
-psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
-export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run"
+e2e_run ctl
 tmp=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
