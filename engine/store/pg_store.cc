@@ -46,10 +46,6 @@ struct PgStore::TxContext {
   std::string now_text, now_json;
 };
 
-// Statements on the path of every event and launch, prepared once per connection: parsing them
-// on every call cost up to half a millisecond each (log_min_duration_statement). Their generic
-// plans are made anew every second (PgStore::Connect, RenewPlans): a cached plan goes stale as
-// the tables grow.
 // The checker's claim: due jobs in priority order, locked (SKIP LOCKED: checkers never take the
 // same job). Columns as CheckJobs reads them.
 #define TRIGD_CLAIM_COLUMNS                                                                     \
@@ -73,6 +69,10 @@ struct PgStore::TxContext {
   "SELECT id FROM jobs WHERE state = 'pending_constraint' AND concurrency_group = ANY($3::text[]) " \
   "AND next_check_at <= now())) " TRIGD_CLAIM_ORDER
 
+// Statements on the path of every event and launch, prepared once per connection: parsing them
+// on every call cost up to half a millisecond each (log_min_duration_statement). Their generic
+// plans are made anew every second (PgStore::Connect, RenewPlans): a cached plan goes stale as
+// the tables grow.
 const std::pair<const char*, const char*> kPrepared[] = {
   {"claim_for", TRIGD_CLAIM_FOR},
   // The same, and ids for $4 fresh jobs from the jobs sequence in the same round trip (their
@@ -470,7 +470,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
       bool report = e.type == EventType::kProgram && !e.program.run_id.empty();
       if (!batch.schedule_ids[i].empty() || report) {
         relevant[i] = true;
-        ids.AddText(e.id);
+        if (!batch.own_ticks) ids.AddText(e.id);  // own ticks are looked up nowhere
       }
     }
     std::unordered_set<std::string> fresh;
@@ -715,9 +715,9 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     std::set<int64_t> sids;
     // The checker loop's claim (no filter): next_check_at is set only on pending jobs (a
     // constraint, schema/004): no state filter, so the planner's estimate of the due jobs is
-    // right and it picks the index that fits. During a backlog the estimate can still be stale (statistics from before a storm say
-    // nothing is due): PostgreSQL would then sort every due job on every claim, quadratic in the
-    // backlog. While the last claim was full, sorting is ruled out: the claim walks jobs_claim in
+    // right and it picks the index that fits. During a backlog the estimate can still be stale
+    // (statistics from before a storm say nothing is due): PostgreSQL would then sort every due
+    // job on every claim, quadratic in the backlog. While the last claim was full, sorting is ruled out: the claim walks jobs_claim in
     // priority order and stops after `limit` due jobs.
     const bool no_sort = claim_backlog && !filter;
     if (no_sort) tx.exec("SET LOCAL enable_sort = off");
