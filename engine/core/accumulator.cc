@@ -6,10 +6,8 @@
 
 namespace trigd {
 
-nlohmann::json HistoryEntry(TimePoint now, const std::string& what, nlohmann::json extra) {
-  nlohmann::json e = {{"at", FormatTime(now)}, {"what", what}};
-  for (auto& [k, v] : extra.items()) e[k] = v;
-  return e;
+JsonObjectText HistoryEntry(std::string_view at, std::string_view what) {
+  return std::move(JsonObjectText().String("at", at).String("what", what));
 }
 
 Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoint now) {
@@ -38,6 +36,7 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events,
                         std::vector<OpenJob> open_jobs, TimePoint now) {
   Accumulation out;
   out.jobs = std::move(open_jobs);
+  const std::string at = FormatTime(now);
   // schedule id -> index in out.jobs of its job still collecting events.
   std::unordered_map<int64_t, size_t> open;
   for (size_t i = 0; i < out.jobs.size(); ++i) {
@@ -48,7 +47,7 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events,
       // The schedule changed since the job opened: counting starts afresh (SPEC §5).
       job.discarded = true;
       job.discard_reason = "schedule updated";
-      job.history.push_back(HistoryEntry(now, "discarded: schedule updated"));
+      job.history.push_back(HistoryEntry(at, "discarded: schedule updated").Take());
       continue;
     }
     open[job.schedule_id] = i;
@@ -78,10 +77,11 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events,
           job.state = before;
           job.discarded = true;
           job.discard_reason = "upstream_failed";
-          job.history.push_back(HistoryEntry(now, "discarded: upstream failed",
-                                             {{"event", event.id},
-                                              {"program", event.program.program},
-                                              {"status", ProgramStatusName(event.program.status)}}));
+          job.history.push_back(HistoryEntry(at, "discarded: upstream failed")
+                                    .String("event", event.id)
+                                    .String("program", event.program.program)
+                                    .String("status", ProgramStatusName(event.program.status))
+                                    .Take());
           open.erase(it);
         }
         // Published whether or not a job was open, so the failure travels down the DAG.
@@ -96,7 +96,7 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events,
         job.schedule_version = s->second.version;
         job.state = std::move(probe);
         job.opened_at = now;
-        job.history.push_back(HistoryEntry(now, "opened", {{"event", event.id}}));
+        job.history.push_back(HistoryEntry(at, "opened").String("event", event.id).Take());
         out.jobs.push_back(std::move(job));
         it = open.emplace(sid, out.jobs.size() - 1).first;
       }
@@ -106,16 +106,17 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events,
         job.triggered_by.push_back({event.id, EventTypeName(event.type), event.payload});
       }
       std::vector<LeafProgress> progress = DescribeProgress(schedule.trigger, job.state);
-      nlohmann::json leaves = nlohmann::json::array();
+      JsonArrayText leaves;
       for (int leaf : r.leaves) {
         if (leaf >= 0 && static_cast<size_t>(leaf) < progress.size()) {
-          leaves.push_back(progress[leaf].path + ": " + progress[leaf].detail);
+          leaves.String(progress[leaf].path + ": " + progress[leaf].detail);
         }
       }
-      job.history.push_back(HistoryEntry(now, "event counted", {{"event", event.id}, {"leaves", leaves}}));
+      job.history.push_back(
+          HistoryEntry(at, "event counted").String("event", event.id).Raw("leaves", leaves.Take()).Take());
       if (IsComplete(schedule.trigger, job.state)) {
         job.complete = true;
-        job.history.push_back(HistoryEntry(now, "trigger complete"));
+        job.history.push_back(HistoryEntry(at, "trigger complete").Take());
         // A completed job is never changed again: the next event opens a new job.
         open.erase(it);
       }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "common/time.h"
 #include "model/event.h"
 #include "model/job.h"
@@ -45,7 +46,7 @@ struct OpenJob {
   bool complete = false;   // trigger satisfied: the job moves to PENDING_CONSTRAINT
   bool discarded = false;  // upstream failure (or version change)
   std::string discard_reason;
-  std::vector<nlohmann::json> history;  // entries to append
+  std::vector<std::string> history;  // entries to append, each a JSON object (HistoryEntry)
 };
 
 struct AccumulateInput {
@@ -70,9 +71,10 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events,
                         const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, TimePoint now);
 
-// A history entry: {"at": now, "what": what} plus the extra fields given.
-nlohmann::json HistoryEntry(TimePoint now, const std::string& what,
-                            nlohmann::json extra = nlohmann::json::object());
+// A history entry, {"at": at, "what": what}, for the caller to add members to and Take():
+// HistoryEntry(at, "opened").String("event", id).Take(). `at`: the instant as FormatTime
+// writes it (formatted once per batch by the caller).
+JsonObjectText HistoryEntry(std::string_view at, std::string_view what);
 
 // The killed event trigd publishes for `schedule`'s own program when its upstream failed.
 // Its id is derived from the schedule and the failed event, so a replay publishes nothing new;

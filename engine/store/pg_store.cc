@@ -10,6 +10,7 @@
 #include <pqxx/pqxx>
 #include <pqxx/tablewriter>
 
+#include "common/json_text.h"
 #include "core/constraint_checker.h"
 #include "core/cron.h"
 #include "core/envelope.h"
@@ -160,33 +161,12 @@ std::string IntArray(const C& ids) {
 }
 
 
-// Appends s as a JSON string. trigd's strings come from parsed JSON documents (events,
-// schedules), so they are valid UTF-8, which is copied as is.
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  out += '"';
-}
-
 // `entries` as a JSON array, into out (replaced).
-void JsonArray(const std::vector<json>& entries, std::string& out) {
+void JsonArray(const std::vector<std::string>& entries, std::string& out) {
   out = "[";
   for (size_t i = 0; i < entries.size(); ++i) {
     if (i > 0) out += ',';
-    out += entries[i].dump();
+    out += entries[i];
   }
   out += ']';
 }
@@ -875,14 +855,14 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     OutboxRows outbox;
     auto update_job = [&](int64_t id, const std::string& state, std::optional<int64_t> next_check_at,
                           const std::string* decision, std::optional<bool> forced, const std::string* reason,
-                          const json* history) {
+                          const std::string* history) {
       jobs.id.AddInt(id);
       jobs.state.AddText(state);
       jobs.next_check_at.AddIntOrNull(next_check_at);
       decision ? jobs.decision.AddText(*decision) : jobs.decision.AddNull();
       forced ? jobs.forced.AddBool(*forced) : jobs.forced.AddNull();
       reason ? jobs.reason.AddText(*reason) : jobs.reason.AddNull();
-      history ? jobs.history.AddText("[" + history->dump() + "]") : jobs.history.AddNull();
+      history ? jobs.history.AddText("[" + *history + "]") : jobs.history.AddNull();
     };
     // A launch request (SPEC §5) is the same for every job of a schedule but for the run id and
     // the triggering events: its other fields are written once per schedule and claim. Keys in
@@ -896,7 +876,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     CopyRows fresh_rows;
     auto write_job = [&](const Due& d, const std::string& state, std::optional<int64_t> next_check_at,
                          const std::string* decision, std::optional<bool> forced, const std::string* reason,
-                         const json* history) {
+                         const std::string* history) {
       if (!d.fresh) {
         update_job(d.id, state, next_check_at, decision, forced, reason, history);
         return;
@@ -916,11 +896,11 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       std::string h = "[";
       for (size_t i = total > kMaxJobHistory ? total - kMaxJobHistory : 0; i < f.history.size(); ++i) {
         if (h.size() > 1) h += ',';
-        h += f.history[i].dump();
+        h += f.history[i];
       }
       if (history) {
         if (h.size() > 1) h += ',';
-        h += history->dump();
+        h += *history;
       }
       h += ']';
       fresh_rows.AddText(h);
@@ -938,7 +918,9 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     };
     for (const Due& d : undecided) write_job(d, "pending_constraint", ToMillis(now), nullptr, std::nullopt, nullptr, nullptr);
     std::map<int64_t, RequestParts> request_parts;
-    const std::string launched_at = json(FormatTime(now)).dump();
+    const std::string at = FormatTime(now);  // history entries' time
+    std::string launched_at;
+    AppendJsonString(launched_at, at);
     std::string request;
     for (Due& d : due) {
       ++result.checked;
@@ -946,7 +928,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       if (sv == schedules.end() || sv->second.version != d.version) {
         // Deleted, suspended or updated since the job opened: it never launches.
         std::string reason = sv == schedules.end() ? "schedule deleted or suspended" : "schedule updated";
-        json entry = HistoryEntry(now, "discarded: " + reason);
+        std::string entry = HistoryEntry(at, "discarded: " + reason).Take();
         write_job(d, "discarded", std::nullopt, nullptr, std::nullopt, &reason, &entry);
         ++result.discarded;
         continue;
@@ -972,11 +954,15 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       for (const ConstraintCheck& c : out.checks) {
         ++result.checks[{c.constraint, ConstraintResultName(c.result)}];
       }
-      json checks = json::array();
+      JsonArrayText check_list;
       for (const ConstraintCheck& c : out.checks) {
-        checks.push_back({{"constraint", c.constraint}, {"result", ConstraintResultName(c.result)},
-                          {"reason", c.reason}});
+        check_list.Raw(JsonObjectText()
+                           .String("constraint", c.constraint)
+                           .String("result", ConstraintResultName(c.result))
+                           .String("reason", c.reason)
+                           .Take());
       }
+      const std::string checks = check_list.Take();
       if (out.decision == Decision::kLaunch) {
         ++result.launched;
         std::string run_id = pg_internal::NewRunId();
@@ -1014,12 +1000,15 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         rt.last_launch = now;
         if (group) ++group_rt[*group];
         recent[d.schedule_id].push_back(now);
-        json entry = HistoryEntry(now, out.forced ? "launched by timeout (action run)" : "constraints hold: launching",
-                                  {{"run_id", run_id}, {"checks", std::move(checks)}});
+        std::string entry =
+            HistoryEntry(at, out.forced ? "launched by timeout (action run)" : "constraints hold: launching")
+                .String("run_id", run_id)
+                .Raw("checks", checks)
+                .Take();
         write_job(d, "launched", std::nullopt, nullptr, out.forced, nullptr, &entry);
       } else if (out.decision == Decision::kDiscard) {
         ++result.discarded;
-        json entry = HistoryEntry(now, "discarded: " + out.reason, {{"checks", std::move(checks)}});
+        std::string entry = HistoryEntry(at, "discarded: " + out.reason).Raw("checks", checks).Take();
         write_job(d, "discarded", std::nullopt, nullptr, std::nullopt, &out.reason, &entry);
       } else {
         ++result.waiting;
@@ -1027,10 +1016,12 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         // covers a wake-up lost to a crash between the two.
         TimePoint next = out.next_check_at.value_or(now + std::chrono::seconds(30));
         std::string state = d.state == "pending_trigger" && !complete ? "pending_trigger" : "pending_constraint";
-        std::optional<json> entry;
+        std::optional<std::string> entry;
         if (out.reason != d.last_decision) {
-          entry = HistoryEntry(now, "waiting: " + out.reason,
-                               {{"checks", std::move(checks)}, {"next_check_at", FormatTime(next)}});
+          entry = HistoryEntry(at, "waiting: " + out.reason)
+                      .Raw("checks", checks)
+                      .String("next_check_at", FormatTime(next))
+                      .Take();
         }
         write_job(d, state, ToMillis(next), &out.reason, std::nullopt, nullptr, entry ? &*entry : nullptr);
       }

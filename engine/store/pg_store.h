@@ -208,7 +208,7 @@ class PgStore {
     int priority = 0;
     std::string schedule_name;
     std::string trigger_state, triggered_by;  // JSON text
-    std::vector<nlohmann::json> history;      // entries so far
+    std::vector<std::string> history;         // entries so far (JSON objects)
     TimePoint opened_at;
     std::optional<std::string> group;
   };

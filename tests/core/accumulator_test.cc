@@ -1,0 +1,169 @@
+// Accumulate: how a batch of events opens, fills, completes and discards jobs, and the history
+// entries it writes for each (JSON text, read back here with a JSON parser).
+#include "core/accumulator.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/envelope.h"
+#include "core/schedule_parser.h"
+#include "core/trigger_eval.h"
+
+namespace trigd {
+namespace {
+
+using nlohmann::json;
+
+const TimePoint kNow = TimePoint(Millis(1795305600250));  // 2026-11-22T00:00:00.250Z
+
+ScheduleView View(int64_t id, int version, json trigger) {
+  ParsedSchedule p = ParseSchedule({{"namespace", "default"},
+                                    {"name", "s" + std::to_string(id)},
+                                    {"program", {{"name", "p" + std::to_string(id)}}},
+                                    {"trigger", std::move(trigger)}});
+  EXPECT_TRUE(p.ok());
+  return {id, version, std::make_shared<const Schedule>(std::move(p.schedule))};
+}
+
+Event Partition(std::string id, std::string dataset, std::string partition) {
+  Event e;
+  e.id = std::move(id);
+  e.type = EventType::kPartition;
+  e.partition = {std::move(dataset), {std::move(partition)}, std::nullopt};
+  e.payload = {{"dataset", e.partition.dataset}, {"partitions", e.partition.partitions}};
+  return e;
+}
+
+Event Failed(std::string id, std::string program, std::string run_id) {
+  Event e;
+  e.id = std::move(id);
+  e.type = EventType::kProgram;
+  e.program.program = std::move(program);
+  e.program.run_id = std::move(run_id);
+  e.program.status = ProgramStatus::kFailed;
+  return e;
+}
+
+std::vector<json> History(const OpenJob& job) {
+  std::vector<json> out;
+  for (const std::string& entry : job.history) out.push_back(json::parse(entry));
+  return out;
+}
+
+TEST(AccumulatorTest, AnEventThatSatisfiesTheTriggerOpensACompleteJob) {
+  std::map<int64_t, ScheduleView> schedules = {{1, View(1, 3, {{"partition", {{"dataset", "d"}}}})}};
+  Event e = Partition("e1", "d", "p1");
+  Accumulation acc = Accumulate({{&e, {1}}}, schedules, {}, kNow);
+  ASSERT_EQ(acc.jobs.size(), 1u);
+  const OpenJob& job = acc.jobs[0];
+  EXPECT_EQ(job.id, 0);  // new, not stored yet
+  EXPECT_EQ(job.schedule_id, 1);
+  EXPECT_EQ(job.schedule_version, 3);
+  EXPECT_TRUE(job.complete);
+  EXPECT_EQ(job.opened_at, kNow);
+  ASSERT_EQ(job.triggered_by.size(), 1u);
+  EXPECT_EQ(job.triggered_by[0].id, "e1");
+  EXPECT_EQ(acc.applied, std::vector<bool>{true});
+  std::vector<json> h = History(job);
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_EQ(h[0], json({{"at", "2026-11-22T00:00:00.250Z"}, {"what", "opened"}, {"event", "e1"}}));
+  EXPECT_EQ(h[1]["what"], "event counted");
+  EXPECT_EQ(h[1]["event"], "e1");
+  ASSERT_TRUE(h[1]["leaves"].is_array());
+  ASSERT_EQ(h[1]["leaves"].size(), 1u);
+  EXPECT_EQ(h[2], json({{"at", "2026-11-22T00:00:00.250Z"}, {"what", "trigger complete"}}));
+}
+
+TEST(AccumulatorTest, APartialTriggerKeepsOneOpenJobAcrossEventsAndCompletesIt) {
+  std::map<int64_t, ScheduleView> schedules = {
+      {1, View(1, 1, {{"partition", {{"dataset", "d"}, {"count", 2}}}})}};
+  Event a = Partition("e1", "d", "p1"), again = Partition("e2", "d", "p1"), b = Partition("e3", "d", "p2"),
+        c = Partition("e4", "d", "p3");
+  Accumulation acc = Accumulate({{&a, {1}}, {&again, {1}}, {&b, {1}}, {&c, {1}}}, schedules, {}, kNow);
+  // p1, p1 again (not counted twice), p2 completes the first job; p3 opens the next one.
+  ASSERT_EQ(acc.jobs.size(), 2u);
+  EXPECT_TRUE(acc.jobs[0].complete);
+  EXPECT_EQ(acc.jobs[0].triggered_by.size(), 2u);
+  EXPECT_FALSE(acc.jobs[1].complete);
+  EXPECT_EQ(acc.jobs[1].triggered_by.size(), 1u);
+  EXPECT_EQ(acc.applied, (std::vector<bool>{true, false, true, true}));
+  std::vector<json> h = History(acc.jobs[0]);
+  ASSERT_EQ(h.size(), 4u);  // opened, counted, counted, complete
+  EXPECT_EQ(h[2]["event"], "e3");
+  EXPECT_EQ(h[3]["what"], "trigger complete");
+}
+
+TEST(AccumulatorTest, AStoredJobOfAnOlderVersionIsDiscardedAndCountingStartsAfresh) {
+  std::map<int64_t, ScheduleView> schedules = {
+      {1, View(1, 2, {{"partition", {{"dataset", "d"}, {"count", 2}}}})}};
+  OpenJob stored;
+  stored.id = 42;
+  stored.schedule_id = 1;
+  stored.schedule_version = 1;
+  stored.state = NewTriggerState(schedules.at(1).schedule->trigger);
+  Event e = Partition("e1", "d", "p1");
+  Accumulation acc = Accumulate({{&e, {1}}}, schedules, {stored}, kNow);
+  ASSERT_EQ(acc.jobs.size(), 2u);
+  EXPECT_EQ(acc.jobs[0].id, 42);
+  EXPECT_TRUE(acc.jobs[0].discarded);
+  EXPECT_EQ(acc.jobs[0].discard_reason, "schedule updated");
+  EXPECT_EQ(History(acc.jobs[0]), std::vector<json>({{{"at", "2026-11-22T00:00:00.250Z"},
+                                                       {"what", "discarded: schedule updated"}}}));
+  EXPECT_EQ(acc.jobs[1].id, 0);
+  EXPECT_EQ(acc.jobs[1].schedule_version, 2);
+  EXPECT_FALSE(acc.jobs[1].complete);
+}
+
+TEST(AccumulatorTest, AnUpstreamFailureDiscardsTheOpenJobAndIsPublishedDownTheDag) {
+  std::map<int64_t, ScheduleView> schedules = {
+      {1, View(1, 1, {{"all", {{{"program", {{"name", "up"}, {"on_upstream_failure", "discard"}}}},
+                               {{"partition", {{"dataset", "d"}}}}}}})}};
+  Event part = Partition("e1", "d", "p1");
+  Event failed = Failed("f1", "up", "r-1");
+  Accumulation acc = Accumulate({{&part, {1}}, {&failed, {1}}}, schedules, {}, kNow);
+  ASSERT_EQ(acc.jobs.size(), 1u);
+  EXPECT_TRUE(acc.jobs[0].discarded);
+  EXPECT_EQ(acc.jobs[0].discard_reason, "upstream_failed");
+  std::vector<json> h = History(acc.jobs[0]);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h.back(), json({{"at", "2026-11-22T00:00:00.250Z"},
+                            {"what", "discarded: upstream failed"},
+                            {"event", "f1"},
+                            {"program", "up"},
+                            {"status", "failed"}}));
+  ASSERT_EQ(acc.published.size(), 1u);
+  EXPECT_EQ(acc.published[0].program.program, "p1");
+  EXPECT_EQ(acc.published[0].program.status, ProgramStatus::kKilled);
+}
+
+TEST(AccumulatorTest, EventsOfSchedulesNotLoadedChangeNothing) {
+  std::map<int64_t, ScheduleView> schedules = {{1, View(1, 1, {{"partition", {{"dataset", "d"}}}})}};
+  Event e = Partition("e1", "d", "p1");
+  Accumulation acc = Accumulate({{&e, {7}}}, schedules, {}, kNow);  // schedule 7: deleted or suspended
+  EXPECT_TRUE(acc.jobs.empty());
+  EXPECT_EQ(acc.applied, std::vector<bool>{false});
+}
+
+// trigd's own killed event must be a valid envelope: ingestion reads it back from
+// events.program to carry the failure further down the DAG. It had an empty run id, which the
+// envelope refuses, so the failure stopped one level below the failed node.
+TEST(UpstreamFailedEventTest, ParsesBackAsAKilledProgramEventForTheNextLevel) {
+  ParsedSchedule parsed = ParseSchedule(nlohmann::json::parse(R"({
+      "namespace": "dag", "name": "p7", "program": {"name": "dag.p7"},
+      "trigger": {"program": {"name": "dag.p4", "on_upstream_failure": "discard"}}})"));
+  ASSERT_TRUE(parsed.ok());
+  Event killed = UpstreamFailedEvent(parsed.schedule, Failed("w-1", "dag.p4", "r-4"), TimePoint(Millis(1'700'000'000'000)));
+
+  Result<Event> back = ParseEnvelope(EnvelopeToJson(killed).dump());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->EventKey(), "program:dag.p7");
+  EXPECT_EQ(back->program.status, ProgramStatus::kKilled);
+  EXPECT_EQ(back->program.run_id, killed.id);
+  EXPECT_EQ(back->payload["reason"], "upstream_failed");
+}
+
+}  // namespace
+}  // namespace trigd
