@@ -107,6 +107,11 @@ class CopyRows {
 
   size_t rows() const { return rows_; }
   const std::string& text() const { return text_; }
+  // Drops the rows' text once sent (rows() still counts them).
+  void ClearText() {
+    text_.clear();
+    first_ = true;
+  }
 
  private:
   void Separate() {

@@ -220,6 +220,36 @@ TEST_F(PgStoreTest, EventsAccumulateInOneOpenJobUntilTheTriggerCompletes) {
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 2);
 }
 
+// The new jobs of a batch are copied in while their rows are built, in pieces of about 64 KiB:
+// 1,500 of them (about 0.4 MB) all arrive, each with its own event.
+TEST_F(PgStoreTest, ManyNewJobsOfOneBatchAllArriveThroughTheCopyStream) {
+  Apply({PartitionSchedule("s", "d")});
+  std::vector<Event> events;
+  for (int i = 0; i < 1500; ++i) events.push_back(PartitionEvent("e" + std::to_string(i), "d", "p" + std::to_string(i)));
+  auto r = store_->ApplyBatch(Batch(events, 0));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->jobs_opened, 1500);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_constraint'"), 1500);
+  EXPECT_EQ(Count("SELECT count(DISTINCT triggered_by->0->>'id') FROM jobs"), 1500);
+  EXPECT_GT(Count("SELECT sum(pg_column_size(j.*)) FROM jobs j"), 3 * 64 * 1024);
+}
+
+// A batch that completes the stored open job and opens the next one for the same schedule:
+// the stored job leaves pending_trigger (update) before the new one is copied in (one open
+// job per schedule, jobs_one_open).
+TEST_F(PgStoreTest, ABatchCompletesTheStoredOpenJobAndOpensTheNext) {
+  json doc = {{"name", "s"}, {"program", {{"name", "p"}}},
+              {"trigger", {{"partition", {{"dataset", "d"}, {"count", 2}}}}}};
+  Apply({doc});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a")}, 0)).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_trigger'"), 1);
+  auto r = store_->ApplyBatch(Batch({PartitionEvent("e2", "d", "b"), PartitionEvent("e3", "d", "c")}, 1));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_constraint'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_trigger'"), 1);
+  EXPECT_EQ(Count("SELECT jsonb_array_length(history) FROM jobs WHERE state='pending_constraint'"), 4);
+}
+
 TEST_F(PgStoreTest, CheckerLaunchesReadyJobWithItsRunAndLaunchRequestTogether) {
   Apply({PartitionSchedule("s", "d")});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());

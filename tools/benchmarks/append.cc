@@ -2,7 +2,9 @@
 //
 // Engine path, per batch of --batch events: parse each envelope (ParseEnvelope), look its key up
 // in the reverse index (ScheduleIndex, loaded from the schedule change log as trigd loads it),
-// and commit one PgStore::ApplyBatch transaction: the compare-and-set of the consumed position,
+// and commit one PgStore::ApplyBatch transaction (as in trigd, where the ingest thread polls and
+// parses the next batch while the committer thread commits one, the next batch is parsed on
+// another thread during the commit): the compare-and-set of the consumed position,
 // the event ids for de-duplication, the reached schedules share-locked, their open jobs locked,
 // and one new job per event (each schedule has a single-partition trigger, so every event opens
 // a job and completes it: PENDING_CONSTRAINT, due now). synchronous_commit is on: durable.
@@ -14,6 +16,7 @@
 // Usage: trigd-bench-append [--events=100000] [--batch=5000] [--schedules=5000] [--rounds=3]
 #include <array>
 #include <cstdio>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -106,7 +109,8 @@ int main(int argc, char** argv) {
     const double db_cpu0 = bench::ProcessCpuSeconds(store_backend);
     const double client_cpu0 = bench::ProcessCpuSeconds(getpid());
     auto start = Clock::now();
-    for (int64_t first = 0; first < events; first += batch_size) {
+    // As in trigd, the next batch is parsed (another thread) while the previous one commits.
+    auto prepare = [&](int64_t first) {
       int64_t end = std::min(events, first + batch_size);
       trigd::IngestBatch in;
       in.group = run.group;
@@ -120,10 +124,17 @@ int main(int argc, char** argv) {
         in.schedule_ids.emplace_back(ids.begin(), ids.end());
         in.events.push_back(std::move(*e));
       }
+      return in;
+    };
+    trigd::IngestBatch in = prepare(0);
+    for (int64_t first = 0; first < events; first += batch_size) {
+      std::future<trigd::IngestBatch> next;
+      if (first + batch_size < events) next = std::async(std::launch::async, prepare, first + batch_size);
       auto r = (*store)->ApplyBatch(in);
       if (!r.ok()) run.Fail("ApplyBatch: " + r.status().ToString());
       if (r->fenced) run.Fail("ApplyBatch fenced");
       opened += r->jobs_opened;
+      if (next.valid()) in = next.get();
     }
     double engine_s = SecondsSince(start);
     engine_db_cpu.push_back((bench::ProcessCpuSeconds(store_backend) - db_cpu0) * per_1000);
