@@ -101,10 +101,11 @@ curl -sf "http://127.0.0.1:$metrics_port/metrics" >"$tmp/exposition.txt" || fail
 promtool check metrics <"$tmp/exposition.txt" || fail "promtool check metrics"
 
 # Every dashboard query, with Grafana's variables given a value, must be valid PromQL, and must
-# return data whenever every trigd metric it reads has at least one series in Prometheus.
-sleep 2  # two more scrapes, so rate() over the newest counters has two samples
+# return data whenever every trigd metric it reads has at least one series in Prometheus. A
+# rate() needs two samples of the newest counters: on a busy machine a scrape can come late, so
+# queries without data yet are asked again for up to 30 s (invalid PromQL fails at once).
 python3 - "$src" "$prom" <<'PY' || fail "dashboard queries"
-import json, sys, urllib.parse, urllib.request
+import json, sys, time, urllib.parse, urllib.request
 sys.path.insert(0, sys.argv[1] + "/tests/e2e")
 from compose_check import dashboard_targets, promql_parts, strip_grafana_variables
 
@@ -118,22 +119,27 @@ def query(expr):
         return json.load(e)
 
 dashboard = json.load(open(sys.argv[1] + "/tools/grafana/trigd-dashboard.json"))
-failed = 0
-count = 0
-for panel, target in dashboard_targets(dashboard):
-    count += 1
-    expr = strip_grafana_variables(target["expr"])
-    r = query(expr)
-    if r.get("status") != "success":
-        print(f"FAIL '{panel['title']}': {expr}: {r.get('error')}")
-        failed += 1
-        continue
-    metrics, _, _ = promql_parts(target["expr"])
-    exposed = all(query(f'count({{__name__="{m}"}})')["data"]["result"] for m in metrics)
-    if exposed and not r["data"]["result"]:
-        print(f"FAIL '{panel['title']}': {expr} returned no data although trigd exposes {sorted(metrics)}")
-        failed += 1
-print(f"dashboard: {count - failed} of {count} queries valid on Prometheus")
+targets = list(dashboard_targets(dashboard))
+deadline = time.monotonic() + 30
+while True:
+    invalid, empty = [], []
+    for panel, target in targets:
+        expr = strip_grafana_variables(target["expr"])
+        r = query(expr)
+        if r.get("status") != "success":
+            invalid.append(f"FAIL '{panel['title']}': {expr}: {r.get('error')}")
+            continue
+        metrics, _, _ = promql_parts(target["expr"])
+        exposed = all(query(f'count({{__name__="{m}"}})')["data"]["result"] for m in metrics)
+        if exposed and not r["data"]["result"]:
+            empty.append(f"FAIL '{panel['title']}': {expr} returned no data although trigd exposes {sorted(metrics)}")
+    if invalid or not empty or time.monotonic() > deadline:
+        break
+    time.sleep(1)
+for line in invalid + empty:
+    print(line)
+failed = len(invalid) + len(empty)
+print(f"dashboard: {len(targets) - failed} of {len(targets)} queries valid on Prometheus")
 sys.exit(1 if failed else 0)
 PY
 
