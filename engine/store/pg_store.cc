@@ -202,9 +202,9 @@ void CopyIn(pqxx::work& tx, const std::string& table, const std::vector<std::str
 
 // COPY into `table` while its rows are still being built: each piece of about 64 KiB goes to
 // the server as soon as it is written, so PostgreSQL inserts rows while trigd builds the next
-// ones (one after the other, the two took as long as each other in the append benchmark). The
-// COPY starts with the first row (none: no statement at all). No other statement may run in
-// the transaction between the first row and Finish.
+// ones (built first and sent whole, trigd's 13 ms and PostgreSQL's 23 ms of CPU per 1,000 jobs
+// of the append benchmark added up). The COPY starts with the first row (none: no statement at
+// all). No other statement may run in the transaction between the first row and Finish.
 class CopyStream {
  public:
   CopyStream(pqxx::work& tx, std::string table, std::vector<std::string> columns)
