@@ -161,14 +161,11 @@ std::string IntArray(const C& ids) {
 }
 
 
-// `entries` as a JSON array, into out (replaced).
-void JsonArray(const std::vector<std::string>& entries, std::string& out) {
-  out = "[";
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (i > 0) out += ',';
-    out += entries[i];
-  }
-  out += ']';
+// Entries already written as JSON, as one JSON array.
+std::string JsonArray(const std::vector<std::string>& entries) {
+  JsonArrayText a;
+  for (const std::string& e : entries) a.Raw(e);
+  return a.Take();
 }
 
 // A job's triggering events as stored (and carried into its launch request), into out.
@@ -603,8 +600,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
       upd.trigger_state.AddText(TriggerStateToJson(job.state).dump());
       TriggeredByJson(job.triggered_by, text);
       upd.triggered_by.AddText(text);
-      JsonArray(job.history, text);
-      upd.history.AddText(text);
+      upd.history.AddText(JsonArray(job.history));
       upd.ready_at.AddIntOrNull(job.complete ? std::optional<int64_t>(ToMillis(now)) : std::nullopt);
       upd.next_check_at.AddIntOrNull(next_check ? std::optional<int64_t>(ToMillis(*next_check)) : std::nullopt);
       if (job.discarded) {
@@ -645,8 +641,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
         row.AddText(TriggerStateToJson(job.state).dump());
         TriggeredByJson(job.triggered_by, text);
         row.AddText(text);
-        JsonArray(job.history, text);
-        row.AddText(text);
+        row.AddText(JsonArray(job.history));
         const std::string opened_at = FormatTime(job.opened_at);
         row.AddText(opened_at);
         row.AddText(opened_at);
@@ -949,17 +944,10 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       // The history so far and the decision's entry, the newest kMaxJobHistory of them (as
       // trigd_append_history keeps a stored job's).
       const size_t total = f.history.size() + (history ? 1 : 0);
-      std::string h = "[";
-      for (size_t i = total > kMaxJobHistory ? total - kMaxJobHistory : 0; i < f.history.size(); ++i) {
-        if (h.size() > 1) h += ',';
-        h += f.history[i];
-      }
-      if (history) {
-        if (h.size() > 1) h += ',';
-        h += *history;
-      }
-      h += ']';
-      fresh_rows.AddText(h);
+      JsonArrayText h;
+      for (size_t i = total > kMaxJobHistory ? total - kMaxJobHistory : 0; i < f.history.size(); ++i) h.Raw(f.history[i]);
+      if (history) h.Raw(*history);
+      fresh_rows.AddText(h.Take());
       const std::string opened_at = FormatTime(f.opened_at);
       fresh_rows.AddText(opened_at);
       fresh_rows.AddText(opened_at);
