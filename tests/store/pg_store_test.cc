@@ -600,7 +600,7 @@ TEST_F(PgStoreTest, FastPathWritesANewJobOnceInItsDecidedStateAfterOlderWaitingJ
   EXPECT_EQ(r->checker.waiting, 1);   // a's second job: the slot is still a's first run's
   EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN runs r ON r.job_id = j.id WHERE j.schedule_name = 'default/c' "
                   "AND j.state = 'launched' AND j.finished_at IS NOT NULL AND j.ready_at IS NOT NULL "
-                  "AND j.history::text LIKE '%constraints hold%' AND r.request->>'schedule' = 'default/c'"), 1);
+                  "AND j.history::text LIKE '%constraints hold%' AND r.request::jsonb->>'schedule' = 'default/c'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox o JOIN jobs j ON j.id = o.job_id WHERE j.schedule_name = 'default/c'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/a' AND state = 'pending_constraint' "
                   "AND next_check_at IS NOT NULL AND last_decision LIKE '%concurrency_group%' "
