@@ -26,6 +26,7 @@ using pg_internal::FromMillis;
 using pg_internal::Guard;
 using pg_internal::CopyRows;
 using pg_internal::SqlArray;
+using pg_internal::TableRows;
 using pg_internal::ToMillis;
 using pg_internal::ValidText;
 
@@ -70,11 +71,88 @@ struct PgStore::TxContext {
   "SELECT id FROM jobs WHERE state = 'pending_constraint' AND concurrency_group = ANY($3::text[]) " \
   "AND next_check_at <= now())) " TRIGD_CLAIM_ORDER
 
+// Tables the checker writes rows of (TableRows): a few rows ride on checker_writes as one array
+// per column, many are copied in. Names and types as in schema/.
+struct Column {
+  const char* name;
+  const char* type;
+};
+struct Table {
+  const char* name;
+  std::vector<Column> columns;
+
+  std::vector<std::string> Names() const {
+    std::vector<std::string> out;
+    for (const Column& c : columns) out.push_back(c.name);
+    return out;
+  }
+  // "INSERT INTO t (a, b) SELECT * FROM unnest($n::bigint[], $n+1::text[])".
+  std::string InsertFromArrays(int first_param) const {
+    std::string names, arrays;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      names += (i ? ", " : "") + std::string(columns[i].name);
+      arrays += (i ? ", $" : "$") + std::to_string(first_param + static_cast<int>(i)) + "::" + columns[i].type + "[]";
+    }
+    return "INSERT INTO " + std::string(name) + " (" + names + ") SELECT * FROM unnest(" + arrays + ")";
+  }
+};
+// A job decided when opened (the fast path), inserted in its decided state.
+const Table kDecidedJobs{"jobs",
+                         {{"id", "bigint"}, {"schedule_id", "bigint"}, {"schedule_name", "text"},
+                          {"schedule_version", "int"}, {"state", "text"}, {"priority", "int"},
+                          {"trigger_state", "jsonb"}, {"triggered_by", "jsonb"}, {"history", "jsonb"},
+                          {"opened_at", "timestamptz"}, {"first_event_at", "timestamptz"}, {"ready_at", "timestamptz"},
+                          {"next_check_at", "timestamptz"}, {"concurrency_group", "text"}, {"last_decision", "text"},
+                          {"forced", "boolean"}, {"discard_reason", "text"}, {"finished_at", "timestamptz"}}};
+const Table kRuns{"runs",
+                  {{"run_id", "text"}, {"job_id", "bigint"}, {"schedule_id", "bigint"}, {"schedule_name", "text"},
+                   {"program", "text"}, {"target", "text"}, {"concurrency_group", "text"}, {"state", "text"},
+                   {"attempt", "int"}, {"max_attempts", "int"}, {"heartbeat_timeout_ms", "bigint"},
+                   {"launched_at", "timestamptz"}, {"last_seen_at", "timestamptz"}, {"request", "text"},
+                   {"history", "jsonb"}}};
+const Table kOutbox{"outbox",
+                    {{"topic", "text"}, {"key", "text"}, {"payload", "text"}, {"job_id", "bigint"},
+                     {"ready_at", "timestamptz"}}};
+// checker_writes' parameters: the counters and stored jobs' changes, then the columns of
+// kDecidedJobs, kRuns and kOutbox, in that order.
+constexpr int kCheckerWritesFixedParams = 12;
+// Up to this many jobs checked in one transaction, its rows go as arrays (TableRows): a COPY's
+// two round trips cost more than the arrays' parsing until well past it.
+constexpr size_t kRowsAsArraysLimit = 64;
+
+// The checker's writes in one statement (data-modifying CTEs; empty arrays make a part a
+// no-op): run counters, group counters, rows inserted from arrays (TableRows), stored jobs.
+std::string CheckerWritesSql() {
+  int param = kCheckerWritesFixedParams + 1;
+  std::string inserts;
+  for (const Table* t : {&kDecidedJobs, &kRuns, &kOutbox}) {
+    inserts += ", new_" + std::string(t->name) + " AS (" + t->InsertFromArrays(param) + ")";
+    param += static_cast<int>(t->columns.size());
+  }
+  return "WITH counters AS (UPDATE schedule_runtime r SET active_runs = x.active, "
+         "last_launch_at = to_timestamp(x.last / 1000.0) "
+         "FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS x(id, active, last) "
+         "WHERE r.schedule_id = x.id), "
+         "group_counters AS (UPDATE group_runtime g SET active_runs = x.active "
+         "FROM unnest($4::text[], $5::int[]) AS x(name, active) WHERE g.name = x.name)" +
+         inserts +
+         " UPDATE jobs j SET state = x.state, "
+         "next_check_at = CASE WHEN x.state IN ('pending_trigger', 'pending_constraint') "
+         "  THEN to_timestamp(x.next_check_at / 1000.0) END, "
+         "last_decision = coalesce(x.decision, j.last_decision), forced = coalesce(x.forced, j.forced), "
+         "discard_reason = x.reason, "
+         "finished_at = CASE WHEN x.state IN ('discarded', 'launched') THEN now() END, "
+         "history = CASE WHEN x.history IS NULL THEN j.history ELSE trigd_append_history(j.history, x.history) END "
+         "FROM unnest($6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::boolean[], $11::text[], $12::jsonb[]) "
+         "AS x(id, state, next_check_at, decision, forced, reason, history) WHERE j.id = x.id";
+}
+
 // Statements on the path of every event and launch, prepared once per connection: parsing them
 // on every call cost up to half a millisecond each (log_min_duration_statement). Their generic
 // plans are made anew every second (PgStore::Connect, RenewPlans): a cached plan goes stale as
 // the tables grow.
-const std::pair<const char*, const char*> kPrepared[] = {
+const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
+  static const auto* statements = new std::vector<std::pair<std::string, std::string>>{
   {"claim_for", TRIGD_CLAIM_FOR},
   // The same, and ids for $4 fresh jobs from the jobs sequence in the same round trip (their
   // runs and launch requests refer to them): rows with the last column set are those ids.
@@ -103,23 +181,10 @@ const std::pair<const char*, const char*> kPrepared[] = {
   {"lock_counters",
    "SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime "
    "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE"},
-  {"checker_writes",
-   "WITH counters AS (UPDATE schedule_runtime r SET active_runs = x.active, "
-   "last_launch_at = to_timestamp(x.last / 1000.0) "
-   "FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS x(id, active, last) "
-   "WHERE r.schedule_id = x.id), "
-   "group_counters AS (UPDATE group_runtime g SET active_runs = x.active "
-   "FROM unnest($4::text[], $5::int[]) AS x(name, active) WHERE g.name = x.name) "
-   "UPDATE jobs j SET state = x.state, "
-   "next_check_at = CASE WHEN x.state IN ('pending_trigger', 'pending_constraint') "
-   "  THEN to_timestamp(x.next_check_at / 1000.0) END, "
-   "last_decision = coalesce(x.decision, j.last_decision), forced = coalesce(x.forced, j.forced), "
-   "discard_reason = x.reason, "
-   "finished_at = CASE WHEN x.state IN ('discarded', 'launched') THEN now() END, "
-   "history = CASE WHEN x.history IS NULL THEN j.history ELSE trigd_append_history(j.history, x.history) END "
-   "FROM unnest($6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::boolean[], $11::text[], $12::jsonb[]) "
-   "AS x(id, state, next_check_at, decision, forced, reason, history) WHERE j.id = x.id"},
-};
+  {"checker_writes", CheckerWritesSql()},
+  };
+  return *statements;
+}
 
 struct PgStore::Claim {
   explicit Claim(pqxx::connection& c) : tx(c) {}
@@ -284,6 +349,8 @@ std::map<int64_t, ScheduleView> LoadSchedules(pqxx::work& tx, ScheduleCache& cac
 // trigd and parsed twice by the server, a tenth of trigd's CPU in a storm.
 class OutboxRows {
  public:
+  // as_arrays: for checker_writes (TakeColumns) instead of a COPY (InsertInto).
+  explicit OutboxRows(bool as_arrays = false) : rows_(kOutbox.columns.size(), as_arrays) {}
   void Add(std::string_view topic, std::string_view key, std::string_view payload) {
     AddMessage(topic, key, payload);
     rows_.AddNull();
@@ -297,9 +364,11 @@ class OutboxRows {
     rows_.AddText(ready_at);
     rows_.EndRow();
   }
+  // The COPY, for rows not built as arrays.
   void InsertInto(pqxx::work& tx) const {
-    if (rows_.rows() > 0) CopyIn(tx, "outbox", {"topic", "key", "payload", "job_id", "ready_at"}, rows_);
+    if (!rows_.as_arrays() && rows_.rows() > 0) CopyIn(tx, kOutbox.name, kOutbox.Names(), rows_.copy());
   }
+  TableRows& rows() { return rows_; }
 
  private:
   void AddMessage(std::string_view topic, std::string_view key, std::string_view payload) {
@@ -307,7 +376,7 @@ class OutboxRows {
     rows_.AddText(key);
     rows_.AddText(payload);
   }
-  CopyRows rows_;
+  TableRows rows_;
 };
 
 // Runs ended (or were given up): frees their slots and wakes the jobs waiting on them.
@@ -351,7 +420,7 @@ PgStore::~PgStore() = default;
 Result<std::unique_ptr<PgStore>> PgStore::Connect(const std::string& pg, const std::string& topic_prefix) {
   auto c = pg_internal::Connect(pg);
   if (!c.ok()) return c.status();
-  for (const auto& [name, sql] : kPrepared) (*c)->prepare(name, sql);
+  for (const auto& [name, sql] : PreparedStatements()) (*c)->prepare(name, sql);
   // The prepared statements run on one generic plan each, made anew every kPlanLifetime
   // (RenewPlans) for the tables as they are then. Planning every execution for its own
   // arguments (force_custom_plan, until 2026-11-24) cost 0.1-0.4 ms per statement, about 1.5 ms
@@ -901,9 +970,11 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     struct {
       SqlArray id, state, next_check_at, decision, forced, reason, history;
     } jobs;
-    // Runs and launch requests are copied in (COPY: whole heap pages per WAL record).
-    CopyRows runs;
-    OutboxRows outbox;
+    // Runs, launch requests and jobs decided when opened: a few ride on checker_writes as arrays,
+    // many are copied in (TableRows).
+    const bool as_arrays = due.size() + undecided.size() <= kRowsAsArraysLimit;
+    TableRows runs(kRuns.columns.size(), as_arrays);
+    OutboxRows outbox(as_arrays);
     auto update_job = [&](int64_t id, const std::string& state, std::optional<int64_t> next_check_at,
                           const std::string* decision, std::optional<bool> forced, const std::string* reason,
                           const std::string* history) {
@@ -924,7 +995,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     };
     // A fresh job is copied in once, in the state decided for it, with its history so far and
     // the decision's entry (the columns checker_writes sets on a stored job, likewise).
-    CopyRows fresh_rows;
+    TableRows fresh_rows(kDecidedJobs.columns.size(), as_arrays);
     auto write_job = [&](const Due& d, const std::string& state, std::optional<int64_t> next_check_at,
                          const std::string* decision, std::optional<bool> forced, const std::string* reason,
                          const std::string* history) {
@@ -1070,18 +1141,13 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         write_job(d, state, ToMillis(next), &out.reason, std::nullopt, nullptr, entry ? &*entry : nullptr);
       }
     }
-    // Runs and launch requests are copied in (COPY: whole pages per WAL record); the counters
-    // and the jobs go in one statement (data-modifying CTEs; empty arrays make a part a no-op).
     SqlArray rt_id, rt_active, rt_last, g_name, g_active;
-    if (fresh_rows.rows() > 0) {
-      CopyIn(tx, "jobs", {"id", "schedule_id", "schedule_name", "schedule_version", "state", "priority", "trigger_state",
-                          "triggered_by", "history", "opened_at", "first_event_at", "ready_at", "next_check_at",
-                          "concurrency_group", "last_decision", "forced", "discard_reason", "finished_at"}, fresh_rows);
+    if (!fresh_rows.as_arrays() && fresh_rows.rows() > 0) {
+      CopyIn(tx, kDecidedJobs.name, kDecidedJobs.Names(), fresh_rows.copy());
     }
+    if (!runs.as_arrays() && runs.rows() > 0) CopyIn(tx, kRuns.name, kRuns.Names(), runs.copy());
+    outbox.InsertInto(tx);
     if (runs.rows() > 0) {
-      CopyIn(tx, "runs", {"run_id", "job_id", "schedule_id", "schedule_name", "program", "target", "concurrency_group",
-                          "state", "attempt", "max_attempts", "heartbeat_timeout_ms", "launched_at", "last_seen_at",
-                          "request", "history"}, runs);
       for (const auto& [id, c] : sched_rt) {
         rt_id.AddInt(id);
         rt_active.AddInt(c.active);
@@ -1092,12 +1158,13 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         g_active.AddInt(n);
       }
     }
-    outbox.InsertInto(tx);
-    tx.exec_prepared(
-        "checker_writes",
-        rt_id.Take(), rt_active.Take(), rt_last.Take(), g_name.Take(), g_active.Take(),
-        jobs.id.Take(), jobs.state.Take(), jobs.next_check_at.Take(), jobs.decision.Take(), jobs.forced.Take(),
-        jobs.reason.Take(), jobs.history.Take());
+    std::vector<std::string> params{rt_id.Take(), rt_active.Take(), rt_last.Take(), g_name.Take(), g_active.Take(),
+                                    jobs.id.Take(), jobs.state.Take(), jobs.next_check_at.Take(), jobs.decision.Take(),
+                                    jobs.forced.Take(), jobs.reason.Take(), jobs.history.Take()};
+    for (auto [table, rows] : {std::pair{&kDecidedJobs, &fresh_rows}, {&kRuns, &runs}, {&kOutbox, &outbox.rows()}}) {
+      for (size_t i = 0; i < table->columns.size(); ++i) params.push_back(rows->TakeColumn(i));
+    }
+    tx.exec_prepared("checker_writes", pqxx::prepare::make_dynamic_params(params));
     return result;
   }
 }

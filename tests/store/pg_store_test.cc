@@ -618,7 +618,7 @@ TEST_F(PgStoreTest, FastPathWritesANewJobOnceInItsDecidedStateAfterOlderWaitingJ
 // plan must look rows up by key. A plan kept for good (PostgreSQL's own cache) stayed on the
 // whole-table plan until an autoanalyze, and a storm stalled for minutes.
 TEST_F(PgStoreTest, GenericPlansAreMadeAnewForTheTablesCurrentSize) {
-  constexpr int kCheckerWritesParams = 12;
+  constexpr int kCheckerWritesParams = 12 + 18 + 15 + 5;  // + the columns of jobs, runs and outbox rows it inserts
   auto empty = store_->ExplainPrepared("checker_writes", kCheckerWritesParams);
   ASSERT_TRUE(empty.ok()) << empty.status().ToString();
   EXPECT_NE(empty->find("Seq Scan on jobs"), std::string::npos) << "plan for an empty jobs table:\n" << *empty;
@@ -655,6 +655,55 @@ TEST_F(PgStoreTest, FastPathClaimLooksUpItsSchedulesJobsInsteadOfWalkingTheDueOn
     EXPECT_NE(plan->find("jobs_waiting_by_schedule"), std::string::npos) << name << ":\n" << *plan;
     EXPECT_NE(plan->find("jobs_waiting_by_group"), std::string::npos) << name << ":\n" << *plan;
   }
+}
+
+// The jobs, runs and launch requests of a few decisions ride on checker_writes as arrays, those
+// of many are copied in (TableRows): both ways must write the same rows, escapes included.
+TEST_F(PgStoreTest, FastPathWritesTheSameRowsAsArraysForAFewJobsAndByCopyForMany) {
+  constexpr int kFew = 3, kMany = 80;  // either side of kRowsAsArraysLimit (64)
+  const std::string odd = "tab\there \"quoted\" back\\slash\nnew line {a,b} NULL \u00e9";
+  std::vector<json> docs;
+  for (int i = 0; i < kFew + kMany; ++i) {
+    json doc = PartitionSchedule("s" + std::to_string(i), "d" + std::to_string(i),
+                                 {{"concurrency_group", {{"name", "g" + std::to_string(i)}, {"max", 5}}}});
+    doc["program"]["args"] = {{"text", odd}};
+    docs.push_back(doc);
+  }
+  Apply(docs);
+  auto store = NewStore(/*fast_path=*/true);
+  auto events = [&](int from, int n) {
+    std::vector<Event> out;
+    for (int i = from; i < from + n; ++i) {
+      Event e = PartitionEvent("e" + std::to_string(i), "d" + std::to_string(i), odd);
+      out.push_back(e);
+    }
+    return out;
+  };
+  auto few = store->ApplyBatch(Batch(events(0, kFew), 0));
+  ASSERT_TRUE(few.ok()) << few.status().ToString();
+  EXPECT_EQ(few->checker.launched, kFew);
+  auto many = store->ApplyBatch(Batch(events(kFew, kMany), kFew));
+  ASSERT_TRUE(many.ok()) << many.status().ToString();
+  EXPECT_EQ(many->checker.launched, kMany);
+  // Every job's rows, less what differs by job (ids, names, times), are one and the same.
+  const std::string shape =
+      "SELECT count(DISTINCT concat_ws('|', j.state, j.priority, j.trigger_state::text, "
+      "  j.triggered_by->0->'payload'->'partitions', jsonb_array_length(j.history), j.history->-1->>'what', j.last_decision, "
+      "  j.forced, j.discard_reason, j.finished_at = r.launched_at, j.ready_at = r.launched_at, "
+      "  j.first_event_at = j.opened_at, j.next_check_at IS NULL, j.concurrency_group = 'g' || substr(j.schedule_name, 10), "
+      "  r.state, r.attempt, r.max_attempts, r.heartbeat_timeout_ms, r.last_seen_at = r.launched_at, "
+      "  r.concurrency_group = j.concurrency_group, r.program = 'prog.' || substr(j.schedule_name, 9), "
+      "  r.history->0->>'status', r.request::jsonb->'program'->'args', r.request::jsonb->'triggered_by' = j.triggered_by, "
+      "  o.payload = r.request, o.key = r.program, o.topic, o.ready_at = j.ready_at)) "
+      "FROM jobs j JOIN runs r ON r.job_id = j.id JOIN outbox o ON o.job_id = j.id";
+  EXPECT_EQ(Count(shape), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN runs r ON r.job_id = j.id JOIN outbox o ON o.job_id = j.id "
+                  "WHERE j.state = 'launched' AND r.request::jsonb->'program'->'args'->>'text' = " +
+                  pqxx::connection(conn_).quote(odd) + " AND j.triggered_by->0->'payload'->'partitions'->>0 = " +
+                  pqxx::connection(conn_).quote(odd)),
+            kFew + kMany);
+  EXPECT_EQ(Count("SELECT sum(active_runs) FROM group_runtime"), kFew + kMany);
+  EXPECT_EQ(Count("SELECT sum(active_runs) FROM schedule_runtime"), kFew + kMany);
 }
 
 TEST_F(PgStoreTest, FastPathKeepsTheNewestHistoryEntriesOfAJobItWritesOnce) {
