@@ -161,7 +161,9 @@ const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
    "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, nextval('jobs_id_seq') "
    "FROM generate_series(1, $4)"},
   // Every position of the batch in one statement: a compare-and-set per partition (the stored
-  // offset must not be past the batch's first), the count of those that moved, and the clock.
+  // offset must not be past the batch's first), the count of those that moved, and the clock;
+  // and the de-duplication ids of its events ($6), recorded, those not seen before back as a
+  // JSON array. One round trip (a fenced batch is rolled back whole, its ids with it).
   {"offsets_cas",
    "WITH x AS (SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[]) "
    "AS x(topic, partition, first_offset, next_offset)), "
@@ -169,27 +171,35 @@ const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
    "SELECT $1, topic, partition, next_offset FROM x ON CONFLICT (group_id, topic, partition) DO UPDATE "
    "SET next_offset = EXCLUDED.next_offset, updated_at = now() "
    "WHERE o.next_offset <= (SELECT first_offset FROM x WHERE x.topic = EXCLUDED.topic "
-   "AND x.partition = EXCLUDED.partition) RETURNING 1) "
-   "SELECT " TRIGD_CLOCK ", (SELECT count(*) FROM moved)"},
-  {"seen_events", "INSERT INTO seen_events (id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING RETURNING id"},
+   "AND x.partition = EXCLUDED.partition) RETURNING 1), "
+   "seen AS (INSERT INTO seen_events (id) SELECT unnest($6::text[]) ON CONFLICT DO NOTHING RETURNING id) "
+   "SELECT " TRIGD_CLOCK ", (SELECT count(*) FROM moved), (SELECT coalesce(json_agg(id), '[]') FROM seen)::text"},
   {"schedule_versions", "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active'"},
   {"schedule_versions_share",
    "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE"},
-  {"open_jobs",
-   "SELECT id, schedule_id, schedule_version, trigger_state::text, triggered_by::text, " TRIGD_MS("opened_at")
-   " FROM jobs WHERE schedule_id = ANY($1::bigint[]) AND state = 'pending_trigger' ORDER BY id FOR UPDATE"},
+  // The active schedules of $1, share-locked (an update or delete waits for the batch), and
+  // their open jobs, locked, in one round trip: rows with schedule_id NULL are schedules (id,
+  // version), the others jobs. The jobs' lookup takes the schedules' ids as an array (an
+  // index scan on jobs_one_open, as for a parameter).
+  {"schedules_and_open_jobs",
+   "WITH s AS (SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE), "
+   "j AS (SELECT id, schedule_id, schedule_version, trigger_state::text AS trigger_state, "
+   "triggered_by::text AS triggered_by, " TRIGD_MS("opened_at") " AS opened_ms FROM jobs "
+   "WHERE schedule_id = ANY(ARRAY(SELECT id FROM s)) AND state = 'pending_trigger' ORDER BY id FOR UPDATE) "
+   "SELECT id, version, NULL::bigint, NULL::text, NULL::text, NULL::bigint FROM s UNION ALL "
+   "SELECT id, schedule_version, schedule_id, trigger_state, triggered_by, opened_ms FROM j"},
   {"lock_counters",
    "SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime "
    "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE"},
   {"checker_writes", CheckerWritesSql()},
+  // The relay's claim of messages to publish (ClaimOutbox; SKIP LOCKED: relays never take the
+  // same), with a launch request's age for the event-to-launch histogram.
+  {"outbox_claim",
+   "SELECT id, topic, coalesce(key, ''), payload, extract(epoch from now() - ready_at)::float8 FROM outbox "
+   "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"},
   };
   return *statements;
 }
-
-struct PgStore::Claim {
-  explicit Claim(pqxx::connection& c) : tx(c) {}
-  pqxx::work tx;
-};
 
 std::shared_ptr<const Schedule> ScheduleCache::Find(int64_t id, int version) const {
   auto it = entries_.find(id);
@@ -317,14 +327,13 @@ bool IsFinal(ProgramStatus s) {
 // Loads the named schedules (active only), parsing documents not in the cache, with a share
 // lock: an update, suspend or delete waits for this transaction and vice versa, so a batch
 // never applies events under a definition that was already replaced.
-std::map<int64_t, ScheduleView> LoadSchedules(pqxx::work& tx, ScheduleCache& cache,
-                                              const std::set<int64_t>& ids, bool share_lock) {
+// The schedules of `versions` (id, version: active, read in this transaction), from the cache
+// or, for those not in it at that version, from their documents.
+std::map<int64_t, ScheduleView> ResolveSchedules(pqxx::work& tx, ScheduleCache& cache,
+                                                 const std::vector<std::pair<int64_t, int>>& versions) {
   std::map<int64_t, ScheduleView> out;
-  if (ids.empty()) return out;
   std::vector<int64_t> misses;
-  for (const auto& r : tx.exec_prepared(share_lock ? "schedule_versions_share" : "schedule_versions", IntArray(ids))) {
-    int64_t id = r[0].as<int64_t>();
-    int version = r[1].as<int>();
+  for (const auto& [id, version] : versions) {
     if (auto s = cache.Find(id, version)) {
       out[id] = {id, version, s};
     } else {
@@ -340,6 +349,16 @@ std::map<int64_t, ScheduleView> LoadSchedules(pqxx::work& tx, ScheduleCache& cac
     }
   }
   return out;
+}
+
+std::map<int64_t, ScheduleView> LoadSchedules(pqxx::work& tx, ScheduleCache& cache,
+                                              const std::set<int64_t>& ids, bool share_lock) {
+  if (ids.empty()) return {};
+  std::vector<std::pair<int64_t, int>> versions;
+  for (const auto& r : tx.exec_prepared(share_lock ? "schedule_versions_share" : "schedule_versions", IntArray(ids))) {
+    versions.emplace_back(r[0].as<int64_t>(), r[1].as<int>());
+  }
+  return ResolveSchedules(tx, cache, versions);
 }
 
 // Messages for the relay, collected for one COPY: a job's launch request (with the job and the
@@ -511,79 +530,82 @@ Result<std::vector<std::optional<int64_t>>> PgStore::LoadOffsets(
   });
 }
 
+// A batch's events that can change something, and of those, the ids to look up (`ids`) or known
+// to be new (`fresh`, filled from the lookup's answer).
+struct PgStore::Relevant {
+  std::vector<bool> relevant;
+  SqlArray ids;
+  std::unordered_set<std::string> fresh;
+};
+
 Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
   return Guard([&]() -> Result<IngestResult> {
     RenewPlans();
     pqxx::work tx(*conn_->c);
     IngestResult result;
+    Relevant relevant = FindRelevant(batch, result);
     // Positions first: a compare-and-set on the stored offset fences a consumer that lost its
-    // partition in a rebalance but still holds a batch of it. The transaction's now() comes
-    // back with them (one round trip less on the path of every event).
-    std::optional<pqxx::row> clock;
-    if (!batch.positions.empty()) {
-      SqlArray topics, partitions, firsts, nexts;
-      for (const auto& p : batch.positions) {
-        topics.AddText(p.topic);
-        partitions.AddInt(p.partition);
-        firsts.AddInt(p.first_offset);
-        nexts.AddInt(p.next_offset);
-      }
-      clock = tx.exec_prepared1("offsets_cas", batch.group, topics.Take(), partitions.Take(), firsts.Take(), nexts.Take());
-      if ((*clock)[3].as<size_t>() != batch.positions.size()) {
-        tx.abort();
-        result.fenced = true;
-        return result;
-      }
-    } else {
-      clock = tx.exec1("SELECT " TRIGD_CLOCK);
+    // partition in a rebalance but still holds a batch of it. The transaction's now() and the
+    // events not seen before come back with them (round trips less on the path of every event).
+    SqlArray topics, partitions, firsts, nexts;
+    for (const auto& p : batch.positions) {
+      topics.AddText(p.topic);
+      partitions.AddInt(p.partition);
+      firsts.AddInt(p.first_offset);
+      nexts.AddInt(p.next_offset);
     }
-    ApplyEvents(TxContext(tx, *clock), batch, result);
+    const pqxx::row clock = tx.exec_prepared1("offsets_cas", batch.group, topics.Take(), partitions.Take(),
+                                              firsts.Take(), nexts.Take(), relevant.ids.Take());
+    if (clock[3].as<size_t>() != batch.positions.size()) {
+      tx.abort();
+      result.fenced = true;
+      return result;
+    }
+    for (const auto& id : json::parse(clock[4].c_str())) relevant.fresh.insert(id.get<std::string>());
+    ApplyEvents(TxContext(tx, clock), batch, relevant, result);
     tx.commit();
     return result;
   });
 }
 
+// De-duplication: only events that can change something (a schedule reached, a run report) are
+// recorded; a copy of trigd's own tick (ingestion skips these before they get here) was applied
+// by the tick transaction that published it.
+PgStore::Relevant PgStore::FindRelevant(const IngestBatch& batch, IngestResult& result) {
+  Relevant out;
+  result.outcome.assign(batch.events.size(), "no_match");
+  out.relevant.assign(batch.events.size(), false);
+  for (size_t i = 0; i < batch.events.size(); ++i) {
+    const Event& e = batch.events[i];
+    if (!batch.own_ticks && IsOwnTick(e.type, e.id, e.tick.schedule)) {
+      result.outcome[i] = "duplicate";
+      continue;
+    }
+    bool report = e.type == EventType::kProgram && !e.program.run_id.empty();
+    if (!batch.schedule_ids[i].empty() || report) {
+      out.relevant[i] = true;
+      // Own ticks are looked up nowhere: all are new (the tick's row locks make each unique).
+      if (batch.own_ticks) out.fresh.insert(e.id);
+      else out.ids.AddText(e.id);
+    }
+  }
+  return out;
+}
+
 // Everything an ingest batch does after its positions: shared by ApplyBatch and by the tick
 // (which applies its own ticks, see TickTimeTriggers).
-void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, IngestResult& result) {
+void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Relevant& relevant,
+                          IngestResult& result) {
   pqxx::work& tx = ctx.tx;
   const TimePoint now = ctx.now;
   {
-    // De-duplication: only events that can change something are recorded.
-    result.outcome.assign(batch.events.size(), "no_match");
-    SqlArray ids;
-    std::vector<bool> relevant(batch.events.size(), false);
-    for (size_t i = 0; i < batch.events.size(); ++i) {
-      const Event& e = batch.events[i];
-      // A copy of trigd's own tick (ingestion skips these before they get here): the tick
-      // transaction that published it applied it.
-      if (!batch.own_ticks && IsOwnTick(e.type, e.id, e.tick.schedule)) {
-        result.outcome[i] = "duplicate";
-        continue;
-      }
-      bool report = e.type == EventType::kProgram && !e.program.run_id.empty();
-      if (!batch.schedule_ids[i].empty() || report) {
-        relevant[i] = true;
-        if (!batch.own_ticks) ids.AddText(e.id);  // own ticks are looked up nowhere
-      }
-    }
-    std::unordered_set<std::string> fresh;
-    if (batch.own_ticks) {
-      for (size_t i = 0; i < batch.events.size(); ++i) {
-        if (relevant[i]) fresh.insert(batch.events[i].id);
-      }
-    } else if (!ids.empty()) {
-      fresh.reserve(ids.size());
-      for (const auto& r : tx.exec_prepared("seen_events", ids.Take())) {
-        fresh.emplace(r[0].c_str(), r[0].size());
-      }
-    }
+    std::unordered_set<std::string>& fresh = relevant.fresh;
     std::vector<AccumulateInput> inputs;
     std::vector<size_t> input_index;
     std::set<int64_t> reached;
     std::vector<RunReport> reports;
     for (size_t i = 0; i < batch.events.size(); ++i) {
-      if (!relevant[i]) continue;
+      if (!relevant.relevant[i]) continue;
       const Event& e = batch.events[i];
       // The first copy of an id in the batch wins; later copies are duplicates.
       if (!fresh.erase(e.id)) {
@@ -600,23 +622,28 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Ingest
         reached.insert(batch.schedule_ids[i].begin(), batch.schedule_ids[i].end());
       }
     }
-    std::map<int64_t, ScheduleView> schedules = LoadSchedules(tx, cache_, reached, true);
+    std::map<int64_t, ScheduleView> schedules;
     std::vector<OpenJob> open;
-    if (!schedules.empty()) {
-      std::vector<int64_t> sids;
-      for (const auto& [id, v] : schedules) sids.push_back(id);
-      for (const auto& r : tx.exec_prepared("open_jobs", IntArray(sids))) {
+    if (!reached.empty()) {
+      std::vector<std::pair<int64_t, int>> versions;
+      for (const auto& r : tx.exec_prepared("schedules_and_open_jobs", IntArray(reached))) {
+        if (r[2].is_null()) {
+          versions.emplace_back(r[0].as<int64_t>(), r[1].as<int>());
+          continue;
+        }
         OpenJob job;
         job.id = r[0].as<int64_t>();
-        job.schedule_id = r[1].as<int64_t>();
-        job.schedule_version = r[2].as<int>();
-        job.state = TriggerStateFromJson(json::parse(r[3].as<std::string>()));
-        for (const auto& t : json::parse(r[4].as<std::string>())) {
+        job.schedule_version = r[1].as<int>();
+        job.schedule_id = r[2].as<int64_t>();
+        job.state = TriggerStateFromJson(json::parse(r[3].c_str()));
+        for (const auto& t : json::parse(r[4].c_str())) {
           job.triggered_by.push_back({t.value("id", ""), t.value("type", ""), t.value("payload", json())});
         }
         job.opened_at = FromMillis(r[5].as<int64_t>());
         open.push_back(std::move(job));
       }
+      schedules = ResolveSchedules(tx, cache_, versions);
+      std::erase_if(open, [&](const OpenJob& job) { return !schedules.count(job.schedule_id); });
     }
     Accumulation acc = Accumulate(inputs, schedules, std::move(open), now);
     for (size_t k = 0; k < inputs.size(); ++k) {
@@ -1169,42 +1196,63 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
   }
 }
 
+// The relay's transaction is opened by the claim's query and closed by CompleteOutbox's, each
+// a simple query of several statements (one round trip each: BEGIN and COMMIT were a round trip
+// of their own with pqxx::work). The connection is the relay's alone.
 Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
-  return Guard([&]() -> Result<std::vector<OutboxRow>> {
-    claim_.reset();
-    claim_ = std::make_unique<Claim>(*conn_->c);
+  if (claim_open_) AbandonClaim();
+  auto result = Guard([&]() -> Result<std::vector<OutboxRow>> {
+    RenewPlans();
+    conn_->c->prepare_now("outbox_claim");  // for EXECUTE in a simple query
+    pqxx::nontransaction tx(*conn_->c);
+    claim_open_ = true;
     std::vector<OutboxRow> rows;
-    for (const auto& r : claim_->tx.exec_params(
-             "SELECT id, topic, coalesce(key, ''), payload FROM outbox ORDER BY id "
-             "LIMIT $1 FOR UPDATE SKIP LOCKED", static_cast<int64_t>(limit))) {
+    claim_ages_.clear();
+    for (const auto& r : tx.exec("BEGIN; EXECUTE outbox_claim(" + std::to_string(limit) + ")")) {
       rows.push_back({r[0].as<int64_t>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>()});
+      if (!r[4].is_null()) claim_ages_.emplace_back(rows.back().id, r[4].as<double>());  // a launch request
     }
-    if (rows.empty()) claim_.reset();
+    if (rows.empty()) {
+      tx.exec("ROLLBACK");
+      claim_open_ = false;
+    }
     return rows;
   });
+  if (!result.ok()) AbandonClaim();
+  return result;
 }
 
 Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& confirmed) {
-  if (!claim_) return std::vector<double>{};
-  auto r = Guard([&]() -> Result<std::vector<double>> {
-    std::vector<double> latencies;
-    if (!confirmed.empty()) {
-      // Committed without waiting for the WAL flush: if PostgreSQL crashes before the flush, the
-      // delete is lost and the relay publishes those requests again, with the same run ids,
-      // which a crash between publishing and deleting does anyway (SPEC §5). The relay's next
-      // claim no longer waits for an fsync of its own, and nor do the launches behind it.
-      // One round trip: a simple query with the ids inline (integers, IntArray).
-      for (const auto& row : claim_->tx.exec(
-               "SET LOCAL synchronous_commit = off; DELETE FROM outbox WHERE id = ANY('" + IntArray(confirmed) +
-               "'::bigint[]) RETURNING extract(epoch from now() - ready_at)::float8")) {
-        if (!row[0].is_null()) latencies.push_back(row[0].as<double>());  // NULL: not a launch request
-      }
+  if (!claim_open_) return std::vector<double>{};
+  auto result = Guard([&]() -> Result<std::vector<double>> {
+    pqxx::nontransaction tx(*conn_->c);
+    // Committed without waiting for the WAL flush: if PostgreSQL crashes before the flush, the
+    // delete is lost and the relay publishes those requests again, with the same run ids,
+    // which a crash between publishing and deleting does anyway (SPEC §5). The relay's next
+    // claim no longer waits for an fsync of its own, and nor do the launches behind it.
+    tx.exec(confirmed.empty() ? std::string("COMMIT")
+                              : "SET LOCAL synchronous_commit = off; DELETE FROM outbox WHERE id = ANY('" +
+                                    IntArray(confirmed) + "'::bigint[]); COMMIT");
+    claim_open_ = false;
+    // Event to launch: a launch request's age when claimed (now(), the claim transaction's start).
+    std::vector<double> ages;
+    for (int64_t id : confirmed) {
+      auto it = std::lower_bound(claim_ages_.begin(), claim_ages_.end(), std::pair<int64_t, double>{id, -1e300});
+      if (it != claim_ages_.end() && it->first == id) ages.push_back(it->second);
     }
-    claim_->tx.commit();
-    return latencies;
+    return ages;
   });
-  claim_.reset();
-  return r;
+  if (!result.ok()) AbandonClaim();
+  return result;
+}
+
+void PgStore::AbandonClaim() {
+  claim_open_ = false;
+  try {
+    pqxx::nontransaction(*conn_->c).exec("ROLLBACK");
+  } catch (const std::exception&) {
+    // The connection is gone or going: its transaction with it.
+  }
 }
 
 Result<SweepResult> PgStore::SweepRuns() {
@@ -1353,7 +1401,8 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
     // tick's id, IsOwnTick) and counts it as a duplicate. The row locks taken above make each
     // fire time's tick unique, so no de-duplication id is recorded for it.
     ticks.own_ticks = true;
-    ApplyEvents(ctx, ticks, out.applied);
+    Relevant relevant = FindRelevant(ticks, out.applied);
+    ApplyEvents(ctx, ticks, relevant, out.applied);
     outbox.InsertInto(tx);
     tx.commit();
     return out;

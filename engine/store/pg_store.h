@@ -171,7 +171,7 @@ class PgStore {
   // Relay: unsent outbox rows, locked (SKIP LOCKED) until CompleteOutbox.
   Result<std::vector<OutboxRow>> ClaimOutbox(size_t limit);
   // Deletes the confirmed rows and ends the claim. Returns, per launch request among them,
-  // seconds from its job's trigger completing to now (for the latency histogram). The jobs
+  // seconds from its job's trigger completing to the claim (for the latency histogram). The jobs
   // were marked launched when decided: the outbox row is what guaranteed the publication.
   Result<std::vector<double>> CompleteOutbox(const std::vector<int64_t>& confirmed);
 
@@ -198,7 +198,6 @@ class PgStore {
 
  private:
   struct Conn;
-  struct Claim;
   struct TxContext;  // the open transaction and what the steps below share
   // A job this ingest transaction completed and has not written yet: the fast path decides it
   // first and writes it once, in its decided state (no insert as pending, then an update).
@@ -220,11 +219,16 @@ class PgStore {
     // Checked with the stored due jobs, in the same priority order; written by the check.
     const std::vector<FreshJob>* fresh = nullptr;
   };
-  void ApplyEvents(const TxContext& ctx, const IngestBatch& batch, IngestResult& result);
+  struct Relevant;
+  static Relevant FindRelevant(const IngestBatch& batch, IngestResult& result);
+  void ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Relevant& relevant, IngestResult& result);
   CheckerResult CheckJobs(const TxContext& ctx, size_t limit, const CheckFilter* filter, bool& claim_backlog);
   PgStore(std::unique_ptr<Conn> c, std::string topic_prefix);
   std::unique_ptr<Conn> conn_;
-  std::unique_ptr<Claim> claim_;
+  // The relay's claim: its transaction is open, and its launch requests' ages by id (id order).
+  bool claim_open_ = false;
+  std::vector<std::pair<int64_t, double>> claim_ages_;
+  void AbandonClaim();
   std::string topic_prefix_;
   ScheduleCache cache_;
   // The last claim of due jobs was full: a backlog (e.g. a storm of schedules due at once).
