@@ -26,6 +26,7 @@ using pg_internal::FromMillis;
 using pg_internal::Guard;
 using pg_internal::CopyRows;
 using pg_internal::SqlArray;
+using pg_internal::OpenTransaction;
 using pg_internal::TableRows;
 using pg_internal::ToMillis;
 using pg_internal::ValidText;
@@ -40,10 +41,10 @@ struct PgStore::Conn {
 // carries the very same instant).
 #define TRIGD_CLOCK TRIGD_MS("now()") ", now()::text, to_json(now())::text"
 struct PgStore::TxContext {
-  TxContext(pqxx::work& tx, const pqxx::row& clock)
+  TxContext(pqxx::transaction_base& tx, const pqxx::row& clock)
       : tx(tx), now(FromMillis(clock[0].as<int64_t>())), now_text(clock[1].as<std::string>()),
         now_json(clock[2].as<std::string>()) {}
-  pqxx::work& tx;
+  pqxx::transaction_base& tx;
   TimePoint now;
   std::string now_text, now_json;
 };
@@ -263,7 +264,7 @@ void TriggeredByJson(const std::vector<TriggeringEvent>& events, std::string& ou
 // and copies and escapes each field into strings of its own (a third of trigd's CPU on the
 // ingest path); tablewriter::write_raw_line passes a buffer through, and COPY takes any number
 // of lines per piece of data. Errors (a unique violation) surface here, as of an INSERT.
-void CopyIn(pqxx::work& tx, const std::string& table, const std::vector<std::string>& columns, const CopyRows& rows) {
+void CopyIn(pqxx::transaction_base& tx, const std::string& table, const std::vector<std::string>& columns, const CopyRows& rows) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   pqxx::tablewriter copy(tx, table, columns.begin(), columns.end());
@@ -279,7 +280,7 @@ void CopyIn(pqxx::work& tx, const std::string& table, const std::vector<std::str
 // all). No other statement may run in the transaction between the first row and Finish.
 class CopyStream {
  public:
-  CopyStream(pqxx::work& tx, std::string table, std::vector<std::string> columns)
+  CopyStream(pqxx::transaction_base& tx, std::string table, std::vector<std::string> columns)
       : tx_(tx), table_(std::move(table)), columns_(std::move(columns)) {}
   // The row to fill (CopyRows' Add*), then EndRow.
   CopyRows& Row() {
@@ -310,7 +311,7 @@ class CopyStream {
     copy_->write_raw_line(rows_.text());
     rows_.ClearText();
   }
-  pqxx::work& tx_;
+  pqxx::transaction_base& tx_;
   std::string table_;
   std::vector<std::string> columns_;
   CopyRows rows_;
@@ -329,7 +330,7 @@ bool IsFinal(ProgramStatus s) {
 // never applies events under a definition that was already replaced.
 // The schedules of `versions` (id, version: active, read in this transaction), from the cache
 // or, for those not in it at that version, from their documents.
-std::map<int64_t, ScheduleView> ResolveSchedules(pqxx::work& tx, ScheduleCache& cache,
+std::map<int64_t, ScheduleView> ResolveSchedules(pqxx::transaction_base& tx, ScheduleCache& cache,
                                                  const std::vector<std::pair<int64_t, int>>& versions) {
   std::map<int64_t, ScheduleView> out;
   std::vector<int64_t> misses;
@@ -351,7 +352,7 @@ std::map<int64_t, ScheduleView> ResolveSchedules(pqxx::work& tx, ScheduleCache& 
   return out;
 }
 
-std::map<int64_t, ScheduleView> LoadSchedules(pqxx::work& tx, ScheduleCache& cache,
+std::map<int64_t, ScheduleView> LoadSchedules(pqxx::transaction_base& tx, ScheduleCache& cache,
                                               const std::set<int64_t>& ids, bool share_lock) {
   if (ids.empty()) return {};
   std::vector<std::pair<int64_t, int>> versions;
@@ -384,7 +385,7 @@ class OutboxRows {
     rows_.EndRow();
   }
   // The COPY, for rows not built as arrays.
-  void InsertInto(pqxx::work& tx) const {
+  void InsertInto(pqxx::transaction_base& tx) const {
     if (!rows_.as_arrays() && rows_.rows() > 0) CopyIn(tx, kOutbox.name, kOutbox.Names(), rows_.copy());
   }
   TableRows& rows() { return rows_; }
@@ -406,7 +407,7 @@ struct EndedRun {
   int64_t schedule_id = 0;
   std::optional<std::string> group;
 };
-void ReleaseRuns(pqxx::work& tx, const std::vector<EndedRun>& ended) {
+void ReleaseRuns(pqxx::transaction_base& tx, const std::vector<EndedRun>& ended) {
   if (ended.empty()) return;
   std::map<int64_t, int> per_schedule;
   std::map<std::string, int> per_group;
@@ -541,12 +542,13 @@ struct PgStore::Relevant {
 Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
   return Guard([&]() -> Result<IngestResult> {
     RenewPlans();
-    pqxx::work tx(*conn_->c);
+    OpenTransaction tx(*conn_->c);
     IngestResult result;
     Relevant relevant = FindRelevant(batch, result);
     // Positions first: a compare-and-set on the stored offset fences a consumer that lost its
     // partition in a rebalance but still holds a batch of it. The transaction's now() and the
-    // events not seen before come back with them (round trips less on the path of every event).
+    // events not seen before come back with them, BEGIN goes with them (round trips less on
+    // the path of every event).
     SqlArray topics, partitions, firsts, nexts;
     for (const auto& p : batch.positions) {
       topics.AddText(p.topic);
@@ -554,16 +556,16 @@ Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
       firsts.AddInt(p.first_offset);
       nexts.AddInt(p.next_offset);
     }
-    const pqxx::row clock = tx.exec_prepared1("offsets_cas", batch.group, topics.Take(), partitions.Take(),
-                                              firsts.Take(), nexts.Take(), relevant.ids.Take());
+    const pqxx::row clock = tx.Begin("offsets_cas", {batch.group, topics.Take(), partitions.Take(), firsts.Take(),
+                                                     nexts.Take(), relevant.ids.Take()}).at(0);
     if (clock[3].as<size_t>() != batch.positions.size()) {
-      tx.abort();
+      tx.Rollback();
       result.fenced = true;
       return result;
     }
     for (const auto& id : json::parse(clock[4].c_str())) relevant.fresh.insert(id.get<std::string>());
-    ApplyEvents(TxContext(tx, clock), batch, relevant, result);
-    tx.commit();
+    ApplyEvents(TxContext(tx.tx(), clock), batch, relevant, result);
+    tx.Commit();
     return result;
   });
 }
@@ -596,7 +598,7 @@ PgStore::Relevant PgStore::FindRelevant(const IngestBatch& batch, IngestResult& 
 // (which applies its own ticks, see TickTimeTriggers).
 void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Relevant& relevant,
                           IngestResult& result) {
-  pqxx::work& tx = ctx.tx;
+  pqxx::transaction_base& tx = ctx.tx;
   const TimePoint now = ctx.now;
   {
     std::unordered_set<std::string>& fresh = relevant.fresh;
@@ -817,7 +819,7 @@ Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
 // The checker step in the caller's transaction: due jobs (all, or only those of `filter`'s
 // schedules and groups) claimed, decided and written.
 CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const CheckFilter* filter, bool& claim_backlog) {
-  pqxx::work& tx = ctx.tx;
+  pqxx::transaction_base& tx = ctx.tx;
   const TimePoint now = ctx.now;
   {
     CheckerResult result;
@@ -1200,40 +1202,33 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
 // a simple query of several statements (one round trip each: BEGIN and COMMIT were a round trip
 // of their own with pqxx::work). The connection is the relay's alone.
 Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
-  if (claim_open_) AbandonClaim();
+  claim_.reset();  // a claim never completed is rolled back
   auto result = Guard([&]() -> Result<std::vector<OutboxRow>> {
     RenewPlans();
-    conn_->c->prepare_now("outbox_claim");  // for EXECUTE in a simple query
-    pqxx::nontransaction tx(*conn_->c);
-    claim_open_ = true;
+    claim_ = std::make_unique<OpenTransaction>(*conn_->c);
     std::vector<OutboxRow> rows;
     claim_ages_.clear();
-    for (const auto& r : tx.exec("BEGIN; EXECUTE outbox_claim(" + std::to_string(limit) + ")")) {
+    for (const auto& r : claim_->Begin("outbox_claim", {std::to_string(limit)})) {
       rows.push_back({r[0].as<int64_t>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>()});
       if (!r[4].is_null()) claim_ages_.emplace_back(rows.back().id, r[4].as<double>());  // a launch request
     }
-    if (rows.empty()) {
-      tx.exec("ROLLBACK");
-      claim_open_ = false;
-    }
+    if (rows.empty()) claim_.reset();
     return rows;
   });
-  if (!result.ok()) AbandonClaim();
+  if (!result.ok()) claim_.reset();
   return result;
 }
 
 Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& confirmed) {
-  if (!claim_open_) return std::vector<double>{};
+  if (!claim_) return std::vector<double>{};
   auto result = Guard([&]() -> Result<std::vector<double>> {
-    pqxx::nontransaction tx(*conn_->c);
     // Committed without waiting for the WAL flush: if PostgreSQL crashes before the flush, the
     // delete is lost and the relay publishes those requests again, with the same run ids,
     // which a crash between publishing and deleting does anyway (SPEC §5). The relay's next
     // claim no longer waits for an fsync of its own, and nor do the launches behind it.
-    tx.exec(confirmed.empty() ? std::string("COMMIT")
-                              : "SET LOCAL synchronous_commit = off; DELETE FROM outbox WHERE id = ANY('" +
-                                    IntArray(confirmed) + "'::bigint[]); COMMIT");
-    claim_open_ = false;
+    claim_->Commit(confirmed.empty() ? std::string()
+                                     : "SET LOCAL synchronous_commit = off; DELETE FROM outbox WHERE id = ANY('" +
+                                           IntArray(confirmed) + "'::bigint[])");
     // Event to launch: a launch request's age when claimed (now(), the claim transaction's start).
     std::vector<double> ages;
     for (int64_t id : confirmed) {
@@ -1242,17 +1237,8 @@ Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& 
     }
     return ages;
   });
-  if (!result.ok()) AbandonClaim();
+  claim_.reset();
   return result;
-}
-
-void PgStore::AbandonClaim() {
-  claim_open_ = false;
-  try {
-    pqxx::nontransaction(*conn_->c).exec("ROLLBACK");
-  } catch (const std::exception&) {
-    // The connection is gone or going: its transaction with it.
-  }
 }
 
 Result<SweepResult> PgStore::SweepRuns() {

@@ -24,6 +24,10 @@
 
 namespace trigd {
 
+namespace pg_internal {
+class OpenTransaction;
+}
+
 // Parsed schedules by (id, version), so a batch parses a document once per version.
 // Bounded: cleared when it grows past its capacity. Not thread-safe (one per PgStore).
 class ScheduleCache {
@@ -225,10 +229,9 @@ class PgStore {
   CheckerResult CheckJobs(const TxContext& ctx, size_t limit, const CheckFilter* filter, bool& claim_backlog);
   PgStore(std::unique_ptr<Conn> c, std::string topic_prefix);
   std::unique_ptr<Conn> conn_;
-  // The relay's claim: its transaction is open, and its launch requests' ages by id (id order).
-  bool claim_open_ = false;
+  // The relay's claim: its open transaction, and its launch requests' ages by id (id order).
+  std::unique_ptr<pg_internal::OpenTransaction> claim_;
   std::vector<std::pair<int64_t, double>> claim_ages_;
-  void AbandonClaim();
   std::string topic_prefix_;
   ScheduleCache cache_;
   // The last claim of due jobs was full: a backlog (e.g. a storm of schedules due at once).
