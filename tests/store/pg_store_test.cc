@@ -545,6 +545,35 @@ TEST_F(PgStoreTest, UpstreamFailureDiscardsTheOpenJobAndPublishesKilled) {
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE key='down.p'"), 2);
 }
 
+// A schedule change and the engine's transactions exclude each other (the batch share-locks the
+// schedules it reads): a batch that starts while a change is in flight waits for it and then
+// sees it. Without the lock the batch reads the schedule as it was (the change not committed
+// yet) and opens a job for a suspended schedule.
+TEST_F(PgStoreTest, ABatchWaitsForAScheduleChangeInFlightAndSeesIt) {
+  Apply({PartitionSchedule("s", "d")});
+  auto store = NewStore(/*fast_path=*/true);
+  IngestBatch batch = Batch({PartitionEvent("e1", "d")}, 0);
+  pqxx::connection change_conn(conn_);
+  pqxx::work change(change_conn);
+  change.exec("LOCK TABLE schedule_changes IN EXCLUSIVE MODE");  // as every change (admin.cc) does first
+  change.exec("UPDATE schedules SET state = 'suspended' WHERE name = 'default/s'");
+  std::optional<Result<IngestResult>> r;
+  std::atomic<bool> done{false};
+  std::thread batch_thread([&] {
+    r = store->ApplyBatch(batch);
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(done) << "the batch did not wait for the change in flight";
+  change.commit();
+  batch_thread.join();
+  ASSERT_TRUE(r->ok()) << r->status().ToString();
+  EXPECT_EQ((*r)->jobs_opened, 0);
+  EXPECT_EQ((*r)->outcome, std::vector<std::string>{"no_match"});
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 1"), 1);
+}
+
 TEST_F(PgStoreTest, FastPathLaunchesAReadyJobInTheIngestTransaction) {
   Apply({PartitionSchedule("s", "d")});
   auto store = NewStore(/*fast_path=*/true);
