@@ -36,18 +36,23 @@ class OpenTransaction {
   OpenTransaction(const OpenTransaction&) = delete;
   OpenTransaction& operator=(const OpenTransaction&) = delete;
 
-  // BEGIN and the prepared statement `name` with `args` (each quoted here) in one round trip.
+  // BEGIN and the prepared statement `name` with `args` in one round trip.
   pqxx::result Begin(const std::string& name, const std::vector<std::string>& args) {
-    tx_.conn().prepare_now(name);  // EXECUTE needs it on the server (libpqxx prepares lazily)
-    std::string sql = "BEGIN; EXECUTE " + name + "(";
-    for (size_t i = 0; i < args.size(); ++i) sql += (i ? ", " : "") + tx_.quote(args[i]);
+    std::string sql = "BEGIN; " + Execute(name, args);
     open_ = true;
-    return tx_.exec(sql + ")");
+    return tx_.exec(sql);
   }
-  // `last` (statements whose results nobody reads), then COMMIT, in one round trip.
+  // `last` (statements whose results nobody reads, e.g. Execute's), then COMMIT, in one round trip.
   void Commit(const std::string& last = "") {
     tx_.exec(last.empty() ? "COMMIT" : last + "; COMMIT");
     open_ = false;
+  }
+  // "EXECUTE name(args)", each argument quoted, for a simple query.
+  std::string Execute(const std::string& name, const std::vector<std::string>& args) {
+    tx_.conn().prepare_now(name);  // EXECUTE needs it on the server (libpqxx prepares lazily)
+    std::string sql = "EXECUTE " + name + "(";
+    for (size_t i = 0; i < args.size(); ++i) sql += (i ? ", " : "") + tx_.quote(args[i]);
+    return sql + ")";
   }
   void Rollback() {
     open_ = false;
