@@ -162,10 +162,18 @@ const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
   {"claim_for", TRIGD_CLAIM_FOR},
   // The same, and ids for $4 fresh jobs from the jobs sequence in the same round trip (their
   // runs and launch requests refer to them): rows with the last column set are those ids.
+  // And the run counters of the claimed jobs' schedules and of $2, locked in schedule order
+  // (lock_counters): rows with the last three columns set.
   {"claim_for_fresh",
-   "WITH due AS (" TRIGD_CLAIM_FOR ") SELECT *, NULL::bigint FROM due UNION ALL "
-   "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, nextval('jobs_id_seq') "
-   "FROM generate_series(1, $4)"},
+   "WITH due AS (" TRIGD_CLAIM_FOR "), "
+   "counters AS (SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " AS last_ms FROM schedule_runtime "
+   "WHERE schedule_id = ANY(ARRAY(SELECT schedule_id FROM due UNION SELECT unnest($2::bigint[]))) "
+   "ORDER BY schedule_id FOR UPDATE) "
+   "SELECT *, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint FROM due UNION ALL "
+   "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, nextval('jobs_id_seq'), NULL, NULL, NULL "
+   "FROM generate_series(1, $4) UNION ALL "
+   "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, schedule_id, active_runs, last_ms "
+   "FROM counters"},
   // Every position of the batch in one statement: a compare-and-set per partition (the stored
   // offset must not be past the batch's first), the count of those that moved, and the clock;
   // and the de-duplication ids of its events ($6), recorded, those not seen before back as a
@@ -877,7 +885,15 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       claimed = tx.exec_params(TRIGD_CLAIM_COLUMNS + shard + TRIGD_CLAIM_ORDER, static_cast<int64_t>(limit));
     }
     std::vector<int64_t> fresh_ids;
+    struct Counters { int64_t active = 0; std::optional<TimePoint> last_launch; };
+    std::map<int64_t, Counters> sched_rt;
+    const bool counters_locked = fresh_count > 0;  // claim_for_fresh locked them
     for (const auto& r : claimed) {
+      if (r.size() > 12 && !r[12].is_null()) {
+        sched_rt[r[12].as<int64_t>()] = {
+            r[13].as<int64_t>(), r[14].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[14].as<int64_t>()))};
+        continue;
+      }
       if (r.size() > 11 && !r[11].is_null()) {
         fresh_ids.push_back(r[11].as<int64_t>());
         continue;
@@ -933,26 +949,24 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     for (const auto& [id, v] : schedules) {
       if (v.schedule->constraints.concurrency_group) groups.insert(v.schedule->constraints.concurrency_group->name);
     }
-    struct Counters { int64_t active = 0; std::optional<TimePoint> last_launch; };
-    std::map<int64_t, Counters> sched_rt;
     std::map<std::string, int64_t> group_rt;
     if (!schedules.empty()) {
       std::vector<int64_t> ids;
       for (const auto& [id, v] : schedules) ids.push_back(id);
-      // A schedule's counter row is created by its first check: the rows are locked first and
-      // only missing ones are created (then locked), one round trip in the usual case.
+      // A schedule's counter row is created by its first check: the rows are locked first (by
+      // the claim itself on the fast path) and only missing ones are created (then locked).
       auto lock = [&](const std::string& id_array) {
         for (const auto& r : tx.exec_prepared("lock_counters", id_array)) {
           sched_rt[r[0].as<int64_t>()] = {r[1].as<int64_t>(),
                                           r[2].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[2].as<int64_t>()))};
         }
       };
-      lock(IntArray(ids));
-      if (sched_rt.size() < ids.size()) {
-        std::vector<int64_t> missing;
-        for (int64_t id : ids) {
-          if (!sched_rt.count(id)) missing.push_back(id);
-        }
+      if (!counters_locked) lock(IntArray(ids));
+      std::vector<int64_t> missing;
+      for (int64_t id : ids) {
+        if (!sched_rt.count(id)) missing.push_back(id);
+      }
+      if (!missing.empty()) {
         const std::string id_array = IntArray(missing);
         tx.exec_params("INSERT INTO schedule_runtime (schedule_id) SELECT unnest($1::bigint[]) ON CONFLICT DO NOTHING",
                        id_array);
