@@ -274,10 +274,11 @@ int main(int argc, char** argv) {
   j["rate"] = rate;
   j["seconds"] = seconds;
   j["load_average"] = bench::Round(bench::LoadAverage(), 1);
-  j["bottleneck"] = "an event waits for one ingest transaction (job, run and launch request: about ten round trips "
-                    "and an fsync), then for the relay's claim and produce; at 1,000 events/s each transaction and "
-                    "relay cycle competes for two cores with PostgreSQL, Kafka and the benchmark, and a late one "
-                    "delays every event behind it";
+  j["bottleneck"] = "an event waits for one ingest transaction (four round trips and an fsync: positions and "
+                    "de-duplication ids, schedules and open jobs, the claim with its counters, the writes with the "
+                    "COMMIT), then for the relay's claim and Kafka's acknowledgement of its produce; at 1,000 "
+                    "events/s PostgreSQL, Kafka, trigd and this benchmark use most of the two cores, every round "
+                    "trip waits for a core, and a stalled fsync delays every event behind it (the p99)";
   bench::PrintJson(j);
   return 0;
 }
