@@ -159,58 +159,58 @@ std::string CheckerWritesSql() {
 // the tables grow.
 const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
   static const auto* statements = new std::vector<std::pair<std::string, std::string>>{
-  {"claim_for", TRIGD_CLAIM_FOR},
-  // The same, and ids for $4 fresh jobs from the jobs sequence in the same round trip (their
-  // runs and launch requests refer to them): rows with the last column set are those ids.
-  // And the run counters of the claimed jobs' schedules and of $2, locked in schedule order
-  // (lock_counters): rows with the last three columns set.
-  {"claim_for_fresh",
-   "WITH due AS (" TRIGD_CLAIM_FOR "), "
-   "counters AS (SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " AS last_ms FROM schedule_runtime "
-   "WHERE schedule_id = ANY(ARRAY(SELECT schedule_id FROM due UNION SELECT unnest($2::bigint[]))) "
-   "ORDER BY schedule_id FOR UPDATE) "
-   "SELECT *, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint FROM due UNION ALL "
-   "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, nextval('jobs_id_seq'), NULL, NULL, NULL "
-   "FROM generate_series(1, $4) UNION ALL "
-   "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, schedule_id, active_runs, last_ms "
-   "FROM counters"},
-  // Every position of the batch in one statement: a compare-and-set per partition (the stored
-  // offset must not be past the batch's first), the count of those that moved, and the clock;
-  // and the de-duplication ids of its events ($6), recorded, those not seen before back as a
-  // JSON array. One round trip (a fenced batch is rolled back whole, its ids with it).
-  {"offsets_cas",
-   "WITH x AS (SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[]) "
-   "AS x(topic, partition, first_offset, next_offset)), "
-   "moved AS (INSERT INTO consumer_offsets AS o (group_id, topic, partition, next_offset) "
-   "SELECT $1, topic, partition, next_offset FROM x ON CONFLICT (group_id, topic, partition) DO UPDATE "
-   "SET next_offset = EXCLUDED.next_offset, updated_at = now() "
-   "WHERE o.next_offset <= (SELECT first_offset FROM x WHERE x.topic = EXCLUDED.topic "
-   "AND x.partition = EXCLUDED.partition) RETURNING 1), "
-   "seen AS (INSERT INTO seen_events (id) SELECT unnest($6::text[]) ON CONFLICT DO NOTHING RETURNING id) "
-   "SELECT " TRIGD_CLOCK ", (SELECT count(*) FROM moved), (SELECT coalesce(json_agg(id), '[]') FROM seen)::text"},
-  {"schedule_versions", "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active'"},
-  {"schedule_versions_share",
-   "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE"},
-  // The active schedules of $1, share-locked (an update or delete waits for the batch), and
-  // their open jobs, locked, in one round trip: rows with schedule_id NULL are schedules (id,
-  // version), the others jobs. The jobs' lookup takes the schedules' ids as an array (an
-  // index scan on jobs_one_open, as for a parameter).
-  {"schedules_and_open_jobs",
-   "WITH s AS (SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE), "
-   "j AS (SELECT id, schedule_id, schedule_version, trigger_state::text AS trigger_state, "
-   "triggered_by::text AS triggered_by, " TRIGD_MS("opened_at") " AS opened_ms FROM jobs "
-   "WHERE schedule_id = ANY(ARRAY(SELECT id FROM s)) AND state = 'pending_trigger' ORDER BY id FOR UPDATE) "
-   "SELECT id, version, NULL::bigint, NULL::text, NULL::text, NULL::bigint FROM s UNION ALL "
-   "SELECT id, schedule_version, schedule_id, trigger_state, triggered_by, opened_ms FROM j"},
-  {"lock_counters",
-   "SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime "
-   "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE"},
-  {"checker_writes", CheckerWritesSql()},
-  // The relay's claim of messages to publish (ClaimOutbox; SKIP LOCKED: relays never take the
-  // same), with a launch request's age for the event-to-launch histogram.
-  {"outbox_claim",
-   "SELECT id, topic, coalesce(key, ''), payload, extract(epoch from now() - ready_at)::float8 FROM outbox "
-   "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"},
+    {"claim_for", TRIGD_CLAIM_FOR},
+    // The same, and ids for $4 fresh jobs from the jobs sequence in the same round trip (their
+    // runs and launch requests refer to them): rows with the 12th column set are those ids. And
+    // the run counters of the claimed jobs' schedules and of $2, locked in schedule order (as
+    // lock_counters): rows with the last three columns set.
+    {"claim_for_fresh",
+     "WITH due AS (" TRIGD_CLAIM_FOR "), "
+     "counters AS (SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " AS last_ms FROM schedule_runtime "
+     "WHERE schedule_id = ANY(ARRAY(SELECT schedule_id FROM due UNION SELECT unnest($2::bigint[]))) "
+     "ORDER BY schedule_id FOR UPDATE) "
+     "SELECT *, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint FROM due UNION ALL "
+     "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, nextval('jobs_id_seq'), NULL, NULL, NULL "
+     "FROM generate_series(1, $4) UNION ALL "
+     "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, schedule_id, active_runs, last_ms "
+     "FROM counters"},
+    // Every position of the batch in one statement: a compare-and-set per partition (the stored
+    // offset must not be past the batch's first), the count of those that moved, and the clock;
+    // and the de-duplication ids of its events ($6), recorded, those not seen before back as a
+    // JSON array. One round trip (a fenced batch is rolled back whole, its ids with it).
+    {"offsets_cas",
+     "WITH x AS (SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[]) "
+     "AS x(topic, partition, first_offset, next_offset)), "
+     "moved AS (INSERT INTO consumer_offsets AS o (group_id, topic, partition, next_offset) "
+     "SELECT $1, topic, partition, next_offset FROM x ON CONFLICT (group_id, topic, partition) DO UPDATE "
+     "SET next_offset = EXCLUDED.next_offset, updated_at = now() "
+     "WHERE o.next_offset <= (SELECT first_offset FROM x WHERE x.topic = EXCLUDED.topic "
+     "AND x.partition = EXCLUDED.partition) RETURNING 1), "
+     "seen AS (INSERT INTO seen_events (id) SELECT unnest($6::text[]) ON CONFLICT DO NOTHING RETURNING id) "
+     "SELECT " TRIGD_CLOCK ", (SELECT count(*) FROM moved), (SELECT coalesce(json_agg(id), '[]') FROM seen)::text"},
+    {"schedule_versions", "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active'"},
+    {"schedule_versions_share",
+     "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE"},
+    // The active schedules of $1, share-locked (an update or delete waits for the batch), and
+    // their open jobs, locked, in one round trip: rows with schedule_id NULL are schedules (id,
+    // version), the others jobs. The jobs' lookup takes the schedules' ids as an array (an
+    // index scan on jobs_one_open, as for a parameter).
+    {"schedules_and_open_jobs",
+     "WITH s AS (SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE), "
+     "j AS (SELECT id, schedule_id, schedule_version, trigger_state::text AS trigger_state, "
+     "triggered_by::text AS triggered_by, " TRIGD_MS("opened_at") " AS opened_ms FROM jobs "
+     "WHERE schedule_id = ANY(ARRAY(SELECT id FROM s)) AND state = 'pending_trigger' ORDER BY id FOR UPDATE) "
+     "SELECT id, version, NULL::bigint, NULL::text, NULL::text, NULL::bigint FROM s UNION ALL "
+     "SELECT id, schedule_version, schedule_id, trigger_state, triggered_by, opened_ms FROM j"},
+    {"lock_counters",
+     "SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime "
+     "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE"},
+    {"checker_writes", CheckerWritesSql()},
+    // The relay's claim of messages to publish (ClaimOutbox; SKIP LOCKED: relays never take the
+    // same), with a launch request's age for the event-to-launch histogram.
+    {"outbox_claim",
+     "SELECT id, topic, coalesce(key, ''), payload, extract(epoch from now() - ready_at)::float8 FROM outbox "
+     "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"},
   };
   return *statements;
 }

@@ -10,14 +10,12 @@
 #include <pqxx/pqxx>
 
 #include "store/migrator.h"
+#include "store/test_pg.h"
 
 namespace trigd {
 namespace {
 
-std::string Pg() {
-  const char* pg = std::getenv("TRIGD_PG");
-  return pg ? pg : "host=127.0.0.1 port=55432 user=trigd dbname=trigd";
-}
+using test::Pg;
 
 class HistoryFunctionTest : public ::testing::Test {
  protected:

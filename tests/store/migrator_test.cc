@@ -1,4 +1,5 @@
 #include "store/migrator.h"
+#include "store/test_pg.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -12,10 +13,7 @@ namespace trigd {
 namespace {
 
 // Needs the real PostgreSQL that tools/test starts; fails (never skips) when unreachable.
-std::string Pg() {
-  const char* pg = std::getenv("TRIGD_PG");
-  return pg ? pg : "host=127.0.0.1 port=55432 user=trigd dbname=trigd";
-}
+using test::Pg;
 
 // A fresh database per test, so tests do not see each other's tables.
 class MigratorTest : public ::testing::Test {

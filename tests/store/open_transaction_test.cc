@@ -7,14 +7,12 @@
 #include <pqxx/pqxx>
 
 #include "store/pg_internal.h"
+#include "store/test_pg.h"
 
 namespace trigd::pg_internal {
 namespace {
 
-std::string Pg() {
-  const char* pg = std::getenv("TRIGD_PG");
-  return pg ? pg : "host=127.0.0.1 port=55432 user=trigd dbname=trigd";
-}
+using test::Pg;
 
 class OpenTransactionTest : public ::testing::Test {
  protected:

@@ -17,16 +17,14 @@
 #include "app/why.h"
 #include "store/admin.h"
 #include "store/migrator.h"
+#include "store/test_pg.h"
 
 namespace trigd {
 namespace {
 
 using nlohmann::json;
 
-std::string Pg() {
-  const char* pg = std::getenv("TRIGD_PG");
-  return pg ? pg : "host=127.0.0.1 port=55432 user=trigd dbname=trigd";
-}
+using test::Pg;
 
 Schedule Parse(const json& doc) {
   ParsedSchedule p = ParseSchedule(doc);

@@ -1,6 +1,7 @@
 // Array literals and COPY rows (store/sql_array.h) read back by a real PostgreSQL exactly as
 // written, whatever the text holds.
 #include "store/sql_array.h"
+#include "store/test_pg.h"
 
 #include <cstdlib>
 #include <string>
@@ -13,10 +14,7 @@
 namespace trigd::pg_internal {
 namespace {
 
-std::string Pg() {
-  const char* pg = std::getenv("TRIGD_PG");
-  return pg ? pg : "host=127.0.0.1 port=55432 user=trigd dbname=trigd";
-}
+using test::Pg;
 
 const std::vector<std::string> kAwkward = {
     "", "plain", "quo\"te", "back\\slash", "\\", "\"", "tab\there", "new\nline", "cr\rx", "{brace},comma",
