@@ -188,7 +188,6 @@ const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
      "AND x.partition = EXCLUDED.partition) RETURNING 1), "
      "seen AS (INSERT INTO seen_events (id) SELECT unnest($6::text[]) ON CONFLICT DO NOTHING RETURNING id) "
      "SELECT " TRIGD_CLOCK ", (SELECT count(*) FROM moved), (SELECT coalesce(json_agg(id), '[]') FROM seen)::text"},
-    {"schedule_versions", "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active'"},
     {"schedule_versions_share",
      "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE"},
     // The active schedules of $1, share-locked (an update or delete waits for the batch), and
@@ -338,9 +337,6 @@ bool IsFinal(ProgramStatus s) {
   return s == ProgramStatus::kSucceeded || s == ProgramStatus::kFailed || s == ProgramStatus::kKilled;
 }
 
-// Loads the named schedules (active only), parsing documents not in the cache, with a share
-// lock: an update, suspend or delete waits for this transaction and vice versa, so a batch
-// never applies events under a definition that was already replaced.
 // The schedules of `versions` (id, version: active, read in this transaction), from the cache
 // or, for those not in it at that version, from their documents.
 std::map<int64_t, ScheduleView> ResolveSchedules(pqxx::transaction_base& tx, ScheduleCache& cache,
@@ -365,11 +361,14 @@ std::map<int64_t, ScheduleView> ResolveSchedules(pqxx::transaction_base& tx, Sch
   return out;
 }
 
+// Loads the named schedules (active only), parsing documents not in the cache, with a share
+// lock: an update, suspend or delete waits for this transaction and vice versa, so a batch
+// never applies events under a definition that was already replaced.
 std::map<int64_t, ScheduleView> LoadSchedules(pqxx::transaction_base& tx, ScheduleCache& cache,
-                                              const std::set<int64_t>& ids, bool share_lock) {
+                                              const std::set<int64_t>& ids) {
   if (ids.empty()) return {};
   std::vector<std::pair<int64_t, int>> versions;
-  for (const auto& r : tx.exec_prepared(share_lock ? "schedule_versions_share" : "schedule_versions", IntArray(ids))) {
+  for (const auto& r : tx.exec_prepared("schedule_versions_share", IntArray(ids))) {
     versions.emplace_back(r[0].as<int64_t>(), r[1].as<int>());
   }
   return ResolveSchedules(tx, cache, versions);
@@ -888,10 +887,14 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     struct Counters { int64_t active = 0; std::optional<TimePoint> last_launch; };
     std::map<int64_t, Counters> sched_rt;
     const bool counters_locked = fresh_count > 0;  // claim_for_fresh locked them
+    // A locked counter row: schedule id, active runs, last launch (ms or NULL) from column `c`.
+    auto put_counters = [&](const pqxx::row& r, int c) {
+      sched_rt[r[c].as<int64_t>()] = {r[c + 1].as<int64_t>(), r[c + 2].is_null() ? std::nullopt
+                                                                                 : std::optional<TimePoint>(FromMillis(r[c + 2].as<int64_t>()))};
+    };
     for (const auto& r : claimed) {
       if (r.size() > 12 && !r[12].is_null()) {
-        sched_rt[r[12].as<int64_t>()] = {
-            r[13].as<int64_t>(), r[14].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[14].as<int64_t>()))};
+        put_counters(r, 12);
         continue;
       }
       if (r.size() > 11 && !r[11].is_null()) {
@@ -939,9 +942,9 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         if (auto it = filter->loaded->find(id); it != filter->loaded->end()) schedules.insert(*it);
         else missing.insert(id);
       }
-      schedules.merge(LoadSchedules(tx, cache_, missing, true));
+      schedules.merge(LoadSchedules(tx, cache_, missing));
     } else {
-      schedules = LoadSchedules(tx, cache_, sids, true);
+      schedules = LoadSchedules(tx, cache_, sids);
     }
     // Lock the run counters, schedules then groups, each in a fixed order (no deadlock
     // between checkers); a concurrent run end waits for this transaction and vice versa.
@@ -956,10 +959,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       // A schedule's counter row is created by its first check: the rows are locked first (by
       // the claim itself on the fast path) and only missing ones are created (then locked).
       auto lock = [&](const std::string& id_array) {
-        for (const auto& r : tx.exec_prepared("lock_counters", id_array)) {
-          sched_rt[r[0].as<int64_t>()] = {r[1].as<int64_t>(),
-                                          r[2].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[2].as<int64_t>()))};
-        }
+        for (const auto& r : tx.exec_prepared("lock_counters", id_array)) put_counters(r, 0);
       };
       if (!counters_locked) lock(IntArray(ids));
       std::vector<int64_t> missing;
