@@ -627,9 +627,17 @@ void RelayLoop(Shared& sh) {
     out.reserve(rows->size());
     for (const auto& row : *rows) out.push_back({row.topic, row.key, row.payload});
     std::vector<bool> ok = producer->ProduceAndWait(out, 10000);
+    // A row is confirmed when all its messages are (a bundle's share its id; rows come in id order).
     std::vector<int64_t> confirmed;
-    for (size_t i = 0; i < rows->size(); ++i) {
-      if (ok[i]) confirmed.push_back((*rows)[i].id);
+    size_t unconfirmed = 0;
+    for (size_t i = 0; i < rows->size();) {
+      size_t end = i;
+      bool all = true;
+      for (; end < rows->size() && (*rows)[end].id == (*rows)[i].id; ++end) {
+        if (!ok[end]) ++unconfirmed, all = false;
+      }
+      if (all) confirmed.push_back((*rows)[i].id);
+      i = end;
     }
     auto done = pg->CompleteOutbox(confirmed);
     if (!done.ok()) {
@@ -638,8 +646,8 @@ void RelayLoop(Shared& sh) {
     }
     sh.metrics.JobTransition("launched").Increment(static_cast<double>(done->size()));
     for (double s : *done) sh.metrics.EventToLaunch().Observe(s);
-    if (confirmed.size() < rows->size()) {
-      Log("relay: " + std::to_string(rows->size() - confirmed.size()) + " messages not confirmed by Kafka (" +
+    if (unconfirmed > 0) {
+      Log("relay: " + std::to_string(unconfirmed) + " messages not confirmed by Kafka (" +
           producer->LastError() + "); will re-send with a new producer");
       // A fresh producer: an idempotent producer can be left fenced or fatal after a broker
       // restart; the rows stay in the outbox and go again, with the same run ids.

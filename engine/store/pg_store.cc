@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <string_view>
 #include <unordered_set>
@@ -16,12 +17,16 @@
 #include "core/envelope.h"
 #include "core/schedule_parser.h"
 #include "core/trigger_eval.h"
+#include "store/outbox_bundle.h"
 #include "store/pg_internal.h"
 #include "store/sql_array.h"
 
 namespace trigd {
 
 using nlohmann::json;
+using pg_internal::AppendToBundle;
+using pg_internal::kBundleMessages;
+using pg_internal::ParseBundle;
 using pg_internal::FromMillis;
 using pg_internal::Guard;
 using pg_internal::CopyRows;
@@ -206,10 +211,14 @@ const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
      "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE"},
     {"checker_writes", CheckerWritesSql()},
     // The relay's claim of messages to publish (ClaimOutbox; SKIP LOCKED: relays never take the
-    // same), with a launch request's age for the event-to-launch histogram.
+    // same), with a launch request's age for the event-to-launch histogram: up to $1 single
+    // messages and $2 bundles (outbox_bundle.h; through their own partial index).
     {"outbox_claim",
-     "SELECT id, topic, coalesce(key, ''), payload, extract(epoch from now() - ready_at)::float8 FROM outbox "
-     "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"},
+     "WITH single AS (SELECT id, topic, coalesce(key, ''), payload, extract(epoch from now() - ready_at)::float8, "
+     "false FROM outbox WHERE NOT bundle ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED), "
+     "bundled AS (SELECT id, topic, '', payload, NULL::float8, true FROM outbox WHERE bundle ORDER BY id LIMIT $2 "
+     "FOR UPDATE SKIP LOCKED) "
+     "SELECT * FROM single UNION ALL SELECT * FROM bundled ORDER BY 1"},
   };
   return *statements;
 }
@@ -396,10 +405,29 @@ class OutboxRows {
     rows_.AddText(ready_at);
     rows_.EndRow();
   }
-  // The COPY, for rows not built as arrays.
-  void InsertInto(pqxx::transaction_base& tx) const {
-    if (!rows_.as_arrays() && rows_.rows() > 0) CopyIn(tx, kOutbox.name, kOutbox.Names(), rows_.copy());
+  // A message that no transaction waits for and nothing counts (a tick's copy for observers):
+  // with others for its topic in one row (outbox_bundle.h), at most kBundleMessages each.
+  void AddToBundle(const std::string& topic, std::string_view key, std::string_view payload) {
+    auto& [count, bundles] = bundles_[topic];
+    if (count % kBundleMessages == 0) bundles.emplace_back();
+    AppendToBundle(bundles.back(), key, payload);
+    ++count;
   }
+  // The COPY, for rows not built as arrays, and the bundles.
+  void InsertInto(pqxx::transaction_base& tx) {
+    if (!rows_.as_arrays() && rows_.rows() > 0) CopyIn(tx, kOutbox.name, kOutbox.Names(), rows_.copy());
+    if (bundles_.empty()) return;
+    SqlArray topics, payloads;
+    for (const auto& [topic, entry] : bundles_) {
+      for (const std::string& bundle : entry.second) {
+        topics.AddText(topic);
+        payloads.AddText(bundle);
+      }
+    }
+    tx.exec_params("INSERT INTO outbox (topic, payload, bundle) SELECT unnest($1::text[]), unnest($2::text[]), true",
+                   topics.Take(), payloads.Take());
+  }
+  // The rows for checker_writes (bundles go only by InsertInto).
   TableRows& rows() { return rows_; }
 
  private:
@@ -409,6 +437,7 @@ class OutboxRows {
     rows_.AddText(payload);
   }
   TableRows rows_;
+  std::map<std::string, std::pair<size_t, std::vector<std::string>>> bundles_;  // topic: messages, bundles
 };
 
 // Runs ended (or were given up): frees their slots and wakes the jobs waiting on them.
@@ -1238,9 +1267,17 @@ Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
     claim_ = std::make_unique<OpenTransaction>(*conn_->c);
     std::vector<OutboxRow> rows;
     claim_ages_.clear();
-    for (const auto& r : claim_->Begin("outbox_claim", {std::to_string(limit)})) {
-      rows.push_back({r[0].as<int64_t>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>()});
-      if (!r[4].is_null()) claim_ages_.emplace_back(rows.back().id, r[4].as<double>());  // a launch request
+    const size_t bundles = (limit + kBundleMessages - 1) / kBundleMessages;
+    for (const auto& r : claim_->Begin("outbox_claim", {std::to_string(limit), std::to_string(bundles)})) {
+      const int64_t id = r[0].as<int64_t>();
+      if (r[5].as<bool>()) {
+        auto messages = ParseBundle(std::string_view(r[3].c_str(), r[3].size()));
+        if (!messages.ok()) return Internal("outbox row " + std::to_string(id) + ": " + messages.status().message());
+        for (auto& [key, payload] : *messages) rows.push_back({id, r[1].as<std::string>(), std::move(key), std::move(payload)});
+        continue;
+      }
+      rows.push_back({id, r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>()});
+      if (!r[4].is_null()) claim_ages_.emplace_back(id, r[4].as<double>());  // a launch request
     }
     if (rows.empty()) claim_.reset();
     return rows;
@@ -1394,7 +1431,7 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
         e.time = now;
         e.payload = {{"schedule", name}, {"fire_time", fire_time}};
         e.tick = {name, fire};
-        outbox.Add(topic_prefix_ + "events.time", name, EnvelopeToJson(e).dump());
+        outbox.AddToBundle(topic_prefix_ + "events.time", name, EnvelopeToJson(e).dump());
         ticks.events.push_back(std::move(e));
         ticks.schedule_ids.push_back({id});
       }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -490,7 +491,18 @@ TEST_F(PgStoreTest, DueTickIsProducedOncePerFireTime) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->produced, 1);
   EXPECT_EQ(store_->TickTimeTriggers(100)->produced, 0);
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.events.time' AND payload::jsonb->>'id' LIKE 'tick:default/t:%'"), 1);
+  // Its copy for observers, in a bundle row (outbox_bundle.h) that the relay's claim expands.
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.events.time' AND bundle"), 1);
+  auto rows = store_->ClaimOutbox(10);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].topic, "t.events.time");
+  EXPECT_EQ((*rows)[0].key, "default/t");
+  auto tick = ParseEnvelope((*rows)[0].payload);
+  ASSERT_TRUE(tick.ok()) << tick.status().ToString();
+  EXPECT_EQ(tick->id.rfind("tick:default/t:", 0), 0u) << tick->id;
+  ASSERT_TRUE(store_->CompleteOutbox({(*rows)[0].id}).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at > now()"), 1);
   // Applied in the same transaction, once: the trigger's row lock decides it, not a
   // de-duplication id (ingestion skips the published copy, IsOwnTick).
@@ -758,8 +770,15 @@ TEST_F(PgStoreTest, TickAppliesItselfAndItsCopyOnTheTopicIsADuplicate) {
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
   // Ingestion of the published copy changes nothing (and needs no de-duplication id).
   EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 0);
-  pqxx::connection c(conn_);
-  std::string payload = pqxx::work(c).exec1("SELECT payload FROM outbox WHERE topic='t.events.time'")[0].as<std::string>();
+  auto rows = store->ClaimOutbox(10);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  std::string payload;
+  std::vector<int64_t> ids;
+  for (const OutboxRow& row : *rows) {
+    if (row.topic == "t.events.time") payload = row.payload;
+    ids.push_back(row.id);
+  }
+  ASSERT_TRUE(store->CompleteOutbox(ids).ok());
   auto tick = ParseEnvelope(payload);
   ASSERT_TRUE(tick.ok()) << tick.status().ToString();
   auto copy = store->ApplyBatch(Batch({*tick}, 0));
@@ -767,6 +786,62 @@ TEST_F(PgStoreTest, TickAppliesItselfAndItsCopyOnTheTopicIsADuplicate) {
   EXPECT_EQ(copy->outcome, std::vector<std::string>{"duplicate"});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
+}
+
+// A storm's ticks: their copies for observers go in bundles of kBundleMessages, and the relay's
+// claim takes a bounded number of bundles beside the single messages, each message in order.
+TEST_F(PgStoreTest, TicksGoOutInBundlesAndTheClaimExpandsThem) {
+  std::vector<json> docs;
+  for (int k = 0; k < 1001; ++k) {
+    docs.push_back({{"name", "t" + std::to_string(k)}, {"program", {{"name", "p"}}},
+                    {"trigger", {{"time", {{"every", "1m"}}}}}});
+  }
+  Apply(docs);
+  Exec("UPDATE time_triggers SET anchor = now() - interval '90 seconds', next_fire_at = now() - interval '30 seconds'");
+  auto r = store_->TickTimeTriggers(5000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->produced, 1001);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 2);  // 1,000 and 1 ticks
+  // A single message (a dead letter) written after the bundles.
+  ASSERT_TRUE(store_->ApplyBatch(Batch({}, 0, {{"k", "{\"reason\":\"bad_json\"}"}})).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE NOT bundle"), 1);
+
+  // Up to 10 single messages and one bundle (10 rounded up to whole bundles).
+  auto rows = store_->ClaimOutbox(10);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 1001u);
+  std::set<std::string> keys;
+  std::set<int64_t> ids;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const OutboxRow& row = (*rows)[i];
+    if (i > 0) {
+      EXPECT_LE((*rows)[i - 1].id, row.id);
+    }
+    ids.insert(row.id);
+    if (row.topic == "t.dead") continue;
+    EXPECT_EQ(row.topic, "t.events.time");
+    auto tick = ParseEnvelope(row.payload);
+    ASSERT_TRUE(tick.ok()) << tick.status().ToString();
+    EXPECT_EQ(tick->tick.schedule, row.key);
+    keys.insert(row.key);
+  }
+  EXPECT_EQ(keys.size(), 1000u);
+  ASSERT_EQ(ids.size(), 2u);  // the bundle's messages share its row id
+  ASSERT_TRUE(store_->CompleteOutbox(std::vector<int64_t>(ids.begin(), ids.end())).ok());
+  auto rest = store_->ClaimOutbox(10);
+  ASSERT_TRUE(rest.ok()) << rest.status().ToString();
+  ASSERT_EQ(rest->size(), 1u);
+  EXPECT_FALSE(keys.count((*rest)[0].key)) << (*rest)[0].key;
+  ASSERT_TRUE(store_->CompleteOutbox({(*rest)[0].id}).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
+}
+
+TEST_F(PgStoreTest, AMalformedBundleIsAnErrorNamingItsRow) {
+  Exec("INSERT INTO outbox (topic, payload, bundle) VALUES ('t.events.time', '3:abc,5:hel', true)");
+  auto rows = store_->ClaimOutbox(10);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_NE(rows.status().message().find("outbox row"), std::string::npos) << rows.status().ToString();
+  EXPECT_NE(rows.status().message().find("malformed at byte 0 of 11"), std::string::npos) << rows.status().ToString();
 }
 
 TEST_F(PgStoreTest, PruneDropsOnlyDeduplicationIdsOlderThanTheKeepPeriod) {
