@@ -15,6 +15,7 @@
 //
 // Usage: trigd-bench-latency [--rate=1000] [--seconds=60] [--schedules=1000]
 #include <cstdio>
+#include <unistd.h>  // sync
 
 #include "bench_util.h"
 
@@ -28,6 +29,8 @@ struct Percentiles {
   // The answer's own Kafka timestamp (CreateTime: when trigd's relay produced it, millisecond
   // resolution) splits each latency in two: intended send -> produced, produced -> received.
   double to_produced_p50 = 0, to_produced_p99 = 0, produced_to_received_p50 = 0, produced_to_received_p99 = 0;
+  // The seconds of the timetable with the slowest events, worst first: where a stall was.
+  std::vector<std::pair<int64_t, double>> worst_seconds;  // (second from the start, max ms)
 };
 
 // A consumer of every partition of `topic` from the beginning, without a group join.
@@ -115,6 +118,7 @@ Percentiles OpenLoop(bench::Run& run, int64_t count, double rate, const std::str
   stop = true;
   receiver.join();
   std::vector<double> ms, to_produced, produced_to_received;
+  std::map<int64_t, double> max_of_second;
   Percentiles p;
   for (int64_t i = 0; i < count; ++i) {
     int64_t r = received_ns[i];
@@ -123,6 +127,8 @@ Percentiles OpenLoop(bench::Run& run, int64_t count, double rate, const std::str
       continue;
     }
     ms.push_back(static_cast<double>(r - intended[i].time_since_epoch().count()) / 1e6);
+    double& worst = max_of_second[std::chrono::duration_cast<std::chrono::seconds>(intended[i] - start).count()];
+    worst = std::max(worst, ms.back());
     const double produced_steady_ms = static_cast<double>(produced_ms[i] * 1000000 - system_minus_steady) / 1e6;
     to_produced.push_back(produced_steady_ms - static_cast<double>(intended[i].time_since_epoch().count()) / 1e6);
     produced_to_received.push_back(static_cast<double>(r) / 1e6 - produced_steady_ms);
@@ -140,6 +146,10 @@ Percentiles OpenLoop(bench::Run& run, int64_t count, double rate, const std::str
   p.p99 = bench::Percentile(ms, 99);
   p.p999 = bench::Percentile(ms, 99.9);
   p.max = ms.empty() ? 0 : ms.back();
+  p.worst_seconds.assign(max_of_second.begin(), max_of_second.end());
+  std::sort(p.worst_seconds.begin(), p.worst_seconds.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (p.worst_seconds.size() > 5) p.worst_seconds.resize(5);
   return p;
 }
 
@@ -200,9 +210,12 @@ int main(int argc, char** argv) {
   bench::ApplyScheduleDocs(run, bench::PartitionSchedules(schedules, "d"));
   {
     // What earlier scenarios (`tools/bench all`) left dirty is written out now, not in the
-    // middle of this measurement (a checkpoint of a 10M-run history stalled commits for seconds).
+    // middle of this measurement (a checkpoint of a 10M-run history stalled commits for seconds),
+    // PostgreSQL's buffers and then the machine's page cache (Kafka's segments of the ingest
+    // scenario's millions of events).
     pqxx::connection c(run.pg);
     pqxx::nontransaction(c).exec("CHECKPOINT");
+    ::sync();
   }
   bench::Child& trigd = run.StartTrigd();
   const std::string events_topic = run.prefix + "events.data";
@@ -250,6 +263,11 @@ int main(int argc, char** argv) {
               "relay p50 %.1f p99 %.1f; produced -> received p50 %.1f p99 %.1f\n",
               engine.to_produced_p50, engine.to_produced_p99, engine.produced_to_received_p50,
               engine.produced_to_received_p99);
+  for (const auto& [what, p] : {std::pair{"trigd", &engine}, std::pair{"bare", &bare}}) {
+    std::printf("%s, slowest seconds of the timetable (second: max ms):", what);
+    for (const auto& [second, worst] : p->worst_seconds) std::printf(" %lld: %.1f", static_cast<long long>(second), worst);
+    std::printf("\n");
+  }
   bool met = engine.lost == 0 && engine.p50 <= 5 && engine.p99 <= 25;
   std::printf("\ntargets: p50 <= 5 ms, p99 <= 25 ms, nothing lost (%s); load average %.1f -> %.1f\n",
               met ? "met" : "NOT met", load_before, bench::LoadAverage());
