@@ -45,6 +45,21 @@ struct PgStore::Conn {
 // as JSON, for rows copied in (a run launched in the transaction that ended the run before it
 // carries the very same instant).
 #define TRIGD_CLOCK TRIGD_MS("now()") ", now()::text, to_json(now())::text"
+
+// The positions' compare-and-set and the de-duplication ids, `seen` being how an id recorded
+// before is met ("" fails the statement, " ON CONFLICT DO NOTHING" skips it). DISTINCT: a batch
+// may carry an id twice.
+#define TRIGD_OFFSETS_CAS(seen)                                                                            \
+  "WITH x AS (SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[]) "                   \
+  "AS x(topic, partition, first_offset, next_offset)), "                                                  \
+  "moved AS (INSERT INTO consumer_offsets AS o (group_id, topic, partition, next_offset) "                \
+  "SELECT $1, topic, partition, next_offset FROM x ON CONFLICT (group_id, topic, partition) DO UPDATE "   \
+  "SET next_offset = EXCLUDED.next_offset, updated_at = now() "                                           \
+  "WHERE o.next_offset <= (SELECT first_offset FROM x WHERE x.topic = EXCLUDED.topic "                    \
+  "AND x.partition = EXCLUDED.partition) RETURNING 1), "                                                  \
+  "seen AS (INSERT INTO seen_events (id) SELECT DISTINCT u.id COLLATE \"C\" FROM unnest($6::text[]) AS u(id)" \
+  seen " RETURNING id) "                                                                                  \
+  "SELECT " TRIGD_CLOCK ", (SELECT count(*) FROM moved), (SELECT coalesce(json_agg(id), '[]') FROM seen)::text"
 struct PgStore::TxContext {
   TxContext(pqxx::transaction_base& tx, const pqxx::row& clock)
       : tx(tx), now(FromMillis(clock[0].as<int64_t>())), now_text(clock[1].as<std::string>()),
@@ -183,16 +198,11 @@ const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
     // offset must not be past the batch's first), the count of those that moved, and the clock;
     // and the de-duplication ids of its events ($6), recorded, those not seen before back as a
     // JSON array. One round trip (a fenced batch is rolled back whole, its ids with it).
-    {"offsets_cas",
-     "WITH x AS (SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[]) "
-     "AS x(topic, partition, first_offset, next_offset)), "
-     "moved AS (INSERT INTO consumer_offsets AS o (group_id, topic, partition, next_offset) "
-     "SELECT $1, topic, partition, next_offset FROM x ON CONFLICT (group_id, topic, partition) DO UPDATE "
-     "SET next_offset = EXCLUDED.next_offset, updated_at = now() "
-     "WHERE o.next_offset <= (SELECT first_offset FROM x WHERE x.topic = EXCLUDED.topic "
-     "AND x.partition = EXCLUDED.partition) RETURNING 1), "
-     "seen AS (INSERT INTO seen_events (id) SELECT unnest($6::text[]) ON CONFLICT DO NOTHING RETURNING id) "
-     "SELECT " TRIGD_CLOCK ", (SELECT count(*) FROM moved), (SELECT coalesce(json_agg(id), '[]') FROM seen)::text"},
+    // Two forms (see ApplyBatch): a plain insert of the ids, which fails on an id seen before,
+    // and the same with ON CONFLICT DO NOTHING, which skips it but costs the server twice as
+    // much per id (a speculative insertion: 3.7-4.2 us against 2.0 us a row here).
+    {"offsets_cas", TRIGD_OFFSETS_CAS("")},
+    {"offsets_cas_on_conflict", TRIGD_OFFSETS_CAS(" ON CONFLICT DO NOTHING")},
     {"schedule_versions_share",
      "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE"},
     // The active schedules of $1, share-locked (an update or delete waits for the batch), and
@@ -580,7 +590,21 @@ struct PgStore::Relevant {
   std::unordered_set<std::string> fresh;
 };
 
+// Event ids go in by a plain insert, which fails on an id recorded before (a producer's re-send,
+// or the same id racing in from another instance, once that one commits); the batch then runs
+// again at once with ON CONFLICT DO NOTHING, and so do the next kOnConflictBatches batches (a
+// producer replaying a topic re-sends many ids in a row).
 Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
+  const bool on_conflict = on_conflict_batches_ > 0;
+  if (on_conflict) --on_conflict_batches_;
+  bool seen_before = false;
+  Result<IngestResult> r = ApplyBatchTx(batch, on_conflict, seen_before);
+  if (!seen_before) return r;
+  on_conflict_batches_ = kOnConflictBatches;
+  return ApplyBatchTx(batch, true, seen_before);
+}
+
+Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_conflict, bool& seen_before) {
   return Guard([&]() -> Result<IngestResult> {
     RenewPlans();
     OpenTransaction tx(*conn_->c);
@@ -597,8 +621,17 @@ Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
       firsts.AddInt(p.first_offset);
       nexts.AddInt(p.next_offset);
     }
-    const pqxx::row clock = tx.Begin("offsets_cas", {batch.group, topics.Take(), partitions.Take(), firsts.Take(),
-                                                     nexts.Take(), relevant.ids.Take()}).at(0);
+    pqxx::result positions;
+    try {
+      positions = tx.Begin(on_conflict ? "offsets_cas_on_conflict" : "offsets_cas",
+                           {batch.group, topics.Take(), partitions.Take(), firsts.Take(), nexts.Take(),
+                            relevant.ids.Take()});
+    } catch (const pqxx::unique_violation&) {
+      if (on_conflict) throw;
+      seen_before = true;  // rolled back by tx; ApplyBatch runs the batch again
+      return result;
+    }
+    const pqxx::row clock = positions.at(0);
     if (clock[3].as<size_t>() != batch.positions.size()) {
       tx.Rollback();
       result.fenced = true;

@@ -225,6 +225,9 @@ class PgStore {
   };
   struct Relevant;
   static Relevant FindRelevant(const IngestBatch& batch, IngestResult& result);
+  // One ApplyBatch transaction; `seen_before` set (and nothing written) when the plain insert of
+  // the event ids met an id recorded before.
+  Result<IngestResult> ApplyBatchTx(const IngestBatch& batch, bool on_conflict, bool& seen_before);
   void ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Relevant& relevant, IngestResult& result);
   CheckerResult CheckJobs(const TxContext& ctx, size_t limit, const CheckFilter* filter, bool& claim_backlog);
   PgStore(std::unique_ptr<Conn> c, std::string topic_prefix);
@@ -237,6 +240,9 @@ class PgStore {
   // The last claim of due jobs was full: a backlog (e.g. a storm of schedules due at once).
   bool claim_backlog_ = false;
   bool fast_path_ = true;
+  // Batches left to record their event ids with ON CONFLICT DO NOTHING (see ApplyBatch).
+  int on_conflict_batches_ = 0;
+  static constexpr int kOnConflictBatches = 100;
   int shard_index_ = 0, shard_count_ = 1;
   // Drops this connection's cached plans when they are kPlanLifetime old (see Connect); called
   // before the transactions that run the prepared statements.

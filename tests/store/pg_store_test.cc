@@ -199,6 +199,37 @@ TEST_F(PgStoreTest, ResentEventIdChangesNothing) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->outcome, (std::vector<std::string>{"duplicate", "applied", "duplicate"}));
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 2);
+  // The batches after one that met a recorded id skip such ids without failing first.
+  auto third = store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e3", "d")}, 4));
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  EXPECT_EQ(third->outcome, (std::vector<std::string>{"duplicate", "applied"}));
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 3);
+  EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 3);
+}
+
+// The same id recorded by another instance's transaction still in flight: the batch's insert
+// waits for it, fails once it commits, and the batch runs again and counts the event a duplicate
+// (it is neither lost if the other rolls back nor applied twice if it commits).
+TEST_F(PgStoreTest, AnEventIdRacingInFromAnotherInstanceIsADuplicateOnceThatCommits) {
+  Apply({PartitionSchedule("s", "d")});
+  auto store = NewStore(/*fast_path=*/true);
+  pqxx::connection other_conn(conn_);
+  pqxx::work other(other_conn);
+  other.exec("INSERT INTO seen_events (id) VALUES ('e1')");
+  std::optional<Result<IngestResult>> r;
+  std::atomic<bool> done{false};
+  std::thread batch_thread([&] {
+    r = store->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e2", "d")}, 0));
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(done) << "the batch did not wait for the id in flight";
+  other.commit();
+  batch_thread.join();
+  ASSERT_TRUE(r->ok()) << r->status().ToString();
+  EXPECT_EQ((*r)->outcome, (std::vector<std::string>{"duplicate", "applied"}));
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 2"), 1);
 }
 
 TEST_F(PgStoreTest, EventsAccumulateInOneOpenJobUntilTheTriggerCompletes) {
