@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/envelope.h"
-#include "core/envelope_scan.h"
+#include "core/event_router.h"
 #include "core/schedule_index.h"
 #include "log/kafka.h"
 #include "log/topics.h"
@@ -179,10 +179,10 @@ struct PreparedBatch {
   }
 };
 
-// Adds `messages` to `out`. `key` is scratch space reused for every event's key.
-void Prepare(const MessageBatch& messages, const ScheduleIndex& index, std::string& key, PreparedBatch& out) {
+// Adds `messages` to `out`.
+void Prepare(const MessageBatch& messages, const ScheduleIndex& index, PreparedBatch& out) {
   PreparedBatch::Position* last = nullptr;
-  for (size_t i = 0; i < messages.size(); ++i) {
+  RouteEvents(messages.size(), index, [&](size_t i) { return messages[i].value; }, [&](size_t i, RoutedEvent&& r) {
     const MessageView m = messages[i];
     if (!last || last->partition != m.partition || last->topic != m.topic) {
       last = nullptr;
@@ -193,44 +193,26 @@ void Prepare(const MessageBatch& messages, const ScheduleIndex& index, std::stri
     }
     last->next_offset = m.offset + 1;
     ++out.messages;
-    // The fast path: most events match no schedule, and for those the scanner's word that
-    // the envelope is valid, and its key, are all that is needed. Anything else (a match, a
-    // program's run report, an envelope the scanner is not sure of) gets the full parser.
-    EnvelopeScan scan;
-    if (ScanEnvelope(m.value, scan)) {
-      if (IsOwnTick(scan.type, scan.id, scan.key_name)) {
+    switch (r.kind) {
+      case RoutedEvent::Kind::kOwnTick:
         ++out.own_ticks;
-        continue;
-      }
-      scan.EventKeyInto(key);
-      // Every valid program event carries a run id: a report that always matters.
-      if (scan.type != EventType::kProgram && index.Lookup(key).empty()) {
-        ++out.no_match[static_cast<size_t>(scan.type)];
-        continue;
-      }
+        break;
+      case RoutedEvent::Kind::kNoMatch:
+        ++out.no_match[static_cast<size_t>(r.type)];
+        break;
+      case RoutedEvent::Kind::kInvalid:
+        out.dead_reasons.push_back(DeadLetterReason(r.error));
+        out.in.dead.push_back({std::string(m.key),
+                               json{{"reason", r.error.message()}, {"topic", m.topic}, {"partition", m.partition},
+                                    {"offset", m.offset}, {"original", m.value}}
+                                   .dump(-1, ' ', false, json::error_handler_t::replace)});
+        break;
+      case RoutedEvent::Kind::kMatch:
+        out.in.schedule_ids.emplace_back(r.schedules.begin(), r.schedules.end());
+        out.in.events.push_back(std::move(*r.event));
+        break;
     }
-    Result<Event> e = ParseEnvelope(m.value);
-    if (!e.ok()) {
-      out.dead_reasons.push_back(DeadLetterReason(e.status()));
-      out.in.dead.push_back({std::string(m.key),
-                             json{{"reason", e.status().message()}, {"topic", m.topic}, {"partition", m.partition},
-                                  {"offset", m.offset}, {"original", m.value}}
-                                 .dump(-1, ' ', false, json::error_handler_t::replace)});
-      continue;
-    }
-    if (IsOwnTick(e->type, e->id, e->tick.schedule)) {
-      ++out.own_ticks;
-      continue;
-    }
-    std::span<const int64_t> ids = index.Lookup(e->EventKey());
-    const bool report = e->type == EventType::kProgram && !e->program.run_id.empty();
-    if (ids.empty() && !report) {
-      ++out.no_match[static_cast<size_t>(e->type)];
-      continue;
-    }
-    out.in.schedule_ids.emplace_back(ids.begin(), ids.end());
-    out.in.events.push_back(std::move(*e));
-  }
+  });
 }
 
 // Runs the ingest transactions, one batch at a time, on its own thread and PostgreSQL
@@ -401,7 +383,6 @@ void IngestLoop(Shared& sh) {
   auto last_refresh = Clock::time_point{};
   auto last_lag = Clock::time_point{};
   MessageBatch messages;
-  std::string key;  // reused for every event's key
   PreparedBatch next;  // polled, waiting for the batch in flight
   std::vector<PartitionOffset> in_flight_offsets;
   KafkaCommits kafka_commits;
@@ -478,7 +459,7 @@ void IngestLoop(Shared& sh) {
       for (const PartitionLag& l : consumer->Lag()) sh.metrics.ConsumerLag(l.topic, l.partition).Set(static_cast<double>(l.lag));
       last_lag = Clock::now();
     }
-    Prepare(messages, index, key, next);
+    Prepare(messages, index, next);
     messages.Clear();
     if (committer.InFlight()) {
       if (!committer.Done() && next.messages + kMaxPoll <= kMaxBatch) continue;

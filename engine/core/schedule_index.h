@@ -31,6 +31,16 @@ class ScheduleIndex {
   // Put or Remove.
   std::span<const int64_t> Lookup(std::string_view key) const;
 
+  // Lookup in two steps, for a batch of events: Prefetch starts loading the memory a lookup of
+  // the key will read first (its slot in the key table) and returns the key's hash, which the
+  // later Lookup then need not compute again. In a large index that slot is a cache miss;
+  // prefetched a few events ahead it arrives while those events are scanned.
+  uint64_t Prefetch(std::string_view key) const;
+  // The second read of a lookup that finds its key, once Prefetch's has arrived: the key's
+  // record (its text and schedules).
+  void PrefetchRecord(uint64_t hash) const;
+  std::span<const int64_t> Lookup(std::string_view key, uint64_t hash) const;
+
   size_t schedule_count() const;
   size_t key_count() const;
   // Heap bytes held by the index, key strings included (an estimate from container sizes).

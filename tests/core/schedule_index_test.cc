@@ -323,5 +323,58 @@ TEST(ScheduleIndexTest, ManySchedulesUnderChurnAgreeWithAReferenceModel) {
   EXPECT_EQ(index.schedule_count(), 0u);
 }
 
+// The two-step lookup of a batch (Prefetch, PrefetchRecord, then Lookup with the hash) finds
+// what Lookup finds, for present and absent keys, in a small index and in one whose arrays are
+// large enough to live on huge pages (the key table alone past 4 MiB).
+TEST(ScheduleIndexTest, TwoStepLookupAgreesWithLookup) {
+  for (int64_t schedules : {int64_t{100}, int64_t{400000}}) {
+    ScheduleIndex index;
+    for (int64_t id = 0; id < schedules; ++id) {
+      index.Put(id, {"time:default/s" + std::to_string(id), "partition:feed." + std::to_string(id % 1000)});
+    }
+    std::mt19937_64 random(7);
+    for (int i = 0; i < 20000; ++i) {
+      const uint64_t n = random() % static_cast<uint64_t>(2 * schedules);  // half of them absent
+      const std::string key = random() % 2 ? "time:default/s" + std::to_string(n) : "partition:feed." + std::to_string(n);
+      const uint64_t hash = index.Prefetch(key);
+      index.PrefetchRecord(hash);
+      ASSERT_THAT(Ids(index.Lookup(key, hash)), UnorderedElementsAreArray(Ids(index.Lookup(key)))) << key;
+      ASSERT_EQ(index.Lookup(key).empty(), key.starts_with("time:") ? n >= static_cast<uint64_t>(schedules) : n >= static_cast<uint64_t>(std::min<int64_t>(schedules, 1000)))
+          << key;
+    }
+    ScheduleIndex moved(std::move(index));
+    const uint64_t hash = index.Prefetch("partition:feed.1");  // NOLINT(bugprone-use-after-move)
+    index.PrefetchRecord(hash);
+    EXPECT_THAT(Ids(index.Lookup("partition:feed.1", hash)), IsEmpty());
+    std::vector<int64_t> expected;
+    for (int64_t id = 1; id < schedules; id += 1000) expected.push_back(id);
+    EXPECT_THAT(Ids(moved.Lookup("partition:feed.1", hash)), UnorderedElementsAreArray(expected));
+  }
+}
+
+// An index of 400,000 schedules: its key table and record arena are past 4 MiB and come from
+// the huge-page allocator. They grow, shrink (three quarters removed: the arena is compacted
+// into a new large array) and grow again, and every key still finds its schedules.
+TEST(ScheduleIndexTest, LargeIndexSurvivesGrowthCompactionAndRegrowth) {
+  constexpr int64_t kSchedules = 400000;
+  ScheduleIndex index;
+  auto key_of = [](int64_t id) { return "time:default/s" + std::to_string(id); };
+  for (int64_t id = 0; id < kSchedules; ++id) index.Put(id, {key_of(id), "partition:hot"});
+  ASSERT_GT(index.MemoryBytes(), size_t{16} << 20);
+  for (int64_t id = 0; id < kSchedules; ++id) {
+    if (id % 4 != 0) index.Remove(id);
+  }
+  EXPECT_EQ(index.schedule_count(), static_cast<size_t>(kSchedules / 4));
+  EXPECT_EQ(index.Lookup("partition:hot").size(), static_cast<size_t>(kSchedules / 4));
+  for (int64_t id = 0; id < kSchedules; ++id) {
+    ASSERT_EQ(Ids(index.Lookup(key_of(id))), id % 4 == 0 ? std::vector<int64_t>{id} : std::vector<int64_t>{}) << id;
+  }
+  for (int64_t id = kSchedules; id < 2 * kSchedules; ++id) index.Put(id, {key_of(id)});
+  for (int64_t id = 0; id < 2 * kSchedules; id += 7) {
+    const bool present = id >= kSchedules || id % 4 == 0;
+    ASSERT_EQ(Ids(index.Lookup(key_of(id))), present ? std::vector<int64_t>{id} : std::vector<int64_t>{}) << id;
+  }
+}
+
 }  // namespace
 }  // namespace trigd
