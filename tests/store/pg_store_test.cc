@@ -207,6 +207,33 @@ TEST_F(PgStoreTest, ResentEventIdChangesNothing) {
   EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 3);
 }
 
+// A large batch records its ids by COPY instead of in its first statement: the first copy of
+// an id in the batch is applied and later ones are duplicates, and an id recorded by an earlier
+// batch fails the COPY, after which the batch runs again and skips it, as in a small batch.
+TEST_F(PgStoreTest, ALargeBatchRecordsItsIdsOnceEachAndSkipsIdsRecordedBefore) {
+  Apply({PartitionSchedule("s", "d")});
+  std::vector<Event> first;
+  for (int i = 0; i < 200; ++i) first.push_back(PartitionEvent("a" + std::to_string(i), "d", "p" + std::to_string(i)));
+  first.push_back(PartitionEvent("a7", "d", "again"));  // a copy of an id within the batch
+  auto r = store_->ApplyBatch(Batch(first, 0));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(std::count(r->outcome.begin(), r->outcome.end(), "applied"), 200);
+  EXPECT_EQ(r->outcome.back(), "duplicate");
+  EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 200);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 200);
+
+  // Re-sent: a199 among 150 new ids.
+  std::vector<Event> second = {PartitionEvent("a199", "d", "x")};
+  for (int i = 0; i < 150; ++i) second.push_back(PartitionEvent("b" + std::to_string(i), "d", "q" + std::to_string(i)));
+  auto again = store_->ApplyBatch(Batch(second, 201));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->outcome.front(), "duplicate");
+  EXPECT_EQ(std::count(again->outcome.begin(), again->outcome.end(), "applied"), 150);
+  EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 350);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 350);
+  EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 352"), 1);
+}
+
 // The same id recorded by another instance's transaction still in flight: the batch's insert
 // waits for it, fails once it commits, and the batch runs again and counts the event a duplicate
 // (it is neither lost if the other rolls back nor applied twice if it commits).

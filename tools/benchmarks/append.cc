@@ -1,7 +1,8 @@
 // Append: events that each open a job, jobs + offsets committed durably (PgStore::ApplyBatch) vs COPY of the same rows into jobs.
 //
-// Engine path, per batch of --batch events: parse each envelope (ParseEnvelope), look its key up
-// in the reverse index (ScheduleIndex, loaded from the schedule change log as trigd loads it),
+// Engine path, per batch of --batch events: route each envelope as the ingest loop does
+// (RouteEvents: scanned, its key looked up in the reverse index, loaded from the schedule change
+// log as trigd loads it, and parsed),
 // and commit one PgStore::ApplyBatch transaction (as in trigd, where the ingest thread polls and
 // parses the next batch while the committer thread commits one, the next batch is parsed on
 // another thread during the commit): the compare-and-set of the consumed position,
@@ -21,7 +22,7 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "core/envelope.h"
+#include "core/event_router.h"
 #include "core/schedule_index.h"
 #include "store/pg_store.h"
 
@@ -117,13 +118,14 @@ int main(int argc, char** argv) {
       in.positions.push_back({topic, 0, first, end});
       in.events.reserve(end - first);
       in.schedule_ids.reserve(end - first);
-      for (int64_t i = first; i < end; ++i) {
-        auto e = trigd::ParseEnvelope(payloads[i]);
-        if (!e.ok()) run.Fail("bad event: " + e.status().ToString());
-        std::span<const int64_t> ids = index.Lookup(e->EventKey());
-        in.schedule_ids.emplace_back(ids.begin(), ids.end());
-        in.events.push_back(std::move(*e));
-      }
+      trigd::RouteEvents(
+          static_cast<size_t>(end - first), index,
+          [&](size_t i) -> std::string_view { return payloads[first + static_cast<int64_t>(i)]; },
+          [&](size_t i, trigd::RoutedEvent&& r) {
+            if (r.kind != trigd::RoutedEvent::Kind::kMatch) run.Fail("event routed to no job: " + payloads[first + static_cast<int64_t>(i)]);
+            in.schedule_ids.emplace_back(r.schedules.begin(), r.schedules.end());
+            in.events.push_back(std::move(*r.event));
+          });
       return in;
     };
     trigd::IngestBatch in = prepare(0);
