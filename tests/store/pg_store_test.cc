@@ -222,16 +222,25 @@ TEST_F(PgStoreTest, ALargeBatchRecordsItsIdsOnceEachAndSkipsIdsRecordedBefore) {
   EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 200);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 200);
 
+  // Run reports reach no schedule (no schedule read, nothing accumulated) and are recorded alike.
+  std::vector<Event> reports;
+  for (int i = 0; i < 100; ++i) {
+    reports.push_back(ProgramEvent("r" + std::to_string(i), "up", "run-" + std::to_string(i), ProgramStatus::kSucceeded));
+  }
+  auto second = store_->ApplyBatch(Batch(reports, 201));
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 300);
+
   // Re-sent: a199 among 150 new ids.
-  std::vector<Event> second = {PartitionEvent("a199", "d", "x")};
-  for (int i = 0; i < 150; ++i) second.push_back(PartitionEvent("b" + std::to_string(i), "d", "q" + std::to_string(i)));
-  auto again = store_->ApplyBatch(Batch(second, 201));
+  std::vector<Event> third = {PartitionEvent("a199", "d", "x")};
+  for (int i = 0; i < 150; ++i) third.push_back(PartitionEvent("b" + std::to_string(i), "d", "q" + std::to_string(i)));
+  auto again = store_->ApplyBatch(Batch(third, 301));
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->outcome.front(), "duplicate");
   EXPECT_EQ(std::count(again->outcome.begin(), again->outcome.end(), "applied"), 150);
-  EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 350);
+  EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 450);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 350);
-  EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 352"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 452"), 1);
 }
 
 // The same id recorded by another instance's transaction still in flight: the batch's insert
