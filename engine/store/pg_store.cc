@@ -671,6 +671,8 @@ Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_con
       ApplyEvents(ctx, batch, relevant, result);
     } catch (const pqxx::unique_violation&) {
       // The ids' COPY met an id recorded before (ApplyEvents runs it): as for the insert above.
+      // Another unique violation (a job opened by a racing instance) is met again by the rerun,
+      // which then reports it as before.
       if (!relevant.copy_ids) throw;
       seen_before = true;
       return IngestResult{};
