@@ -28,7 +28,10 @@ RoutedEvent Finish(std::string_view bytes, const ScheduleIndex& index, const Sca
       out.kind = RoutedEvent::Kind::kOwnTick;
       return out;
     }
-    if (s.look_up && index.Lookup(s.key, s.hash).empty()) return out;
+    if (s.look_up) {
+      out.schedules = index.Lookup(s.key, s.hash);
+      if (out.schedules.empty()) return out;
+    }
   }
   Result<Event> e = ParseEnvelope(bytes);
   if (!e.ok()) {
@@ -37,11 +40,15 @@ RoutedEvent Finish(std::string_view bytes, const ScheduleIndex& index, const Sca
     return out;
   }
   out.type = e->type;
-  if (IsOwnTick(e->type, e->id, e->tick.schedule)) {
-    out.kind = RoutedEvent::Kind::kOwnTick;
-    return out;
+  // A scanned envelope parses to the same id, type and key (envelope_scan.h): its own-tick
+  // check and lookup above stand.
+  if (!s.look_up) {
+    if (IsOwnTick(e->type, e->id, e->tick.schedule)) {
+      out.kind = RoutedEvent::Kind::kOwnTick;
+      return out;
+    }
+    out.schedules = index.Lookup(e->EventKey());
   }
-  out.schedules = index.Lookup(e->EventKey());
   const bool report = e->type == EventType::kProgram && !e->program.run_id.empty();
   if (out.schedules.empty() && !report) return out;
   out.kind = RoutedEvent::Kind::kMatch;
