@@ -98,7 +98,7 @@ class Rebalancer : public RdKafka::RebalanceCb {
     // other instances keep consuming while a killed one's partitions are handed over.
     const bool cooperative = c->rebalance_protocol() == "COOPERATIVE";
     if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
-      Position(parts);
+      Position(c, parts);
       if (cooperative) {
         c->incremental_assign(parts);
       } else {
@@ -123,14 +123,29 @@ class Rebalancer : public RdKafka::RebalanceCb {
               << " (" << assigned_.size() << " held, at " << FormatTime(SystemClock::Get().Now()) << ")" << std::endl;
   }
   // Positions come from the caller's store, never from Kafka's committed offsets.
-  void Position(std::vector<RdKafka::TopicPartition*>& parts) {
+  void Position(RdKafka::KafkaConsumer* c, std::vector<RdKafka::TopicPartition*>& parts) {
     std::vector<std::pair<std::string, int>> keys;
     for (auto* p : parts) keys.emplace_back(p->topic(), p->partition());
     auto offsets = lookup_(keys);
     for (size_t i = 0; i < parts.size(); ++i) {
-      int64_t offset = i < offsets.size() && offsets[i] ? *offsets[i] : RdKafka::Topic::OFFSET_BEGINNING;
+      int64_t offset = i < offsets.size() && offsets[i] ? *offsets[i] : Beginning(c, *parts[i]);
       parts[i]->set_offset(offset == kCommittedOffset ? RdKafka::Topic::OFFSET_STORED : offset);
     }
+  }
+  // The beginning of a partition as a concrete offset (its low watermark), asked of the broker
+  // now. librdkafka 2.0 resolves the logical OFFSET_BEGINNING itself, but a partition whose
+  // leader it has not learnt yet when the assignment starts (usual right after a group join)
+  // waits for its 500 ms offset-query timer: the other partitions were consumed alone meanwhile,
+  // and the consumer then idled 200-300 ms with nothing fetched (tools/bench ingest, a fresh
+  // group per round). This query waits for the leader instead. Should it fail, librdkafka
+  // resolves the logical offset as before; an offset that retention removes in between is reset
+  // to the earliest (auto.offset.reset), as the logical one would be.
+  static int64_t Beginning(RdKafka::KafkaConsumer* c, const RdKafka::TopicPartition& p) {
+    int64_t low = 0, high = 0;
+    if (c && c->query_watermark_offsets(p.topic(), p.partition(), &low, &high, 5000) == RdKafka::ERR_NO_ERROR && low >= 0) {
+      return low;
+    }
+    return RdKafka::Topic::OFFSET_BEGINNING;
   }
   OffsetLookup lookup_;
   std::vector<std::pair<std::string, int>> assigned_;
@@ -176,7 +191,7 @@ class RdConsumer : public Consumer {
   void Rewind() override {
     std::vector<RdKafka::TopicPartition*> parts;
     for (const auto& [t, p] : rebalancer_->assigned_) parts.push_back(RdKafka::TopicPartition::create(t, p));
-    rebalancer_->Position(parts);
+    rebalancer_->Position(consumer_.get(), parts);
     // seek, not assign: under cooperative rebalancing the assignment only changes through
     // incremental_assign in the rebalance callback.
     for (auto* p : parts) {

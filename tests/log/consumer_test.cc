@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
 
 #include "log/kafka.h"
 #include "log/topics.h"
@@ -83,6 +84,67 @@ bool PollUntil(const std::vector<Consumer*>& consumers, Done done, Each each) {
     if (done()) return true;
   }
   return false;
+}
+
+// Deletes the records of `topic` partition 0 before `before` (Kafka's DeleteRecords, as
+// retention does): the partition's first offset becomes `before`.
+void DeleteRecordsBefore(const std::string& topic, int64_t before) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  ASSERT_EQ(rd_kafka_conf_set(conf, "bootstrap.servers", Kafka().c_str(), err, sizeof err), RD_KAFKA_CONF_OK) << err;
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  ASSERT_NE(rk, nullptr) << err;
+  rd_kafka_topic_partition_list_t* offsets = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(offsets, topic.c_str(), 0)->offset = before;
+  rd_kafka_DeleteRecords_t* del = rd_kafka_DeleteRecords_new(offsets);
+  rd_kafka_topic_partition_list_destroy(offsets);
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_DeleteRecords(rk, &del, 1, nullptr, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 15000);
+  ASSERT_NE(ev, nullptr) << "no DeleteRecords result within 15 s";
+  EXPECT_EQ(rd_kafka_event_error(ev), RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_event_error_string(ev);
+  const rd_kafka_topic_partition_list_t* done =
+      rd_kafka_DeleteRecords_result_offsets(rd_kafka_event_DeleteRecords_result(ev));
+  ASSERT_TRUE(done && done->cnt == 1);
+  EXPECT_EQ(done->elems[0].err, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(done->elems[0].err);
+  rd_kafka_event_destroy(ev);
+  rd_kafka_DeleteRecords_destroy(del);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_destroy(rk);
+}
+
+// A partition without a stored position starts at its beginning, which the consumer asks the
+// broker for (the low watermark) instead of leaving the logical offset to librdkafka (whose
+// offset query waits 500 ms for a partition whose leader it has not learnt yet). After
+// DeleteRecords the beginning is not offset 0: the first record consumed is the first one
+// left, and every one after it comes, once each, in order.
+TEST(ConsumerTest, PartitionWithoutPositionStartsAtItsFirstRemainingRecord) {
+  const std::string topic = UniqueTopic("beginning");
+  auto created = CreateTopics(Kafka(), {{topic, 1, {}}});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  auto producer = Producer::Create(Kafka());
+  ASSERT_TRUE(producer.ok()) << producer.status().ToString();
+  std::vector<OutMessage> out;
+  for (int i = 0; i < 10; ++i) out.push_back({topic, "k", "m" + std::to_string(i)});
+  std::vector<bool> ok = (*producer)->ProduceAndWait(out, 15000);
+  ASSERT_EQ(std::count(ok.begin(), ok.end(), true), 10) << (*producer)->LastError();
+  DeleteRecordsBefore(topic, 4);
+
+  auto consumer = Consumer::Create(Kafka(), topic + ".group", {topic},
+                                   [](const std::vector<std::pair<std::string, int>>& parts) {
+                                     return std::vector<std::optional<int64_t>>(parts.size(), std::nullopt);
+                                   });
+  ASSERT_TRUE(consumer.ok()) << consumer.status().ToString();
+  std::vector<Message> got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (got.size() < 6 && std::chrono::steady_clock::now() < deadline) {
+    for (Message& m : (*consumer)->Poll(100, 100, 0)) got.push_back(std::move(m));
+  }
+  ASSERT_EQ(got.size(), 6u) << "consumed " << got.size() << " of the 6 records left within 30 s";
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].offset, static_cast<int64_t>(4 + i));
+    EXPECT_EQ(got[i].value, "m" + std::to_string(4 + i));
+  }
 }
 
 // Static membership (--instance-id): an instance killed and restarted within the session

@@ -11,7 +11,8 @@
 // committed batch to the last (so the group join and start-up are not counted).
 // Baseline: rd_kafka_consume_batch_queue on the same topic (all partitions assigned from the
 // beginning, trigd's consumer settings), every payload touched, from its first message to
-// the last. Figures are medians over --rounds, alternating. A round reads 2M events (1-3 s): with
+// the last. Figures are medians over --rounds; within a round the two take turns going first,
+// after one uncounted pass of the baseline (the broker's warm-up). A round reads 2M events (1-3 s): with
 // 500,000 a round lasted 0.2-0.7 s, a single stall of either consumer decided it, and ratios
 // of one run spread from 0.23 to 1.2.
 //
@@ -65,19 +66,17 @@ int main(int argc, char** argv) {
   watch.prepare("committed",
                 "SELECT coalesce(sum(next_offset), 0) FROM consumer_offsets WHERE group_id = $1 AND topic = $2");
   std::vector<double> engine_rate, bare_rate;
-  std::printf("\n%6s %16s %18s %8s\n", "round", "engine events/s", "bare consumer/s", "ratio");
-  for (int round = 0; round < rounds; ++round) {
-    // Engine: a fresh group reads the topic from the beginning.
+  // One round of trigd: a fresh group reads the topic from the beginning.
+  auto engine_round = [&](int round) {
     const std::string group = run.group + "-r" + std::to_string(round);
     bench::Child& trigd = run.StartTrigd(group);
     auto deadline = bench::Clock::now() + std::chrono::seconds(60);
     int64_t first_count = 0;
-    bench::Clock::time_point first_at;
     while ((first_count = Committed(watch, group, topic)) == 0) {
       if (bench::Clock::now() > deadline || !trigd.Alive()) run.Fail("trigd committed nothing within 60 s");
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    first_at = bench::Clock::now();
+    const bench::Clock::time_point first_at = bench::Clock::now();
     deadline = first_at + std::chrono::seconds(240);
     int64_t n = first_count;
     while (n < events) {
@@ -87,36 +86,50 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       n = Committed(watch, group, topic);
     }
-    double engine_s = bench::SecondsSince(first_at);
+    const double engine_s = bench::SecondsSince(first_at);
     if (n != events) run.Fail("trigd committed " + std::to_string(n) + " positions for " + std::to_string(events) + " events");
     trigd.Stop();
-    engine_rate.push_back(static_cast<double>(events - first_count) / engine_s);
-
-    // Baseline.
+    return static_cast<double>(events - first_count) / engine_s;
+  };
+  // One round of the baseline, under its own group name.
+  auto bare_round = [&](const std::string& name) {
     int64_t seen = 0;
     uint64_t bytes = 0;
     bench::Clock::time_point bare_first;
-    {
-      // trigd's ingest lets librdkafka queue more ahead (engine/app/engine.cc kPrefetch*); so does
-      // the baseline, though a consumer this fast never fills the default queue.
-      bench::BatchConsumer consumer(run.kafka, group + "-bare", topic, 4, "10", {},
-                                    {{"queued.min.messages", "500000"}, {"queued.max.messages.kbytes", "131072"}});
-      deadline = bench::Clock::now() + std::chrono::seconds(240);
-      int64_t first_batch = 0;
-      while (seen < events) {
-        if (bench::Clock::now() > deadline) run.Fail("bare consumer saw " + std::to_string(seen) + " events within 240 s");
-        size_t got = consumer.ConsumeBatch(100, [&](const char* p, size_t len) { bytes += len + static_cast<uint8_t>(p[len / 2]); });
-        if (got > 0 && seen == 0) {
-          bare_first = bench::Clock::now();
-          first_batch = static_cast<int64_t>(got);
-        }
-        seen += static_cast<int64_t>(got);
+    // trigd's ingest lets librdkafka queue more ahead (engine/app/engine.cc kPrefetch*); so does
+    // the baseline, though a consumer this fast never fills the default queue.
+    bench::BatchConsumer consumer(run.kafka, run.group + "-" + name, topic, 4, "10", {},
+                                  {{"queued.min.messages", "500000"}, {"queued.max.messages.kbytes", "131072"}});
+    const auto deadline = bench::Clock::now() + std::chrono::seconds(240);
+    int64_t first_batch = 0;
+    while (seen < events) {
+      if (bench::Clock::now() > deadline) run.Fail("bare consumer saw " + std::to_string(seen) + " events within 240 s");
+      size_t got = consumer.ConsumeBatch(100, [&](const char* p, size_t len) { bytes += len + static_cast<uint8_t>(p[len / 2]); });
+      if (got > 0 && seen == 0) {
+        bare_first = bench::Clock::now();
+        first_batch = static_cast<int64_t>(got);
       }
-      double bare_s = bench::SecondsSince(bare_first);
-      bare_rate.push_back(static_cast<double>(events - first_batch) / bare_s);
+      seen += static_cast<int64_t>(got);
     }
-    std::printf("%6d %16.0f %18.0f %8.2f\n", round + 1, engine_rate.back(), bare_rate.back(),
-                engine_rate.back() / bare_rate.back());
+    return static_cast<double>(events - first_batch) / bench::SecondsSince(bare_first);
+  };
+  // Warm-up, not counted: a broker started moments before (as tools/bench all starts it)
+  // compiles its fetch path while it first serves this traffic (its JIT took 0.4 of a core for
+  // 20-35 s in the latency scenario), which fell on the first round's engine half.
+  std::printf("warm-up (not counted): bare consumer %.0f events/s\n", bare_round("warmup"));
+  std::printf("\n%6s %16s %18s %8s  %s\n", "round", "engine events/s", "bare consumer/s", "ratio", "first");
+  for (int round = 0; round < rounds; ++round) {
+    // The two take turns going first, so neither always reads a topic the other just read.
+    const bool engine_first = round % 2 == 0;
+    if (engine_first) {
+      engine_rate.push_back(engine_round(round));
+      bare_rate.push_back(bare_round("bare-r" + std::to_string(round)));
+    } else {
+      bare_rate.push_back(bare_round("bare-r" + std::to_string(round)));
+      engine_rate.push_back(engine_round(round));
+    }
+    std::printf("%6d %16.0f %18.0f %8.2f  %s\n", round + 1, engine_rate.back(), bare_rate.back(),
+                engine_rate.back() / bare_rate.back(), engine_first ? "engine" : "bare");
     std::fflush(stdout);
   }
   double engine = bench::Median(engine_rate), bare = bench::Median(bare_rate), ratio = engine / bare;
