@@ -127,8 +127,9 @@ class Rebalancer : public RdKafka::RebalanceCb {
     std::vector<std::pair<std::string, int>> keys;
     for (auto* p : parts) keys.emplace_back(p->topic(), p->partition());
     auto offsets = lookup_(keys);
+    bool ask_broker = c != nullptr;  // until a query fails: one timeout at most per assignment
     for (size_t i = 0; i < parts.size(); ++i) {
-      int64_t offset = i < offsets.size() && offsets[i] ? *offsets[i] : Beginning(c, *parts[i]);
+      int64_t offset = i < offsets.size() && offsets[i] ? *offsets[i] : Beginning(c, *parts[i], ask_broker);
       parts[i]->set_offset(offset == kCommittedOffset ? RdKafka::Topic::OFFSET_STORED : offset);
     }
   }
@@ -137,13 +138,19 @@ class Rebalancer : public RdKafka::RebalanceCb {
   // leader it has not learnt yet when the assignment starts (usual right after a group join)
   // waits for its 500 ms offset-query timer: the other partitions were consumed alone meanwhile,
   // and the consumer then idled 200-300 ms with nothing fetched (tools/bench ingest, a fresh
-  // group per round). This query waits for the leader instead. Should it fail, librdkafka
-  // resolves the logical offset as before; an offset that retention removes in between is reset
-  // to the earliest (auto.offset.reset), as the logical one would be.
-  static int64_t Beginning(RdKafka::KafkaConsumer* c, const RdKafka::TopicPartition& p) {
+  // group per round). This query waits for the leader instead (about a millisecond a partition,
+  // at assignment only). Should it fail, librdkafka resolves the logical offset as before, for
+  // this partition and the assignment's others (`ask_broker` is cleared: the rebalance callback
+  // waits for one timeout at most, well inside the group's session timeout); an offset that
+  // retention removes in between is reset to the earliest (auto.offset.reset), as the logical
+  // one would be.
+  static int64_t Beginning(RdKafka::KafkaConsumer* c, const RdKafka::TopicPartition& p, bool& ask_broker) {
     int64_t low = 0, high = 0;
-    if (c && c->query_watermark_offsets(p.topic(), p.partition(), &low, &high, 5000) == RdKafka::ERR_NO_ERROR && low >= 0) {
-      return low;
+    if (ask_broker) {
+      if (c->query_watermark_offsets(p.topic(), p.partition(), &low, &high, 2000) == RdKafka::ERR_NO_ERROR && low >= 0) {
+        return low;
+      }
+      ask_broker = false;
     }
     return RdKafka::Topic::OFFSET_BEGINNING;
   }
