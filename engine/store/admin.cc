@@ -171,8 +171,9 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
       for (size_t l = 0; l < leaves.size(); ++l) {
         triggers.push_back({{"id", id}, {"leaf", l}, {"key", LeafEventKey(*leaves[l], s.id())}});
         if (leaves[l]->kind == TriggerKind::kTime) {
-          // Fire times count from now (one time leaf per schedule: the parser refuses more).
-          std::optional<TimePoint> next = NextFireTime(leaves[l]->time, now, now);
+          // Fire times count from now (one time leaf per schedule: the parser refuses more); a
+          // suspended schedule has none until it is resumed (ResetTimeTrigger).
+          std::optional<TimePoint> next = s.enabled ? NextFireTime(leaves[l]->time, now, now) : std::nullopt;
           ticks.push_back({{"id", id}, {"leaf", l}, {"next", next ? json(ToMillis(*next)) : json()}});
         }
       }
@@ -233,6 +234,11 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
     } else {
       tx.exec_params("UPDATE schedules SET state=$2, updated_at=now() WHERE id=$1", id,
                      std::string(action == ScheduleAction::kSuspend ? "suspended" : "active"));
+      if (action == ScheduleAction::kSuspend) {
+        // Out of the due range while suspended, so the checkers' look every 100 ms does not
+        // find it due again and again; resuming counts fire times from then (ResetTimeTrigger).
+        tx.exec_params("UPDATE time_triggers SET next_fire_at = 'infinity' WHERE schedule_id = $1", id);
+      }
       if (action == ScheduleAction::kResume) {
         ParsedSchedule parsed = ParseSchedule(json::parse(row[0][1].as<std::string>()));
         if (parsed.ok()) ResetTimeTrigger(tx, id, parsed.schedule, DbNow(tx));

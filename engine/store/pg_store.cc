@@ -220,8 +220,12 @@ const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
      "SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime "
      "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE"},
     {"checker_writes", CheckerWritesSql()},
-    // Whether any time trigger is due (TickTimeTriggers' look before its transaction).
-    {"time_trigger_due", "SELECT EXISTS (SELECT 1 FROM time_triggers WHERE next_fire_at <= now())"},
+    // Whether any active schedule's time trigger is due (TickTimeTriggers' look before its
+    // transaction). A suspended schedule's trigger is out of the due range (next_fire_at
+    // 'infinity' from its suspension on); the state filter also covers those suspended before.
+    {"time_trigger_due",
+     "SELECT EXISTS (SELECT 1 FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
+     "WHERE t.next_fire_at <= now() AND s.state = 'active')"},
     // The relay's claim of messages to publish (ClaimOutbox; SKIP LOCKED: relays never take the
     // same), with a launch request's age for the event-to-launch histogram: up to $1 single
     // messages and $2 bundles (outbox_bundle.h; through their own partial index).

@@ -577,6 +577,28 @@ TEST_F(PgStoreTest, DueTickIsProducedOncePerFireTime) {
   EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 0);
 }
 
+// A suspended schedule's time trigger leaves the due range (next_fire_at 'infinity'), so the
+// checkers' look finds nothing due; resuming counts fire times from then. A schedule applied
+// suspended ("enabled": false) starts out of the range too.
+TEST_F(PgStoreTest, SuspendedScheduleLeavesTheDueRangeAndResumeCountsFromThen) {
+  Apply({{{"name", "t"}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"every", "1m"}}}}}},
+         {{"name", "off"}, {"program", {{"name", "p"}}}, {"enabled", false}, {"trigger", {{"time", {{"every", "1m"}}}}}}});
+  EXPECT_EQ(Count("SELECT count(*) FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
+                  "WHERE s.name = 'default/off' AND t.next_fire_at = 'infinity'"), 1);
+  Exec("UPDATE time_triggers SET anchor = now() - interval '90 seconds', next_fire_at = now() - interval '30 seconds' "
+       "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/t')");
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/t", ScheduleAction::kSuspend).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at <= now()"), 0);
+  auto r = store_->TickTimeTriggers(100);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->produced, 0);
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/t", ScheduleAction::kResume).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
+                  "WHERE s.name = 'default/t' AND t.next_fire_at > now() AND t.next_fire_at <= now() + interval '1 minute'"),
+            1);
+  EXPECT_EQ(store_->TickTimeTriggers(100)->produced, 0);  // nothing due until a minute from the resume
+}
+
 TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   json doc = PartitionSchedule("s", "d");
   doc["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
