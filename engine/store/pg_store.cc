@@ -70,6 +70,9 @@ struct PgStore::TxContext {
   // Set by a transaction that sends the checker's writes with its COMMIT (one round trip less):
   // CheckJobs leaves checker_writes' arguments here instead of executing it, if they are small.
   std::vector<std::string>* deferred_writes = nullptr;
+  // Set by a transaction that commits right after ApplyEvents: what the batch built in memory
+  // is left here and freed after the COMMIT (see ApplyEvents).
+  std::shared_ptr<void>* free_after_commit = nullptr;
 };
 
 // The checker's claim: due jobs in priority order, locked (SKIP LOCKED: checkers never take the
@@ -627,6 +630,7 @@ Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
 Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_conflict, bool& seen_before) {
   return Guard([&]() -> Result<IngestResult> {
     RenewPlans();
+    std::shared_ptr<void> built;  // ApplyEvents' memory, freed after the commit (declared first)
     OpenTransaction tx(*conn_->c);
     IngestResult result;
     Relevant relevant = FindRelevant(batch, result);
@@ -673,6 +677,7 @@ Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_con
     TxContext ctx(tx.tx(), clock);
     std::vector<std::string> writes;
     ctx.deferred_writes = &writes;  // the fast path's writes are its last statement
+    ctx.free_after_commit = &built;
     try {
       ApplyEvents(ctx, batch, relevant, result);
     } catch (const pqxx::unique_violation&) {
@@ -721,8 +726,18 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
   pqxx::transaction_base& tx = ctx.tx;
   const TimePoint now = ctx.now;
   {
+    // The batch's jobs, their trigger states and triggering events, and the schedules' views:
+    // freeing those of a 5,000-event batch took 2 ms, with the transaction open and its locks
+    // held; a caller that commits next frees them after its COMMIT.
+    struct Built {
+      std::vector<AccumulateInput> inputs;
+      std::map<int64_t, ScheduleView> schedules;
+      Accumulation acc;
+      std::vector<FreshJob> fresh_jobs;
+    };
+    auto built = std::make_shared<Built>();
     std::unordered_set<std::string_view>& fresh = relevant.fresh;
-    std::vector<AccumulateInput> inputs;
+    std::vector<AccumulateInput>& inputs = built->inputs;
     std::vector<size_t> input_index;
     std::set<int64_t> reached;
     std::vector<RunReport> reports;
@@ -744,7 +759,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
         reached.insert(batch.schedule_ids[i].begin(), batch.schedule_ids[i].end());
       }
     }
-    std::map<int64_t, ScheduleView> schedules;
+    std::map<int64_t, ScheduleView>& schedules = built->schedules;
     std::vector<OpenJob> open;
     if (!reached.empty()) {
       std::vector<std::pair<int64_t, int>> versions;
@@ -776,7 +791,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       }
       id_copy->Send();
     }
-    Accumulation acc = Accumulate(inputs, schedules, std::move(open), now);
+    Accumulation& acc = built->acc = Accumulate(inputs, schedules, std::move(open), now);
     if (id_copy) id_copy->Finish();
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (acc.applied[k]) result.outcome[input_index[k]] = "applied";
@@ -790,7 +805,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
     struct {
       SqlArray id, state, trigger_state, triggered_by, history, ready_at, next_check_at, discard_reason;
     } upd;
-    std::vector<FreshJob> fresh_jobs;  // new jobs that are complete: decided before written (fast path)
+    std::vector<FreshJob>& fresh_jobs = built->fresh_jobs;  // new jobs that are complete: decided before written (fast path)
     std::string text;
     auto next_check_of = [&](const OpenJob& job, const Schedule& s) -> std::optional<TimePoint> {
       if (job.complete) return now;
@@ -933,6 +948,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       bool unused_backlog = false;
       result.checker = CheckJobs(ctx, kFastPathLimit, &filter, unused_backlog);
     }
+    if (ctx.free_after_commit) *ctx.free_after_commit = std::move(built);
   }
 }
 
