@@ -52,6 +52,22 @@ void DiscardOpenJobs(pqxx::work& tx, int64_t id, const std::string& reason) {
                  id, reason);
 }
 
+// How many times a change runs when PostgreSQL aborts it (a deadlock or a serialization failure).
+constexpr int kChangeAttempts = 5;
+
+// Runs a change's transaction (f, through Guard), again when it is aborted. A change locks its
+// schedules, then their open jobs and time triggers; a checker or a tick that holds a job or a
+// trigger and then share-locks its schedule can meet it in a deadlock, which PostgreSQL breaks
+// after deadlock_timeout by aborting the transaction whose check finds it, often the change.
+// The engine reruns its own transactions; a user's apply or suspend must not fail on it either.
+template <class F>
+auto RunChange(F&& f) -> decltype(f()) {
+  for (int attempt = 1;; ++attempt) {
+    auto r = Guard(f);
+    if (r.ok() || r.status().code() != StatusCode::kAborted || attempt == kChangeAttempts) return r;
+  }
+}
+
 TimePoint DbNow(pqxx::work& tx) {
   return FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
 }
@@ -80,7 +96,7 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
                                                  const std::vector<Schedule>& schedules) {
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
-  return Guard([&]() -> Result<std::vector<ApplyOutcome>> {
+  return RunChange([&]() -> Result<std::vector<ApplyOutcome>> {
     pqxx::work tx(**conn);
     LockChangeLog(tx);
     TimePoint now = DbNow(tx);
@@ -198,7 +214,7 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
 Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAction action) {
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
-  Result<int> r = Guard([&]() -> Result<int> {
+  Result<int> r = RunChange([&]() -> Result<int> {
     pqxx::work tx(**conn);
     LockChangeLog(tx);
     auto row = tx.exec_params("SELECT id, document::text FROM schedules WHERE name = $1 FOR UPDATE", name);

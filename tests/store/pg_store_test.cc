@@ -673,6 +673,37 @@ TEST_F(PgStoreTest, ABatchWaitsForAScheduleChangeInFlightAndSeesIt) {
   EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 1"), 1);
 }
 
+// A change locks its schedule, then the schedule's open jobs; a checker has claimed a job
+// first and then share-locks its schedule (CheckJobs). The two can meet in a deadlock, which
+// PostgreSQL breaks after deadlock_timeout by aborting the one whose check finds it: the change,
+// which waited first. The change runs again and succeeds: a user's suspend does not fail on it.
+TEST_F(PgStoreTest, AScheduleChangeAbortedByADeadlockRunsAgain) {
+  Apply({PartitionSchedule("s", "d")});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_constraint'"), 1);
+  pqxx::connection checker_conn(conn_);
+  pqxx::work checker(checker_conn);
+  checker.exec("SELECT id FROM jobs WHERE state = 'pending_constraint' FOR UPDATE");  // the claim
+  std::optional<Status> changed;
+  std::thread change([&] { changed = ChangeSchedule(conn_, "default/s", ScheduleAction::kSuspend); });
+  // The change holds the schedule's row and waits for the job.
+  for (int i = 0; i < 100 && Count("SELECT count(*) FROM pg_locks WHERE NOT granted") == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GT(Count("SELECT count(*) FROM pg_locks WHERE NOT granted"), 0) << "the change did not wait for the job";
+  try {
+    checker.exec("SELECT id FROM schedules WHERE name = 'default/s' FOR SHARE");  // as LoadSchedules
+    checker.commit();
+  } catch (const pqxx::sql_error&) {
+    // If the checker is the one aborted instead, it simply ends; the change goes on.
+  }
+  change.join();
+  ASSERT_TRUE(changed.has_value());
+  EXPECT_TRUE(changed->ok()) << changed->ToString();
+  EXPECT_EQ(Count("SELECT count(*) FROM schedules WHERE state = 'suspended'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'discarded' AND discard_reason = 'schedule suspended'"), 1);
+}
+
 TEST_F(PgStoreTest, FastPathLaunchesAReadyJobInTheIngestTransaction) {
   Apply({PartitionSchedule("s", "d")});
   auto store = NewStore(/*fast_path=*/true);
