@@ -221,7 +221,7 @@ void Prepare(const MessageBatch& messages, const ScheduleIndex& index, PreparedB
 // commit in the order they were polled (one in flight). Used by the ingest thread only.
 class IngestCommitter {
  public:
-  enum class Outcome { kCommitted, kFenced, kFailed };
+  enum class Outcome { kCommitted, kFenced, kStaleIndex, kFailed };
 
   explicit IngestCommitter(Shared& sh) : sh_(sh), store_(sh.config, "ingest"), counters_(sh.metrics) {
     thread_ = std::thread([this] { Run(); });
@@ -302,6 +302,7 @@ class IngestCommitter {
       return Outcome::kFailed;
     }
     if (r->fenced) return Outcome::kFenced;
+    if (r->stale_index) return Outcome::kStaleIndex;
     // Counted and woken here, as soon as the transaction is durable.
     sh_.metrics.IngestTransactions().Increment();
     for (const std::string& reason : batch.dead_reasons) sh_.metrics.DeadLetter(reason).Increment();
@@ -376,6 +377,11 @@ void IngestLoop(Shared& sh) {
   ScheduleIndex index;
   int64_t index_seq = 0;
   bool index_loaded = false;
+  // Batches refused in a row because a schedule changed after they were routed. Under a stream
+  // of changes faster than batches commit, the next batch goes without the check rather than
+  // never (its events then meet the index as it was, at most 200 ms old).
+  constexpr int kMaxStale = 3;
+  int stale_in_a_row = 0;
   std::unique_ptr<Consumer> consumer;
   const std::string data = sh.config.topic_prefix + "events.data";
   const std::string program = sh.config.topic_prefix + "events.program";
@@ -392,7 +398,8 @@ void IngestLoop(Shared& sh) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
       continue;
     }
-    // The reverse index follows the schedule change log (apply, update, delete, suspend).
+    // The reverse index follows the schedule change log (apply, update, delete, suspend): every
+    // 200 ms, and at once when a batch met a change its routing had not seen.
     if (!index_loaded || Clock::now() - last_refresh > std::chrono::milliseconds(200)) {
       auto changes = pg->LoadScheduleChanges(index_loaded ? index_seq : 0);
       if (!changes.ok()) {
@@ -459,15 +466,18 @@ void IngestLoop(Shared& sh) {
       for (const PartitionLag& l : consumer->Lag()) sh.metrics.ConsumerLag(l.topic, l.partition).Set(static_cast<double>(l.lag));
       last_lag = Clock::now();
     }
+    if (next.empty()) next.in.index_seq = stale_in_a_row < kMaxStale ? index_seq : -1;
     Prepare(messages, index, next);
     messages.Clear();
     if (committer.InFlight()) {
       if (!committer.Done() && next.messages + kMaxPoll <= kMaxBatch) continue;
       const IngestCommitter::Outcome outcome = committer.Wait();
+      stale_in_a_row = outcome == IngestCommitter::Outcome::kStaleIndex ? stale_in_a_row + 1 : 0;
       if (outcome != IngestCommitter::Outcome::kCommitted) {
         if (outcome == IngestCommitter::Outcome::kFenced) {
           Log("batch refused: another consumer moved a position first; re-reading from PostgreSQL");
         }
+        if (outcome == IngestCommitter::Outcome::kStaleIndex) last_refresh = Clock::time_point{};
         // What was polled meanwhile goes too: everything after PostgreSQL's positions is read again.
         next = PreparedBatch();
         consumer->Rewind();

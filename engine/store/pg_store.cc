@@ -59,7 +59,8 @@ struct PgStore::Conn {
   "AND x.partition = EXCLUDED.partition) RETURNING 1), "                                                  \
   "seen AS (INSERT INTO seen_events (id) SELECT u.id COLLATE \"C\" FROM unnest($6::text[]) AS u(id)" \
   seen " RETURNING id) "                                                                                  \
-  "SELECT " TRIGD_CLOCK ", (SELECT count(*) FROM moved), (SELECT coalesce(json_agg(id), '[]') FROM seen)::text"
+  "SELECT " TRIGD_CLOCK ", (SELECT count(*) FROM moved), (SELECT coalesce(json_agg(id), '[]') FROM seen)::text, " \
+  "(SELECT coalesce(max(seq), 0) FROM schedule_changes)"
 struct PgStore::TxContext {
   TxContext(pqxx::transaction_base& tx, const pqxx::row& clock)
       : tx(tx), now(FromMillis(clock[0].as<int64_t>())), now_text(clock[1].as<std::string>()),
@@ -663,6 +664,14 @@ Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_con
     if (clock[3].as<size_t>() != batch.positions.size()) {
       tx.Rollback();
       result.fenced = true;
+      return result;
+    }
+    // A schedule applied (or changed) before this transaction began is one the batch's events
+    // must meet: an event produced after `trigctl schedules apply` returned was otherwise
+    // counted no_match if trigd had not refreshed its index yet (every 200 ms).
+    if (batch.index_seq >= 0 && clock[5].as<int64_t>() > batch.index_seq) {
+      tx.Rollback();
+      result.stale_index = true;
       return result;
     }
     if (on_conflict) {

@@ -82,6 +82,10 @@ struct IngestBatch {
   // Set for trigd's own ticks (model/event.h, OwnTickId), which their time trigger's row lock
   // makes unique: no de-duplication record is written or looked up for them.
   bool own_ticks = false;
+  // The schedule change log's position (schedule_changes.seq) of the reverse index the events
+  // were routed with; -1: not checked. A batch routed before a change that had committed when
+  // the batch's transaction began is not applied (IngestResult::stale_index).
+  int64_t index_seq = -1;
 };
 
 struct CheckerResult {
@@ -95,6 +99,9 @@ struct CheckerResult {
 
 struct IngestResult {
   bool fenced = false;  // another consumer moved a position first: nothing applied; rewind
+  // The batch was routed with a reverse index older than the change log (IngestBatch::index_seq):
+  // nothing applied; refresh the index, rewind and route the events again.
+  bool stale_index = false;
   std::vector<std::string> outcome;  // per event: applied, duplicate or no_match
   int jobs_opened = 0;
   int jobs_ready = 0;

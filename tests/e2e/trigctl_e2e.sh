@@ -2,7 +2,8 @@
 # e2e: trigctl as a user drives it. Schedules: apply (file and folder, all or nothing with every
 # problem named), list, show, exit codes; two running trigd instances see an applied, updated
 # and deleted schedule within a second. Inspection: jobs list/show/why (unmet branches, failing
-# constraints, next check, history), runs list/show, lag, --json everywhere.
+# constraints, next check, history), runs list/show, lag, --json everywhere; an event emitted the
+# moment apply returns meets the new schedule.
 set -euo pipefail
 src=$1; bin=$2
 source "$src/tests/e2e/lib.sh"
@@ -106,4 +107,18 @@ before=$(ctl jobs list --json | json_get 'len(d)')
 ctl events emit partition watch.d p4 >/dev/null
 sleep 2
 [[ $(ctl jobs list --json | json_get 'len(d)') == "$before" ]] || fail "an event opened a job of a deleted schedule"
-echo "trigctl e2e: validation, exit codes, reload within 1 s on two instances, jobs why, runs, lag all as expected"
+# An event produced right after `apply` returned meets the new schedule (it used to be counted
+# no_match when trigd had not refreshed its index yet): three new schedules, no pause.
+for k in 1 2 3; do
+  cat >"$tmp/now$k.json" <<DOC
+{"name": "now$k", "program": {"name": "now.p$k"}, "trigger": {"partition": {"dataset": "now.d$k", "count": 5}}}
+DOC
+  ctl schedules apply -f "$tmp/now$k.json" >/dev/null && ctl events emit partition "now.d$k" p1 >/dev/null
+done
+for k in 1 2 3; do
+  deadline=$((SECONDS + 20))
+  until [[ $(ctl jobs list --schedule "default/now$k" --json | json_get 'len(d)') == 1 ]]; do
+    ((SECONDS < deadline)) || fail "the event emitted right after applying default/now$k opened no job"; sleep 0.3
+  done
+done
+echo "trigctl e2e: validation, exit codes, reload within 1 s on two instances, events right after apply, jobs why, runs, lag all as expected"

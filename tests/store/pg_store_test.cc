@@ -127,6 +127,34 @@ class PgStoreTest : public ::testing::Test {
   std::unique_ptr<PgStore> store_;
 };
 
+// An event produced after `schedules apply` returned must meet the schedule: a batch routed with
+// an index older than the change log is refused whole (nothing applied, the position unmoved),
+// and the same events routed again with the index as of now go through.
+TEST_F(PgStoreTest, ABatchRoutedBeforeAChangeIsRefusedAndGoesThroughOnceRoutedAgain) {
+  Apply({PartitionSchedule("old", "d0")});
+  auto before = store_->LoadScheduleChanges(0);
+  ASSERT_TRUE(before.ok());
+  IngestBatch stale = Batch({PartitionEvent("e1", "d1")}, 0);  // d1 reaches nothing yet
+  stale.index_seq = before->last_seq;
+  Apply({PartitionSchedule("new", "d1")});
+  auto r = store_->ApplyBatch(stale);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->stale_index);
+  EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets"), 0);
+
+  auto after = store_->LoadScheduleChanges(before->last_seq);
+  ASSERT_TRUE(after.ok());
+  EXPECT_GT(after->last_seq, before->last_seq);
+  IngestBatch fresh = Batch({PartitionEvent("e1", "d1")}, 0);
+  fresh.index_seq = after->last_seq;
+  r = store_->ApplyBatch(fresh);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->stale_index);
+  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 1);
+  EXPECT_EQ(Count("SELECT next_offset FROM consumer_offsets"), 1);
+}
+
 TEST_F(PgStoreTest, BatchWritesJobsOffsetsAndDeadLettersTogether) {
   Apply({PartitionSchedule("s", "d")});
   auto r = store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0, {{"k", "{\"reason\":\"bad_json\"}"}}));
