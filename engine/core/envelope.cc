@@ -239,6 +239,10 @@ Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes) {
   Event event;
   Result<std::string> id = RequiredString(document, "id", "id");
   if (!id.ok()) return id.status();
+  if (id->size() > kMaxEventIdBytes) {
+    return Reject("bad_field", "id: " + std::to_string(id->size()) + " bytes, more than the limit of " +
+                                   std::to_string(kMaxEventIdBytes));
+  }
   event.id = std::move(id).value();
 
   auto type = document.find("type");

@@ -631,7 +631,8 @@ bool ScanEnvelope(std::string_view bytes, EnvelopeScan& out, size_t max_bytes) {
   Fields f;
   const bool scanned = AllPlain(bytes) ? PlainScanner(bytes).Envelope(f) : Scanner(bytes).Envelope(f);
   if (!scanned) return false;
-  if (!PlainString(f.id) || f.type.kind != Value::kString || f.type.escaped ||
+  // A plain id's text is its value, so a longer one is one ParseEnvelope refuses.
+  if (!PlainString(f.id) || f.id.text.size() > kMaxEventIdBytes || f.type.kind != Value::kString || f.type.escaped ||
       f.time.kind != Value::kString || f.time.escaped || f.payload.kind != Value::kObject) {
     return false;
   }

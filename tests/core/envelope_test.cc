@@ -264,6 +264,24 @@ TEST(EnvelopeTest, RejectsWrongEnvelopeFieldTypes) {
             "bad_field: payload: expected an object, got null");
 }
 
+// An id is kept in a B-tree for de-duplication; one too long for it failed every ingest
+// transaction it was in, and ingestion stopped (an audit, 2026-11-25). The limit is 1 KiB.
+TEST(EnvelopeTest, RejectsAnIdLongerThanTheLimit) {
+  auto with_id = [](const std::string& id) {
+    return R"({"id": ")" + id + R"(", "type": "program", "time": "2026-11-22T10:00:00Z", )"
+           R"("payload": {"program": "p", "run_id": "r", "status": "succeeded"}})";
+  };
+  EXPECT_TRUE(Parse(with_id(std::string(kMaxEventIdBytes, 'a'))).ok());
+  EXPECT_EQ(Rejection(with_id(std::string(kMaxEventIdBytes + 1, 'a'))),
+            "bad_field: id: 1025 bytes, more than the limit of 1024");
+  EXPECT_EQ(Reason(with_id(std::string(4000, 'a'))), "bad_field");
+  // Counted in bytes of the decoded id: an escape spells one character.
+  std::string escaped;
+  for (size_t i = 0; i < kMaxEventIdBytes; ++i) escaped += "\\u0061";
+  EXPECT_TRUE(Parse(with_id(escaped)).ok());
+  EXPECT_EQ(Reason(with_id(escaped + "a")), "bad_field");
+}
+
 TEST(EnvelopeTest, RejectsUnknownType) {
   EXPECT_EQ(Rejection(Envelope("parquet", "{}")),
             "unknown_type: \"parquet\" (expected partition, program or tick)");
