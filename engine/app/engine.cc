@@ -202,10 +202,7 @@ void Prepare(const MessageBatch& messages, const ScheduleIndex& index, PreparedB
         break;
       case RoutedEvent::Kind::kInvalid:
         out.dead_reasons.push_back(DeadLetterReason(r.error));
-        out.in.dead.push_back({std::string(m.key),
-                               json{{"reason", r.error.message()}, {"topic", m.topic}, {"partition", m.partition},
-                                    {"offset", m.offset}, {"original", m.value}}
-                                   .dump(-1, ' ', false, json::error_handler_t::replace)});
+        out.in.dead.push_back({std::string(m.key), DeadLetterJson(r.error, m.topic, m.partition, m.offset, m.value)});
         break;
       case RoutedEvent::Kind::kMatch:
         out.in.schedule_ids.emplace_back(r.schedules.begin(), r.schedules.end());

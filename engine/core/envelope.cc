@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace trigd {
 namespace {
@@ -285,6 +287,115 @@ Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes) {
 std::string DeadLetterReason(const Status& status) {
   const std::string& message = status.message();
   return message.substr(0, message.find(':'));
+}
+
+namespace {
+
+std::string Base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16 |
+                       static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8 |
+                       static_cast<unsigned char>(bytes[i + 2]);
+    for (int shift : {18, 12, 6, 0}) out += kAlphabet[(v >> shift) & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
+    if (i + 1 < bytes.size()) v |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// The bytes as JSON text if they are well-formed UTF-8, else nothing.
+std::optional<std::string> StrictJsonString(std::string_view bytes) {
+  try {
+    return nlohmann::json(std::string(bytes)).dump();
+  } catch (const nlohmann::json::type_error&) {
+    return std::nullopt;
+  }
+}
+
+std::string DeadLetterWith(const Status& error, std::string_view topic, int partition, int64_t offset,
+                           std::string_view original, size_t whole_size) {
+  nlohmann::json letter = {{"reason", error.message()}, {"topic", topic}, {"partition", partition}, {"offset", offset}};
+  std::string text = letter.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  text.pop_back();  // the closing brace: the original goes in as text already escaped
+  text += ",\"original\":";
+  if (std::optional<std::string> exact = StrictJsonString(original)) {
+    text += *exact;
+  } else {
+    text += nlohmann::json(std::string(original)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    text += ",\"original_base64\":\"" + Base64(original) + "\"";
+  }
+  if (original.size() < whole_size) {
+    text += ",\"original_truncated\":true,\"original_bytes\":" + std::to_string(whole_size);
+  }
+  text += '}';
+  return text;
+}
+
+}  // namespace
+
+std::string DeadLetterJson(const Status& error, std::string_view topic, int partition, int64_t offset,
+                           std::string_view original) {
+  std::string whole = DeadLetterWith(error, topic, partition, offset, original, original.size());
+  if (whole.size() <= kMaxPublishedBytes) return whole;
+  size_t keep = std::min(original.size(), kDeadLetterOriginalKeep);
+  // Not inside a UTF-8 sequence: back up over continuation bytes (at most 3).
+  for (size_t back = 0; back < 3 && keep > 0 && keep < original.size() &&
+                        (static_cast<unsigned char>(original[keep]) & 0xC0) == 0x80;
+       ++back) {
+    --keep;
+  }
+  return DeadLetterWith(error, topic, partition, offset, original.substr(0, keep), original.size());
+}
+
+std::string TriggeredByWithin(std::string_view triggered_by, size_t max_bytes, bool& cut) {
+  cut = false;
+  if (triggered_by.size() <= max_bytes) return std::string(triggered_by);
+  nlohmann::json events = nlohmann::json::parse(triggered_by, nullptr, false);
+  if (!events.is_array()) return "[]";
+  cut = true;
+  static const std::map<std::string, std::vector<std::string>> kFields = {
+      {"partition", {"dataset", "partitions", "bytes"}},
+      {"program", {"program", "run_id", "status", "attempt", "reason"}},
+      {"tick", {"schedule", "fire_time"}},
+  };
+  for (nlohmann::json& e : events) {
+    if (!e.is_object()) continue;
+    auto payload = e.find("payload");
+    if (payload == e.end() || !payload->is_object()) continue;
+    nlohmann::json kept = nlohmann::json::object();
+    auto fields = kFields.find(e.value("type", ""));
+    if (fields != kFields.end()) {
+      for (const std::string& f : fields->second) {
+        if (auto v = payload->find(f); v != payload->end()) kept[f] = *v;
+      }
+    }
+    *payload = std::move(kept);
+  }
+  std::string text = events.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text.size() <= max_bytes) return text;
+  for (nlohmann::json& e : events) {
+    if (e.is_object()) e.erase("payload");
+  }
+  text = events.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // Ids and types alone still too long (up to 1,000 ids of up to 1 KiB): the newest that fit.
+  size_t drop = 0;
+  for (size_t over = text.size() > max_bytes ? text.size() - max_bytes : 0; over > 0 && drop < events.size(); ++drop) {
+    const size_t size = events[drop].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size() + 1;
+    over = size >= over ? 0 : over - size;
+  }
+  if (drop == 0) return text;
+  events.erase(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(drop));
+  return events.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 nlohmann::json EnvelopeToJson(const Event& event) {

@@ -35,6 +35,31 @@ Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes = kMaxEvent
 // The dead-letter reason of a ParseEnvelope status: the text before the first ':'.
 std::string DeadLetterReason(const Status& status);
 
+// The largest message trigd publishes (dead letters, launch requests): under librdkafka's
+// default message.max.bytes (1,000,000) and Kafka's (1,048,588). A larger one was refused by the
+// producer on every try and stayed in the outbox for good.
+inline constexpr size_t kMaxPublishedBytes = 900000;
+// How much of a message too large to publish whole a dead letter keeps (at most 6 bytes of JSON
+// each, escaped, plus its base64 copy: well under kMaxPublishedBytes).
+inline constexpr size_t kDeadLetterOriginalKeep = 64 * 1024;
+
+// The dead letter of a message trigd cannot process (SPEC §3): a JSON object with `reason`
+// (the status message), `topic`, `partition`, `offset` and `original`, the message's bytes as a
+// string. Bytes that are not UTF-8 are replaced by U+FFFD in `original`, and then
+// `original_base64` holds them exactly. A dead letter that would be larger than
+// kMaxPublishedBytes keeps the first kDeadLetterOriginalKeep bytes (cut at a character
+// boundary) and says so: `original_truncated` true and `original_bytes`, the whole size (the
+// whole message stays on its topic, at that partition and offset, for the topic's retention).
+std::string DeadLetterJson(const Status& error, std::string_view topic, int partition, int64_t offset,
+                           std::string_view original);
+
+// A job's triggering events (the JSON array of {id, type, payload} trigd stores) made to fit a
+// launch request of at most `max_bytes`: first each payload keeps only the fields of its type
+// (partition: dataset, partitions, bytes; program: program, run_id, status, attempt, reason;
+// tick: schedule, fire_time), then, if that is still too large, the payloads go and each entry
+// keeps its id and type. Returns the array unchanged if it fits; `cut` says whether it was cut.
+std::string TriggeredByWithin(std::string_view triggered_by, size_t max_bytes, bool& cut);
+
 // The envelope of an event trigd produces itself (ticks, lost runs, upstream failures).
 nlohmann::json EnvelopeToJson(const Event& event);
 

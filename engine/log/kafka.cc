@@ -72,7 +72,12 @@ class RdProducer : public Producer {
         if (err != RdKafka::ERR__QUEUE_FULL) break;
         producer_->poll(10);
       }
-      if (err == RdKafka::ERR_NO_ERROR) ++queued;
+      if (err == RdKafka::ERR_NO_ERROR) {
+        ++queued;
+      } else if (dr_.last_error.empty()) {
+        // Refused before it was queued (too large, unknown topic): no delivery report follows.
+        dr_.last_error = RdKafka::err2str(err) + " (" + m.topic + ", " + std::to_string(m.value.size()) + " bytes)";
+      }
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (dr_.reported < queued && std::chrono::steady_clock::now() < deadline) producer_->poll(5);

@@ -266,6 +266,11 @@ namespace {
 // How long a launched run may wait for a worker to start it before it counts as lost.
 constexpr Millis kQueuedTimeout = std::chrono::minutes(10);
 
+// A launch request as written at launch: two thirds of what trigd publishes at most
+// (kMaxPublishedBytes), as a retry's copy is the jsonb column rendered as text, a little larger.
+// A longer list of triggering events is cut to fit (TriggeredByWithin) and the request says so.
+constexpr size_t kMaxLaunchRequestBytes = kMaxPublishedBytes * 2 / 3;
+
 // A PostgreSQL array literal of integers, e.g. "{1,2,3}" (no quoting needed).
 template <class C>
 std::string IntArray(const C& ids) {
@@ -1283,7 +1288,13 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         request = parts->second.head;
         AppendJsonString(request, run_id);
         request += parts->second.middle;
-        request += d.triggered_by;
+        // Within what Kafka takes (kMaxPublishedBytes), with room for a retry's copy, which
+        // PostgreSQL renders from jsonb with a space after each ':' and ','.
+        const size_t fixed = request.size() + sizeof(",\"triggered_by_truncated\":true}");
+        bool cut = false;
+        request += fixed < kMaxLaunchRequestBytes ? TriggeredByWithin(d.triggered_by, kMaxLaunchRequestBytes - fixed, cut)
+                                                  : std::string("[]");
+        if (cut) request += ",\"triggered_by_truncated\":true";
         request += '}';
         runs.AddText(run_id);
         runs.AddInt(d.id);

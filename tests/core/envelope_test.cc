@@ -472,5 +472,109 @@ TEST(EnvelopeTest, NeverThrowsOnMutatedInput) {
   EXPECT_GT(accepted, 0);
 }
 
+// --- Dead letters and launch requests within what Kafka takes --------------------------------
+
+nlohmann::json Letter(std::string_view original) {
+  std::string text = DeadLetterJson(Invalid("bad_json: not valid JSON"), "t.events.data", 3, 42, original);
+  EXPECT_LE(text.size(), kMaxPublishedBytes);
+  return nlohmann::json::parse(text);
+}
+
+TEST(DeadLetterTest, KeepsTheOriginalAsTextWithWhereItCameFrom) {
+  nlohmann::json d = Letter("{\"id\": \"é\"");
+  EXPECT_EQ(d["reason"], "bad_json: not valid JSON");
+  EXPECT_EQ(d["topic"], "t.events.data");
+  EXPECT_EQ(d["partition"], 3);
+  EXPECT_EQ(d["offset"], 42);
+  EXPECT_EQ(d["original"], "{\"id\": \"é\"");
+  EXPECT_FALSE(d.contains("original_base64"));
+  EXPECT_FALSE(d.contains("original_truncated"));
+}
+
+TEST(DeadLetterTest, BytesThatAreNotUtf8AreKeptExactlyInBase64) {
+  nlohmann::json d = Letter("a\xffz");
+  EXPECT_EQ(d["original"], "a\xEF\xBF\xBDz");  // U+FFFD for the bad byte
+  EXPECT_EQ(d["original_base64"], "Yf96");
+  EXPECT_EQ(Letter("\xff\xfe")["original_base64"], "//4=");
+  EXPECT_EQ(Letter("\xff")["original_base64"], "/w==");
+}
+
+// Found by the audit (2026-11-25): 250 KB of control bytes escape to 1.5 MB of JSON, and an
+// oversized event's whole bytes went into its dead letter; the producer refused either on every
+// try and the relay never got past it.
+TEST(DeadLetterTest, ALetterTooLargeToPublishKeepsTheFirst64KiBAndSaysSo) {
+  nlohmann::json d = Letter(std::string(250000, '\x01'));
+  EXPECT_EQ(d["original"].get<std::string>(), std::string(kDeadLetterOriginalKeep, '\x01'));
+  EXPECT_EQ(d["original_truncated"], true);
+  EXPECT_EQ(d["original_bytes"], 250000);
+  d = Letter(std::string(2 << 20, 'a'));
+  EXPECT_EQ(d["original"].get<std::string>().size(), kDeadLetterOriginalKeep);
+  EXPECT_EQ(d["original_bytes"], 2 << 20);
+  // An event just under the limit is kept whole.
+  d = Letter(std::string(800000, 'a'));
+  EXPECT_EQ(d["original"].get<std::string>().size(), 800000u);
+  EXPECT_FALSE(d.contains("original_truncated"));
+}
+
+TEST(DeadLetterTest, ACutNeverSplitsACharacter) {
+  std::string text = "a";
+  while (text.size() < 2 * kMaxPublishedBytes) text += "\xE2\x82\xAC";  // €, 3 bytes
+  nlohmann::json d = Letter(text);
+  EXPECT_FALSE(d.contains("original_base64"));  // still well-formed UTF-8
+  const std::string kept = d["original"].get<std::string>();
+  EXPECT_LE(kept.size(), kDeadLetterOriginalKeep);
+  EXPECT_GT(kept.size(), kDeadLetterOriginalKeep - 3);
+  EXPECT_EQ(text.compare(0, kept.size(), kept), 0);
+}
+
+std::string PartitionEntry(int i, size_t note_bytes) {
+  return nlohmann::json{{"id", "e" + std::to_string(i)},
+                        {"type", "partition"},
+                        {"payload", {{"dataset", "d"}, {"partitions", {"p" + std::to_string(i)}}, {"note", std::string(note_bytes, 'n')}}}}
+      .dump();
+}
+
+std::string Entries(int n, size_t note_bytes) {
+  std::string out = "[";
+  for (int i = 0; i < n; ++i) out += (i ? "," : "") + PartitionEntry(i, note_bytes);
+  return out + "]";
+}
+
+TEST(TriggeredByWithinTest, AListThatFitsIsLeftAsItIs) {
+  const std::string list = Entries(3, 10);
+  bool cut = true;
+  EXPECT_EQ(TriggeredByWithin(list, 10000, cut), list);
+  EXPECT_FALSE(cut);
+}
+
+// Found by the audit: six 200 KB partition events (a producer's extra field) made a 1.2 MB
+// launch request that the relay could never publish.
+TEST(TriggeredByWithinTest, FirstDropsTheFieldsTrigdDoesNotKnowThenThePayloads) {
+  bool cut = false;
+  nlohmann::json kept = nlohmann::json::parse(TriggeredByWithin(Entries(6, 200000), 500000, cut));
+  EXPECT_TRUE(cut);
+  ASSERT_EQ(kept.size(), 6u);
+  EXPECT_EQ(kept[5], nlohmann::json::parse(R"({"id": "e5", "type": "partition", "payload": {"dataset": "d", "partitions": ["p5"]}})"));
+
+  nlohmann::json program = nlohmann::json::parse(TriggeredByWithin(
+      R"([{"id": "u", "type": "program", "payload": {"program": "p", "run_id": "r", "status": "failed", "attempt": 2, "reason": "lost", "x": "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"}}])",
+      150, cut));
+  EXPECT_EQ(program[0]["payload"], nlohmann::json::parse(R"({"program": "p", "run_id": "r", "status": "failed", "attempt": 2, "reason": "lost"})"));
+
+  kept = nlohmann::json::parse(TriggeredByWithin(Entries(50, 0), 2000, cut));
+  ASSERT_EQ(kept.size(), 50u);
+  EXPECT_EQ(kept[7], nlohmann::json::parse(R"({"id": "e7", "type": "partition"})"));
+}
+
+TEST(TriggeredByWithinTest, IdsAloneTooLongKeepTheNewestThatFit) {
+  bool cut = false;
+  const std::string text = TriggeredByWithin(Entries(100, 0), 400, cut);
+  EXPECT_TRUE(cut);
+  EXPECT_LE(text.size(), 400u);
+  nlohmann::json kept = nlohmann::json::parse(text);
+  ASSERT_FALSE(kept.empty());
+  EXPECT_EQ(kept.back()["id"], "e99");
+}
+
 }  // namespace
 }  // namespace trigd
