@@ -1,5 +1,7 @@
 #include "core/accumulator.h"
 
+#include <cstdio>
+#include <string_view>
 #include <unordered_map>
 
 #include "core/trigger_eval.h"
@@ -10,9 +12,42 @@ JsonObjectText HistoryEntry(std::string_view at, std::string_view what) {
   return std::move(JsonObjectText().String("at", at).String("what", what));
 }
 
+namespace {
+
+constexpr std::string_view kUpstreamFailedPrefix = "upstream_failed:";
+// A root id longer than this is named by its hash, so that an id stays within
+// kMaxEventIdBytes (prefix and schedule name take at most 274 bytes).
+constexpr size_t kMaxRootInId = 512;
+
+// The failure a chain of upstream_failed events started from: the id of the first failed or
+// killed event, read back from the id of an upstream_failed event (schedule names hold no ':').
+std::string_view RootFailure(std::string_view id) {
+  if (!id.starts_with(kUpstreamFailedPrefix)) return id;
+  const size_t colon = id.find(':', kUpstreamFailedPrefix.size());
+  return colon == std::string_view::npos ? id : id.substr(colon + 1);
+}
+
+// FNV-1a, 64 bits: the same on every instance and build (std::hash is not).
+std::string Fnv1a(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace
+
+// The id names the schedule and the root failure, not the chain that led here: at a join of the
+// DAG the second path's event has the same id and is a duplicate downstream (it used to double
+// at every join), a cycle stops after one round (a schedule's own killed event, read back, is a
+// duplicate), and the id no longer grows by a schedule name per level (at about 16 levels it
+// passed 1 KiB and the failure stopped travelling as a dead letter).
 Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoint now) {
   Event e;
-  e.id = "upstream_failed:" + schedule.id().value() + ":" + failed.id;
+  std::string_view root = RootFailure(failed.id);
+  e.id = std::string(kUpstreamFailedPrefix) + schedule.id().value() + ":" +
+         (root.size() <= kMaxRootInId ? std::string(root) : "fnv1a-" + Fnv1a(root));
   e.type = EventType::kProgram;
   e.time = now;
   e.program.program = schedule.program.name;

@@ -165,5 +165,42 @@ TEST(UpstreamFailedEventTest, ParsesBackAsAKilledProgramEventForTheNextLevel) {
   EXPECT_EQ(back->payload["reason"], "upstream_failed");
 }
 
+// The audit (2026-11-25): each level prefixed its schedule to the id, so a chain of about 16
+// schedules passed the 1 KiB id limit and the failure stopped there as a dead letter; a join
+// doubled the events per failure; a cycle went on until the id was too long. The id now names
+// the schedule and the root failure only.
+TEST(UpstreamFailedEventTest, TheIdNamesTheScheduleAndTheRootFailureAtAnyDepth) {
+  auto schedule = [](const std::string& name, const std::string& upstream) {
+    ParsedSchedule parsed = ParseSchedule(nlohmann::json{
+        {"namespace", "analytics"}, {"name", name}, {"program", {{"name", name}}},
+        {"trigger", {{"program", {{"name", upstream}, {"on_upstream_failure", "discard"}}}}}});
+    EXPECT_TRUE(parsed.ok());
+    return parsed.schedule;
+  };
+  const TimePoint now(Millis(1'700'000'000'000));
+  Event failed = Failed("w-1", "stage-00", "r-0");
+  Event e = failed;
+  for (int level = 1; level <= 40; ++level) {
+    const std::string name = "customer-orders-stage-" + std::to_string(level) + "-aggregation";
+    e = UpstreamFailedEvent(schedule(name, e.program.program), e, now);
+    EXPECT_EQ(e.id, "upstream_failed:analytics/" + name + ":w-1");
+    ASSERT_TRUE(ParseEnvelope(EnvelopeToJson(e).dump()).ok()) << "level " << level;
+  }
+  // A join: both paths give the node the same event; a cycle: a schedule's own event read back.
+  Schedule join = schedule("join", "x");
+  Event via_b = UpstreamFailedEvent(schedule("b", "a"), failed, now);
+  Event via_c = UpstreamFailedEvent(schedule("c", "a"), failed, now);
+  EXPECT_EQ(UpstreamFailedEvent(join, via_b, now).id, UpstreamFailedEvent(join, via_c, now).id);
+  Schedule self = schedule("self", "self");
+  Event once = UpstreamFailedEvent(self, failed, now);
+  EXPECT_EQ(UpstreamFailedEvent(self, once, now).id, once.id);
+  // A root too long to repeat in an id is named by its hash.
+  Event long_root = Failed(std::string(kMaxEventIdBytes, 'r'), "a", "r-1");
+  Event hashed = UpstreamFailedEvent(join, long_root, now);
+  EXPECT_LE(hashed.id.size(), kMaxEventIdBytes);
+  EXPECT_EQ(hashed.id, UpstreamFailedEvent(join, UpstreamFailedEvent(schedule("b", "a"), long_root, now), now).id);
+  EXPECT_NE(hashed.id, UpstreamFailedEvent(join, Failed(std::string(kMaxEventIdBytes, 's'), "a", "r-1"), now).id);
+}
+
 }  // namespace
 }  // namespace trigd
