@@ -764,8 +764,8 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
         continue;
       }
       if (e.type == EventType::kProgram && !e.program.run_id.empty()) {
-        reports.push_back({e.program.run_id, e.program.status, e.program.attempt});
-        result.outcome[i] = "applied";
+        reports.push_back({e.program.run_id, e.program.status, e.program.attempt, i,
+                           e.id.starts_with("lost:") && e.program.reason == "lost"});
       }
       if (!batch.schedule_ids[i].empty()) {
         inputs.push_back({&e, batch.schedule_ids[i]});
@@ -795,6 +795,61 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       }
       schedules = ResolveSchedules(tx, cache_, versions);
       std::erase_if(open, [&](const OpenJob& job) { return !schedules.count(job.schedule_id); });
+    }
+    // Run reports first: one that moves no run trigd knows (a worker's repeated or late report,
+    // one for an attempt already retried) changes nothing, and no trigger counts it either (it
+    // launched the downstream schedule again, and a late failure of a retried attempt killed
+    // it). A report for a run trigd does not know (a program it did not launch) counts as sent.
+    std::vector<EndedRun> ended;
+    if (!reports.empty()) {
+      std::vector<size_t> unmoved;
+      for (size_t k = 0; k < reports.size(); ++k) {
+        const RunReport& rep = reports[k];
+        bool final_status = IsFinal(rep.status);
+        std::string status = ProgramStatusName(rep.status);
+        auto r = tx.exec_params(
+            "UPDATE runs SET state = CASE WHEN $3 THEN $2 ELSE 'running' END, last_seen_at = now(), "
+            "attempt_started_at = CASE WHEN $2 = 'started' THEN now() ELSE attempt_started_at END, "
+            "finished_at = CASE WHEN $3 THEN now() END, reason = CASE WHEN $3 THEN $2 ELSE reason END, "
+            "history = CASE WHEN $2 = 'heartbeat' THEN history ELSE trigd_append_history(history, "
+            "jsonb_build_array(jsonb_build_object('at', now(), 'status', $2::text, 'attempt', attempt))) END "
+            "WHERE run_id = $1 AND state IN ('launched', 'running') AND ($4 = 0 OR attempt = $4) "
+            "RETURNING schedule_id, concurrency_group",
+            rep.run_id, status, final_status, rep.attempt);
+        if (r.empty()) {
+          if (!rep.own) unmoved.push_back(k);
+          continue;
+        }
+        result.outcome[rep.event] = "applied";
+        if (!final_status) continue;
+        ++result.run_outcomes[status];
+        ended.push_back({r[0][0].as<int64_t>(),
+                         r[0][1].is_null() ? std::nullopt : std::optional<std::string>(r[0][1].as<std::string>())});
+      }
+      if (!unmoved.empty()) {
+        SqlArray run_ids;
+        for (size_t k : unmoved) run_ids.AddText(reports[k].run_id);
+        std::unordered_set<std::string> known;
+        for (const auto& r : tx.exec_params("SELECT run_id FROM runs WHERE run_id = ANY($1::text[])", run_ids.Take())) {
+          known.insert(r[0].as<std::string>());
+        }
+        std::unordered_set<size_t> stale;
+        for (size_t k : unmoved) {
+          if (!known.count(reports[k].run_id)) continue;
+          stale.insert(reports[k].event);
+          result.outcome[reports[k].event] = "duplicate";
+        }
+        if (!stale.empty()) {
+          size_t kept = 0;
+          for (size_t k = 0; k < inputs.size(); ++k) {
+            if (stale.count(input_index[k])) continue;
+            inputs[kept] = inputs[k];
+            input_index[kept++] = input_index[k];
+          }
+          inputs.resize(kept);
+          input_index.resize(kept);
+        }
+      }
     }
     std::optional<CopyStream> id_copy;
     if (relevant.copy_ids) {
@@ -908,25 +963,6 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
         ins.EndRow();
       }
       ins.Finish();
-    }
-    // Only a run still in flight moves: a duplicate or late report changes nothing.
-    std::vector<EndedRun> ended;
-    for (const RunReport& rep : reports) {
-      bool final_status = IsFinal(rep.status);
-      std::string status = ProgramStatusName(rep.status);
-      auto r = tx.exec_params(
-          "UPDATE runs SET state = CASE WHEN $3 THEN $2 ELSE 'running' END, last_seen_at = now(), "
-          "attempt_started_at = CASE WHEN $2 = 'started' THEN now() ELSE attempt_started_at END, "
-          "finished_at = CASE WHEN $3 THEN now() END, reason = CASE WHEN $3 THEN $2 ELSE reason END, "
-          "history = CASE WHEN $2 = 'heartbeat' THEN history ELSE trigd_append_history(history, "
-          "jsonb_build_array(jsonb_build_object('at', now(), 'status', $2::text, 'attempt', attempt))) END "
-          "WHERE run_id = $1 AND state IN ('launched', 'running') AND ($4 = 0 OR attempt = $4) "
-          "RETURNING schedule_id, concurrency_group",
-          rep.run_id, status, final_status, rep.attempt);
-      if (r.empty() || !final_status) continue;
-      ++result.run_outcomes[status];
-      ended.push_back({r[0][0].as<int64_t>(),
-                       r[0][1].is_null() ? std::nullopt : std::optional<std::string>(r[0][1].as<std::string>())});
     }
     ReleaseRuns(tx, ended);
     OutboxRows outbox;

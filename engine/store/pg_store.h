@@ -66,6 +66,8 @@ struct RunReport {
   std::string run_id;
   ProgramStatus status = ProgramStatus::kStarted;
   int64_t attempt = 0;  // 0: any attempt
+  size_t event = 0;      // its index in the batch
+  bool own = false;      // trigd's own report (a lost run's failed event), published after the run moved
 };
 
 struct DeadLetter {

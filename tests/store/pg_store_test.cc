@@ -431,6 +431,37 @@ TEST_F(PgStoreTest, WorkerReportsMoveRunsAndFreeTheirSlot) {
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 2);
 }
 
+// The audit (2026-11-25): a repeated `succeeded` for one run launched the downstream schedule
+// again (and with count 2, two copies completed it); a report that moves no run trigd knows is
+// now a duplicate for triggers too. A report for a run trigd did not launch counts as sent.
+TEST_F(PgStoreTest, AReportThatMovesNoKnownRunCountsForNoTrigger) {
+  json down = {{"name", "down"}, {"program", {{"name", "prog.down"}}},
+               {"trigger", {{"program", {{"name", "prog.s"}, {"count", 2}}}}}};
+  Apply({PartitionSchedule("s", "d"), down});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  pqxx::connection c(conn_);
+  std::string run_id = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
+  auto r = store_->ApplyBatch(Batch({ProgramEvent("w1", "prog.s", run_id, ProgramStatus::kSucceeded),
+                                     ProgramEvent("w2", "prog.s", run_id, ProgramStatus::kSucceeded)}, 1));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outcome, (std::vector<std::string>{"applied", "duplicate"}));
+  r = store_->ApplyBatch(Batch({ProgramEvent("w3", "prog.s", run_id, ProgramStatus::kSucceeded)}, 3));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->outcome, std::vector<std::string>{"duplicate"});
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down' AND state='pending_trigger'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down' AND state<>'pending_trigger'"), 0);
+  // A program trigd did not launch: its report counts, and completes the trigger.
+  r = store_->ApplyBatch(Batch({ProgramEvent("x1", "prog.s", "external-run", ProgramStatus::kSucceeded)}, 4));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down' AND state='pending_constraint'"), 1);
+  // A report reaching no schedule and no run changes nothing.
+  r = store_->ApplyBatch(Batch({ProgramEvent("x2", "prog.nobody", "r-9", ProgramStatus::kSucceeded)}, 5));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->outcome, std::vector<std::string>{"no_match"});
+}
+
 TEST_F(PgStoreTest, HighestPriorityWaitingJobTakesTheFreedGroupSlotFirst) {
   auto doc = [](const std::string& name, int priority) {
     json d = PartitionSchedule(name, "d." + name, {{"concurrency_group", {{"name", "g1"}, {"max", 1}}}});
@@ -655,6 +686,20 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   EXPECT_EQ(s3->failed, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.events.program' AND payload::jsonb->'payload'->>'reason'='lost'"), 1);
   EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime"), 0);
+  // trigd's own failed event, read back, reaches the downstream schedule, although its run
+  // had already ended when it was published (a worker's report for an ended run counts for no
+  // trigger).
+  Apply({{{"name", "down"}, {"program", {{"name", "prog.down"}}},
+          {"trigger", {{"program", {{"name", "prog.s"}, {"status", {"failed"}}}}}}}});
+  pqxx::connection c(conn_);
+  Result<Event> lost = ParseEnvelope(pqxx::work(c).exec1(
+      "SELECT payload FROM outbox WHERE topic='t.events.program' AND payload::jsonb->'payload'->>'reason'='lost'")[0]
+                                         .as<std::string>());
+  ASSERT_TRUE(lost.ok()) << lost.status().ToString();
+  auto r = store_->ApplyBatch(Batch({*lost}, 1));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down'"), 1);
 }
 
 TEST_F(PgStoreTest, UpstreamFailureDiscardsTheOpenJobAndPublishesKilled) {
