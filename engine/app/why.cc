@@ -56,6 +56,7 @@ json ExplainJob(const JobInspection& in) {
   CheckOutcome check = CheckJob(s, facts, complete, in.facts, in.now);
   json constraints = json::array();
   for (const ConstraintCheck& c : check.checks) {
+    if (c.constraint == "trigger") continue;  // the trigger's own progress is listed above
     json e = {{"constraint", c.constraint}, {"result", ConstraintResultName(c.result)}, {"reason", c.reason}};
     if (c.next_check_at) e["next_check_at"] = FormatTime(*c.next_check_at);
     constraints.push_back(std::move(e));
@@ -70,6 +71,10 @@ json ExplainJob(const JobInspection& in) {
   }
   if (check.decision == Decision::kWait && !check.next_check_at && complete) {
     out["wakes_on"] = "a run of this schedule or its concurrency group ending";
+  }
+  if (!complete) {
+    // Not a clock: the events of its unmet branches (a time branch's tick at its next fire time).
+    out["wakes_on"] = "an event for an unmet trigger branch";
   }
   return out;
 }
@@ -95,10 +100,15 @@ std::string FormatExplanation(const json& e) {
     }
   }
   if (e.contains("next_check_at")) {
-    o << "next check: " << (e["next_check_at"].is_string() ? e["next_check_at"].get<std::string>() : "when a run ends")
+    o << "next check: "
+      << (e["next_check_at"].is_string() ? e["next_check_at"].get<std::string>()
+          : e.contains("wakes_on")       ? "on " + e.value("wakes_on", "")
+                                         : std::string("none scheduled"))
       << "\n";
+    if (e["next_check_at"].is_string() && e.contains("wakes_on")) o << "or sooner on: " << e.value("wakes_on", "") << "\n";
+  } else if (e.contains("wakes_on")) {
+    o << "next check: on " << e.value("wakes_on", "") << "\n";
   }
-  if (e.contains("wakes_on")) o << "wakes on: " << e.value("wakes_on", "") << "\n";
   if (e.contains("run_id")) o << "run: " << e.value("run_id", "") << "\n";
   const json& h = e.value("history", json::array());
   if (!h.empty()) {

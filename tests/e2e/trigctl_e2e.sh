@@ -65,6 +65,9 @@ why=$(ctl jobs why "$job")
 echo "$why" | grep -qF "[met]   trigger.all[0].partition: 1 of 2" && fail "1 of 2 partitions shown as met"
 echo "$why" | grep -qF "[unmet] trigger.all[0].partition: 1 of 2 partitions of watch.d" || fail "jobs why (open): $why"
 echo "$why" | grep -qF "[unmet] trigger.all[1].program" || fail "jobs why (program branch): $why"
+# A job still collecting events waits for events, not for a run, and its trigger is no constraint.
+echo "$why" | grep -qxF "next check: on an event for an unmet trigger branch" || fail "jobs why (next check of an open job): $why"
+echo "$why" | grep -qF "] trigger: " && fail "jobs why lists the trigger among the constraints: $why"
 ctl events emit partition watch.d p2 >/dev/null
 ctl events emit program watch.up succeeded >/dev/null
 deadline=$((SECONDS + 20))
