@@ -276,9 +276,13 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
   if ((is({"schedules", "delete"}) || is({"schedules", "suspend"}) || is({"schedules", "resume"})) && w.size() == 3) {
     auto action = w[1] == "delete" ? trigd::ScheduleAction::kDelete
                   : w[1] == "suspend" ? trigd::ScheduleAction::kSuspend : trigd::ScheduleAction::kResume;
-    trigd::Status st = trigd::ChangeSchedule(config.pg, w[2], action);
+    bool changed = false;
+    trigd::Status st = trigd::ChangeSchedule(config.pg, w[2], action, &changed);
     if (!st.ok()) return Fail(st, "schedules " + w[1]);
-    std::string done = w[1] == "delete" ? "deleted" : w[1] == "suspend" ? "suspended" : "resumed";
+    std::string done = !changed                       ? (w[1] == "suspend" ? "already suspended" : "already active")
+                       : w[1] == "delete"             ? "deleted"
+                       : w[1] == "suspend"            ? "suspended"
+                                                      : "resumed";
     std::cout << (as_json ? json{{"schedule", w[2]}, {"done", done}}.dump() : done + " " + w[2]) << "\n";
     return 0;
   }

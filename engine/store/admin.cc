@@ -113,12 +113,22 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
       int64_t id;
       int version;
       std::string hash;
+      bool suspended_by_command;  // suspended by `trigctl schedules suspend`, not by its document
     };
     std::map<std::string, Current> current;
     for (const auto& r : tx.exec_params(
-             "SELECT name, id, version, doc_hash FROM schedules WHERE name IN "
-             "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY id FOR UPDATE", names.dump())) {
-      current[r[0].as<std::string>()] = {r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>()};
+             "SELECT name, id, version, doc_hash, state = 'suspended' AND coalesce((document->>'enabled')::boolean, true) "
+             "FROM schedules WHERE name IN (SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY id FOR UPDATE",
+             names.dump())) {
+      current[r[0].as<std::string>()] = {r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>(), r[4].as<bool>()};
+    }
+    // A schedule's state after this apply: suspended if its document says `enabled: false`, and
+    // an update keeps a suspension made by `trigctl schedules suspend` (as Airflow keeps a paused
+    // DAG paused across edits of its file) unless the document itself changes `enabled`.
+    std::vector<bool> active(schedules.size());
+    for (size_t i = 0; i < schedules.size(); ++i) {
+      auto it = current.find(schedules[i].id().value());
+      active[i] = schedules[i].enabled && !(it != current.end() && it->second.suspended_by_command);
     }
     std::vector<ApplyOutcome> out(schedules.size());
     json inserts = json::array(), updates = json::array();
@@ -133,7 +143,7 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
       }
       changed.push_back(i);
       json row = {{"name", name}, {"hash", hashes[i]}, {"document", texts[i]},
-                  {"state", s.enabled ? "active" : "suspended"},
+                  {"state", active[i] ? "active" : "suspended"},
                   {"grp", s.constraints.concurrency_group ? json(s.constraints.concurrency_group->name) : json()}};
       if (it == current.end()) {
         out[i] = {name, 1, true};
@@ -189,7 +199,7 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
         if (leaves[l]->kind == TriggerKind::kTime) {
           // Fire times count from now (one time leaf per schedule: the parser refuses more); a
           // suspended schedule has none until it is resumed (ResetTimeTrigger).
-          std::optional<TimePoint> next = s.enabled ? NextFireTime(leaves[l]->time, now, now) : std::nullopt;
+          std::optional<TimePoint> next = active[i] ? NextFireTime(leaves[l]->time, now, now) : std::nullopt;
           ticks.push_back({{"id", id}, {"leaf", l}, {"next", next ? json(ToMillis(*next)) : json()}});
         }
       }
@@ -211,15 +221,25 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
   });
 }
 
-Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAction action) {
+Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAction action, bool* changed) {
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
+  if (changed) *changed = false;
   Result<int> r = RunChange([&]() -> Result<int> {
     pqxx::work tx(**conn);
     LockChangeLog(tx);
-    auto row = tx.exec_params("SELECT id, document::text FROM schedules WHERE name = $1 FOR UPDATE", name);
+    auto row = tx.exec_params("SELECT id, document::text, state FROM schedules WHERE name = $1 FOR UPDATE", name);
     if (row.empty()) return NotFound("no schedule named " + name);
     int64_t id = row[0][0].as<int64_t>();
+    // Resuming an active schedule (Airflow's unpause of an unpaused DAG) is a no-op: it used to
+    // discard the open job and reset the time trigger's phase.
+    const std::string state = row[0][2].as<std::string>();
+    if ((action == ScheduleAction::kResume && state == "active") ||
+        (action == ScheduleAction::kSuspend && state == "suspended")) {
+      tx.commit();
+      return 0;
+    }
+    if (changed) *changed = true;
     const char* reason = action == ScheduleAction::kDelete ? "schedule deleted"
                          : action == ScheduleAction::kSuspend ? "schedule suspended"
                                                               : "schedule resumed";

@@ -31,7 +31,10 @@ enum class ScheduleAction { kDelete, kSuspend, kResume };
 // One transaction. Delete and suspend discard the schedule's open and waiting jobs; delete
 // also withdraws launch requests not yet published, so no job of it launches afterwards.
 // Resume starts afresh (time triggers count from now). kNotFound for an unknown name.
-Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAction action);
+// Suspending a suspended schedule or resuming an active one changes nothing (its open job and
+// its time trigger's phase stay): `*changed` (if given) says whether anything changed.
+Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAction action,
+                      bool* changed = nullptr);
 
 // Read-only queries: rows as JSON objects (column -> value).
 Result<nlohmann::json> QueryJobs(const std::string& pg, const std::optional<std::string>& state,

@@ -658,6 +658,44 @@ TEST_F(PgStoreTest, SuspendedScheduleLeavesTheDueRangeAndResumeCountsFromThen) {
   EXPECT_EQ(store_->TickTimeTriggers(100)->produced, 0);  // nothing due until a minute from the resume
 }
 
+// The audit (2026-11-25): resuming an active schedule discarded its open job and reset its
+// time trigger's phase; an update of a schedule suspended by the command resumed it.
+TEST_F(PgStoreTest, ResumeOfAnActiveScheduleAndSuspendOfASuspendedOneChangeNothing) {
+  json doc = PartitionSchedule("s", "d");
+  doc["trigger"] = {{"partition", {{"dataset", "d"}, {"count", 2}}}};
+  Apply({doc});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a")}, 0)).ok());
+  bool changed = true;
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kResume, &changed).ok());
+  EXPECT_FALSE(changed);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_trigger'"), 1);
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kSuspend, &changed).ok());
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_trigger'"), 0);
+  const int64_t changes = Count("SELECT count(*) FROM schedule_changes");
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kSuspend, &changed).ok());
+  EXPECT_FALSE(changed);
+  EXPECT_EQ(Count("SELECT count(*) FROM schedule_changes"), changes);
+}
+
+TEST_F(PgStoreTest, AnUpdateKeepsASuspensionByCommandUntilTheDocumentChangesEnabled) {
+  json doc = {{"name", "t"}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"every", "1m"}}}}}};
+  Apply({doc});
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/t", ScheduleAction::kSuspend).ok());
+  doc["trigger"]["time"]["every"] = "2m";
+  Apply({doc});
+  EXPECT_EQ(Count("SELECT count(*) FROM schedules WHERE state='suspended' AND version=2"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at = 'infinity'"), 1);
+  // A document that says enabled: false, then true, decides.
+  doc["enabled"] = false;
+  Apply({doc});
+  EXPECT_EQ(Count("SELECT count(*) FROM schedules WHERE state='suspended'"), 1);
+  doc["enabled"] = true;
+  Apply({doc});
+  EXPECT_EQ(Count("SELECT count(*) FROM schedules WHERE state='active' AND version=4"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at <> 'infinity'"), 1);
+}
+
 TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   json doc = PartitionSchedule("s", "d");
   doc["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
