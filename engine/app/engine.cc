@@ -385,6 +385,7 @@ void IngestLoop(Shared& sh) {
   const std::string time = sh.config.topic_prefix + "events.time";
   auto last_refresh = Clock::time_point{};
   auto last_lag = Clock::time_point{};
+  std::set<std::pair<std::string, int>> lag_reported;
   MessageBatch messages;
   PreparedBatch next;  // polled, waiting for the batch in flight
   std::vector<PartitionOffset> in_flight_offsets;
@@ -460,7 +461,17 @@ void IngestLoop(Shared& sh) {
     }
     const bool behind = messages.size() == kMaxPoll;
     if (Clock::now() - last_lag > std::chrono::seconds(2)) {
-      for (const PartitionLag& l : consumer->Lag()) sh.metrics.ConsumerLag(l.topic, l.partition).Set(static_cast<double>(l.lag));
+      // A partition this instance no longer holds (a rebalance gave it to another) reads 0 here,
+      // not its last value for good: the sum over instances is the group's lag.
+      std::set<std::pair<std::string, int>> reported;
+      for (const PartitionLag& l : consumer->Lag()) {
+        sh.metrics.ConsumerLag(l.topic, l.partition).Set(static_cast<double>(l.lag));
+        reported.emplace(l.topic, l.partition);
+      }
+      for (const auto& [topic, partition] : lag_reported) {
+        if (!reported.count({topic, partition})) sh.metrics.ConsumerLag(topic, partition).Set(0);
+      }
+      lag_reported = std::move(reported);
       last_lag = Clock::now();
     }
     if (next.empty()) next.in.index_seq = stale_in_a_row < kMaxStale ? index_seq : -1;

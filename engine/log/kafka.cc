@@ -136,6 +136,7 @@ class Rebalancer : public RdKafka::RebalanceCb {
     for (size_t i = 0; i < parts.size(); ++i) {
       int64_t offset = i < offsets.size() && offsets[i] ? *offsets[i] : Beginning(c, *parts[i], ask_broker);
       parts[i]->set_offset(offset == kCommittedOffset ? RdKafka::Topic::OFFSET_STORED : offset);
+      if (offset >= 0) started_at_[keys[i]] = offset;
     }
   }
   // The beginning of a partition as a concrete offset (its low watermark), asked of the broker
@@ -161,6 +162,8 @@ class Rebalancer : public RdKafka::RebalanceCb {
   }
   OffsetLookup lookup_;
   std::vector<std::pair<std::string, int>> assigned_;
+  // Where each partition was positioned (Position), for Lag until a message is consumed.
+  std::map<std::pair<std::string, int>, int64_t> started_at_;
 };
 
 class RdConsumer : public Consumer {
@@ -239,9 +242,16 @@ class RdConsumer : public Consumer {
     consumer_->position(parts);
     for (auto* p : parts) {
       int64_t low = 0, high = 0;
-      if (consumer_->get_watermark_offsets(p->topic(), p->partition(), &low, &high) == RdKafka::ERR_NO_ERROR &&
+      // No position until a message is consumed after the assignment: the offset it was
+      // positioned at then (it used to count from the low watermark, so an idle partition showed
+      // its whole size as lag); none known (positioned at its beginning by librdkafka): skipped.
+      int64_t pos = p->offset();
+      if (pos < 0) {
+        auto started = rebalancer_->started_at_.find({p->topic(), p->partition()});
+        if (started != rebalancer_->started_at_.end()) pos = started->second;
+      }
+      if (pos >= 0 && consumer_->get_watermark_offsets(p->topic(), p->partition(), &low, &high) == RdKafka::ERR_NO_ERROR &&
           high >= 0) {
-        int64_t pos = p->offset() >= 0 ? p->offset() : low;
         out.push_back({p->topic(), p->partition(), high, std::max<int64_t>(0, high - pos)});
       }
       delete p;

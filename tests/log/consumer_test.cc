@@ -147,6 +147,37 @@ TEST(ConsumerTest, PartitionWithoutPositionStartsAtItsFirstRemainingRecord) {
   }
 }
 
+// The audit (2026-11-25): a partition positioned at its stored offset and idle since showed its
+// whole size as lag (trigd_consumer_lag counted from the low watermark while nothing was
+// consumed). It counts from where it was positioned.
+TEST(ConsumerTest, AnIdlePartitionPositionedAtItsEndHasNoLag) {
+  const std::string topic = UniqueTopic("lag");
+  auto created = CreateTopics(Kafka(), {{topic, 1, {}}});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  auto producer = Producer::Create(Kafka());
+  ASSERT_TRUE(producer.ok()) << producer.status().ToString();
+  std::vector<OutMessage> out;
+  for (int i = 0; i < 10; ++i) out.push_back({topic, "k", "m" + std::to_string(i)});
+  std::vector<bool> ok = (*producer)->ProduceAndWait(out, 15000);
+  ASSERT_EQ(std::count(ok.begin(), ok.end(), true), 10) << (*producer)->LastError();
+  auto consumer = Consumer::Create(Kafka(), topic + ".group", {topic},
+                                   [](const std::vector<std::pair<std::string, int>>& parts) {
+                                     return std::vector<std::optional<int64_t>>(parts.size(), int64_t{10});
+                                   });
+  ASSERT_TRUE(consumer.ok()) << consumer.status().ToString();
+  std::vector<PartitionLag> lag;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  MessageBatch batch;
+  while (lag.empty() && std::chrono::steady_clock::now() < deadline) {
+    (*consumer)->PollBatch(batch, 100, 100, 0);
+    EXPECT_TRUE(batch.empty());
+    lag = (*consumer)->Lag();
+  }
+  ASSERT_EQ(lag.size(), 1u) << "no lag reported within 30 s";
+  EXPECT_EQ(lag[0].end_offset, 10);
+  EXPECT_EQ(lag[0].lag, 0);
+}
+
 // Static membership (--instance-id): an instance killed and restarted within the session
 // timeout takes its own partitions back, and the other instance is not disturbed at all (no
 // revocation, no extra partitions). With dynamic membership the closing member leaves the group
