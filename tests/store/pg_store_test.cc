@@ -719,6 +719,9 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   EXPECT_EQ(store_->SweepRuns()->retried, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND (payload::jsonb->>'attempt')::int = 2 "
                   "AND payload::jsonb->>'run_id' = (SELECT run_id FROM runs)"), 1);
+  // launched_at as the first attempt's: milliseconds, Z (it lost its milliseconds on a retry).
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND "
+                  "payload::jsonb->>'launched_at' !~ '^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z$'"), 0);
   Exec("UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds'");
   auto s3 = store_->SweepRuns();
   EXPECT_EQ(s3->failed, 1);
