@@ -551,14 +551,26 @@ class DocumentParser {
       if (key == "cron") {
         if (auto text = ReadString(*field, p)) {
           Result<CronExpr> cron = CronExpr::Parse(*text);
-          if (cron.ok()) {
+          // A fixed instant, so that a document is valid or not whenever it is applied; any
+          // expression that fires at all fires within the 5 years Next looks at (29 February too).
+          if (cron.ok() && !cron->Next(TimePoint(Millis(1'767'225'600'000)), "UTC")) {  // 2026-01-01
+            Error(p, "never fires: no date matches \"" + *text + "\"");
+          } else if (cron.ok()) {
             out.cron = *text;
           } else {
             Error(p, cron.status().message());
           }
         }
       } else if (key == "every") {
-        if (auto v = ReadDuration(*field, p, /*allow_zero=*/false)) out.every = *v;
+        if (auto v = ReadDuration(*field, p, /*allow_zero=*/false)) {
+          // Due fire times are looked for every 100 ms: "100ms" launched about 10 a second and
+          // skipped the rest without a word.
+          if (*v < std::chrono::seconds(1)) {
+            Error(p, "must be at least 1s, got " + FormatDuration(*v));
+          } else {
+            out.every = *v;
+          }
+        }
       } else if (key == "timezone") {
         if (auto v = ReadTimeZone(*field, p)) out.timezone = *v;
       } else if (key == "catchup") {

@@ -214,6 +214,18 @@ TEST(ScheduleParserTest, MessagesNamePathAndReasonAsDocumented) {
   cron["trigger"] = {{"time", {{"cron", "0 25 * * *"}}}};
   EXPECT_EQ(ErrorLines(ParseSchedule(cron)),
             std::vector<std::string>{"trigger.time.cron: field 2 (hour) out of range: 25"});
+  // The audit (2026-11-25): a cron that never fires was applied without a word, and an `every`
+  // under a second launched about 10 times a second (due times are looked for every 100 ms).
+  cron["trigger"] = {{"time", {{"cron", "0 0 30 2 *"}}}};
+  EXPECT_EQ(ErrorLines(ParseSchedule(cron)),
+            std::vector<std::string>{"trigger.time.cron: never fires: no date matches \"0 0 30 2 *\""});
+  cron["trigger"] = {{"time", {{"cron", "0 0 29 2 *"}}}};  // leap years only: fires
+  EXPECT_TRUE(ParseSchedule(cron).ok());
+  cron["trigger"] = {{"time", {{"every", "100ms"}}}};
+  EXPECT_EQ(ErrorLines(ParseSchedule(cron)),
+            std::vector<std::string>{"trigger.time.every: must be at least 1s, got 100ms"});
+  cron["trigger"] = {{"time", {{"every", "1s"}}}};
+  EXPECT_TRUE(ParseSchedule(cron).ok());
 
   json zone = Base();
   zone["constraints"] = {
@@ -598,7 +610,7 @@ class RandomScheduleMaker {
       if (Chance()) {
         t.time.cron = kCrons[Int(0, 4)];
       } else {
-        t.time.every = Duration();
+        t.time.every = std::max<Millis>(Duration(), std::chrono::seconds(1));  // the parser's minimum
       }
       t.time.timezone = Zone();
       t.time.catchup = static_cast<CatchupPolicy>(Int(0, 2));
