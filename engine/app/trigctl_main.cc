@@ -176,11 +176,16 @@ std::optional<long long> ParseId(const std::string& s) {
   return id;
 }
 
-size_t Limit(const Args& a) {
+// --limit N (default 100); nothing if N is not a positive integer (refused, not replaced).
+std::optional<size_t> Limit(const Args& a) {
   auto l = a.Flag("--limit");
-  auto n = l ? ParseId(*l) : std::nullopt;
-  return n && *n > 0 ? static_cast<size_t>(*n) : 100;
+  if (!l) return 100;
+  auto n = ParseId(*l);
+  if (!n || *n <= 0) return std::nullopt;
+  return static_cast<size_t>(*n);
 }
+
+constexpr const char* kJobStates[] = {"pending_trigger", "pending_constraint", "launched", "discarded"};
 
 int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
   static std::mt19937_64 rng(std::random_device{}());
@@ -259,23 +264,43 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
     for (const char* p : prefix) if (w[i++] != p) return false;
     return true;
   };
-  if (w.empty() || is({"help"})) return Usage("");
-  if (is({"topics", "create"}) && w.size() == 2) return TopicsCreate(config, as_json);
+  // A flag the command does not take is refused, not ignored.
+  auto takes = [&](std::initializer_list<const char*> allowed) -> std::optional<int> {
+    for (const auto& [name, value] : a.flags) {
+      if (std::none_of(allowed.begin(), allowed.end(), [&](const char* f) { return name == f; })) {
+        std::string command;
+        for (const auto& x : w) command += (command.empty() ? "" : " ") + x;
+        return Usage(command + " does not take " + name);
+      }
+    }
+    return std::nullopt;
+  };
+  if (w.empty()) return Usage("");
+  if (is({"topics", "create"}) && w.size() == 2) {
+    if (auto bad = takes({})) return *bad;
+    return TopicsCreate(config, as_json);
+  }
   if (is({"schedules", "apply"})) {
+    if (auto bad = takes({"-f"})) return *bad;
     auto f = a.Flag("-f");
     if (!f || w.size() != 2) return Usage("schedules apply needs -f FILE|DIR");
     return SchedulesApply(config, *f, as_json);
   }
   if (is({"schedules", "list"}) && w.size() == 2) {
+    if (auto bad = takes({})) return *bad;
     auto r = trigd::QuerySchedules(config.pg);
     if (!r.ok()) return Fail(r.status(), "schedules list");
     PrintRows(*r, {"name", "version", "state", "open_jobs", "active_runs", "updated_at"}, as_json);
     return 0;
   }
-  if (is({"schedules", "show"}) && w.size() == 3) return ShowOne(trigd::QuerySchedule(config.pg, w[2]), "schedule " + w[2], as_json);
+  if (is({"schedules", "show"}) && w.size() == 3) {
+    if (auto bad = takes({})) return *bad;
+    return ShowOne(trigd::QuerySchedule(config.pg, w[2]), "schedule " + w[2], as_json);
+  }
   if ((is({"schedules", "delete"}) || is({"schedules", "suspend"}) || is({"schedules", "resume"})) && w.size() == 3) {
     auto action = w[1] == "delete" ? trigd::ScheduleAction::kDelete
                   : w[1] == "suspend" ? trigd::ScheduleAction::kSuspend : trigd::ScheduleAction::kResume;
+    if (auto bad = takes({})) return *bad;
     bool changed = false;
     trigd::Status st = trigd::ChangeSchedule(config.pg, w[2], action, &changed);
     if (!st.ok()) return Fail(st, "schedules " + w[1]);
@@ -287,12 +312,20 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
     return 0;
   }
   if (is({"jobs", "list"}) && w.size() == 2) {
-    auto r = trigd::QueryJobs(config.pg, a.Flag("--state"), a.Flag("--schedule"), Limit(a));
+    if (auto bad = takes({"--state", "--schedule", "--limit"})) return *bad;
+    auto limit = Limit(a);
+    if (!limit) return Usage("--limit must be a positive integer, got \"" + *a.Flag("--limit") + "\"");
+    auto state = a.Flag("--state");
+    if (state && std::none_of(std::begin(kJobStates), std::end(kJobStates), [&](const char* s) { return *state == s; })) {
+      return Usage("unknown job state \"" + *state + "\" (one of pending_trigger, pending_constraint, launched, discarded)");
+    }
+    auto r = trigd::QueryJobs(config.pg, state, a.Flag("--schedule"), *limit);
     if (!r.ok()) return Fail(r.status(), "jobs list");
     PrintRows(*r, {"id", "schedule", "version", "state", "priority", "opened_at", "next_check_at", "run_id", "discard_reason"}, as_json);
     return 0;
   }
   if ((is({"jobs", "show"}) || is({"jobs", "why"})) && w.size() == 3) {
+    if (auto bad = takes({})) return *bad;
     auto id = ParseId(w[2]);
     if (!id) return Usage("job id must be a number, got \"" + w[2] + "\"");
     if (w[1] == "show") return ShowOne(trigd::QueryJob(config.pg, *id), "job " + w[2], as_json);
@@ -303,14 +336,26 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
     return 0;
   }
   if (is({"runs", "list"}) && w.size() == 2) {
-    auto r = trigd::QueryRuns(config.pg, a.Flag("--schedule"), Limit(a));
+    if (auto bad = takes({"--schedule", "--limit"})) return *bad;
+    auto limit = Limit(a);
+    if (!limit) return Usage("--limit must be a positive integer, got \"" + *a.Flag("--limit") + "\"");
+    auto r = trigd::QueryRuns(config.pg, a.Flag("--schedule"), *limit);
     if (!r.ok()) return Fail(r.status(), "runs list");
     PrintRows(*r, {"run_id", "job_id", "schedule", "program", "state", "attempt", "launched_at", "finished_at"}, as_json);
     return 0;
   }
-  if (is({"runs", "show"}) && w.size() == 3) return ShowOne(trigd::QueryRun(config.pg, w[2]), "run " + w[2], as_json);
-  if (is({"events", "emit"}) && w.size() >= 3) return EventsEmit(config, a, as_json);
-  if (is({"lag"}) && w.size() == 1) return Lag(config, as_json);
+  if (is({"runs", "show"}) && w.size() == 3) {
+    if (auto bad = takes({})) return *bad;
+    return ShowOne(trigd::QueryRun(config.pg, w[2]), "run " + w[2], as_json);
+  }
+  if (is({"events", "emit"}) && w.size() >= 3) {
+    if (auto bad = takes({"--bytes", "--run-id", "--attempt"})) return *bad;
+    return EventsEmit(config, a, as_json);
+  }
+  if (is({"lag"}) && w.size() == 1) {
+    if (auto bad = takes({})) return *bad;
+    return Lag(config, as_json);
+  }
   return Usage("unknown command: " + [&] { std::string s; for (const auto& x : w) s += (s.empty() ? "" : " ") + x; return s; }());
 }
 
@@ -323,7 +368,14 @@ int main(int argc, char** argv) {
   Args a;
   static const std::set<std::string> kValueFlags = {"-f", "--state", "--schedule", "--limit", "--bytes", "--run-id", "--attempt"};
   for (size_t i = 0; i < raw.size(); ++i) {
-    if (raw[i] == "--json") {
+    if (raw[i] == "--help" || raw[i] == "-h" || (a.words.empty() && raw[i] == "help")) {
+      std::cout << kUsage;  // asked for: on stdout, exit 0
+      return 0;
+    }
+    const size_t eq = raw[i].find('=');
+    if (raw[i].rfind("--", 0) == 0 && eq != std::string::npos && kValueFlags.count(raw[i].substr(0, eq))) {
+      a.flags.emplace_back(raw[i].substr(0, eq), raw[i].substr(eq + 1));  // --flag=value, as the config flags
+    } else if (raw[i] == "--json") {
       as_json = true;
     } else if (kValueFlags.count(raw[i])) {
       if (i + 1 >= raw.size()) return Usage(raw[i] + " needs a value");

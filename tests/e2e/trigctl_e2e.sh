@@ -26,6 +26,16 @@ ctl --kafka 127.0.0.1:1 lag >/dev/null 2>&1; rc_kafka=$?
 set -e
 [[ $rc_pg == 2 ]] || fail "unreachable PostgreSQL: exit $rc_pg, expected 2"
 [[ $rc_kafka == 2 ]] || fail "unreachable Kafka: exit $rc_kafka, expected 2"
+# Exit code 1: input refused, not replaced or ignored; help asked for is no error.
+set +e
+ctl jobs list --state bogus >/dev/null 2>&1; rc_state=$?
+ctl runs list --limit 0 >/dev/null 2>&1; rc_limit=$?
+ctl schedules list --state launched >/dev/null 2>&1; rc_flag=$?
+ctl --help >/dev/null 2>&1; rc_help=$?
+set -e
+[[ $rc_state == 1 && $rc_limit == 1 && $rc_flag == 1 ]] || fail "bad input: exits $rc_state $rc_limit $rc_flag, expected 1 1 1"
+[[ $rc_help == 0 ]] || fail "--help: exit $rc_help, expected 0"
+ctl jobs list --state=launched --limit=5 >/dev/null || fail "--flag=value refused"
 
 # A folder with one bad document is refused whole, with every problem named.
 mkdir -p "$tmp/bad"
