@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!args.empty()) {
-    std::cerr << "usage: trigd [migrate] [--kafka H:P] [--pg CONNSTR] [--group G] [--instance-id ID] [--topic-prefix P]\n";
+    std::cerr << "usage: trigd [migrate] [--kafka H:P] [--pg CONNSTR] [--metrics HOST:PORT] [--group G] [--instance-id ID] [--topic-prefix P]\n";
     return 1;
   }
   std::signal(SIGTERM, OnSignal);
