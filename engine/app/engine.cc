@@ -576,6 +576,11 @@ void CheckerLoop(Shared& sh, int index) {
       if (auto c = pg->CountJobs(); c.ok()) {
         for (const auto& [state, n] : *c) sh.metrics.Jobs(state).Set(static_cast<double>(n));
       }
+      // Jobs discarded and runs killed by schedule changes, which trigctl makes in its process.
+      if (auto t = pg->TakeChangeCounts(); t.ok()) {
+        if (t->jobs_discarded > 0) sh.metrics.JobTransition("discarded").Increment(static_cast<double>(t->jobs_discarded));
+        if (t->runs_killed > 0) sh.metrics.RunOutcome("killed").Increment(static_cast<double>(t->runs_killed));
+      }
     }
     if (index == 0 && Clock::now() - last_prune > std::chrono::hours(1)) {
       last_prune = Clock::now();

@@ -23,8 +23,10 @@ namespace {
 // a running trigd follows it by sequence and must never skip a change committed late.
 void LockChangeLog(pqxx::work& tx) { tx.exec("LOCK TABLE schedule_changes IN EXCLUSIVE MODE"); }
 
-void LogChange(pqxx::work& tx, int64_t id) {
-  tx.exec_params("INSERT INTO schedule_changes (schedule_id) VALUES ($1)", id);
+// `jobs_discarded` and `runs_killed`: for trigd's counters (PgStore::TakeChangeCounts).
+void LogChange(pqxx::work& tx, int64_t id, int64_t jobs_discarded = 0, int64_t runs_killed = 0) {
+  tx.exec_params("INSERT INTO schedule_changes (schedule_id, jobs_discarded, runs_killed) VALUES ($1, $2, $3)", id,
+                 jobs_discarded, runs_killed);
 }
 
 // (Re)starts a schedule's time trigger: fire times count from now.
@@ -44,12 +46,13 @@ void ResetTimeTrigger(pqxx::work& tx, int64_t id, const Schedule& s, TimePoint n
   tx.exec_params("DELETE FROM time_triggers WHERE schedule_id = $1", id);
 }
 
-void DiscardOpenJobs(pqxx::work& tx, int64_t id, const std::string& reason) {
-  tx.exec_params("UPDATE jobs SET state='discarded', discard_reason=$2, finished_at=now(), next_check_at=NULL, "
+// Returns how many it discarded.
+int64_t DiscardOpenJobs(pqxx::work& tx, int64_t id, const std::string& reason) {
+  return tx.exec_params("UPDATE jobs SET state='discarded', discard_reason=$2, finished_at=now(), next_check_at=NULL, "
                  "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
                  "'what', 'discarded: ' || $2::text))) "
                  "WHERE schedule_id=$1 AND state IN ('pending_trigger','pending_constraint')",
-                 id, reason);
+                 id, reason).affected_rows();
 }
 
 // How many times a change runs when PostgreSQL aborts it (a deadlock or a serialization failure).
@@ -161,6 +164,7 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
     }
     std::map<std::string, int64_t> ids;
     for (const auto& [name, cur] : current) ids[name] = cur.id;
+    int64_t discarded = 0;  // open and waiting jobs of the updated schedules
     if (!inserts.empty()) {
       for (const auto& r : tx.exec_params(
                "INSERT INTO schedules (name, version, doc_hash, document, state, concurrency_group) "
@@ -181,10 +185,11 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
       std::string list = "{";
       for (int64_t id : updated) list += (list.size() > 1 ? "," : "") + std::to_string(id);
       list += "}";
-      tx.exec_params("UPDATE jobs SET state='discarded', discard_reason='schedule updated', finished_at=now(), "
+      discarded = tx.exec_params("UPDATE jobs SET state='discarded', discard_reason='schedule updated', finished_at=now(), "
                      "next_check_at=NULL, history = trigd_append_history(history, jsonb_build_array("
                      "jsonb_build_object('at', now(), 'what', 'discarded: schedule updated'))) "
-                     "WHERE schedule_id = ANY($1::bigint[]) AND state IN ('pending_trigger','pending_constraint')", list);
+                     "WHERE schedule_id = ANY($1::bigint[]) AND state IN ('pending_trigger','pending_constraint')", list)
+                      .affected_rows();
       tx.exec_params("DELETE FROM schedule_triggers WHERE schedule_id = ANY($1::bigint[])", list);
       tx.exec_params("DELETE FROM time_triggers WHERE schedule_id = ANY($1::bigint[])", list);
     }
@@ -213,8 +218,10 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
                      "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, leaf int, next bigint)",
                      ticks.dump(), ToMillis(now));
     }
-    tx.exec_params("INSERT INTO schedule_changes (schedule_id) SELECT value::bigint FROM jsonb_array_elements_text($1::jsonb)",
-                   changes.dump());
+    // The discards are counted once, on the first change row.
+    tx.exec_params("INSERT INTO schedule_changes (schedule_id, jobs_discarded) SELECT value::bigint, "
+                   "CASE WHEN ordinality = 1 THEN $2 ELSE 0 END FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY",
+                   changes.dump(), discarded);
     tx.exec("NOTIFY trigd_schedules");
     tx.commit();
     return out;
@@ -244,7 +251,7 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
                          : action == ScheduleAction::kSuspend ? "schedule suspended"
                                                               : "schedule resumed";
     // The job rows are locked here; a checker holding one finishes first, then sees this.
-    DiscardOpenJobs(tx, id, reason);
+    int64_t discarded = DiscardOpenJobs(tx, id, reason), killed = 0;
     if (action == ScheduleAction::kDelete) {
       // Launch requests decided but not yet published are withdrawn: nothing of a deleted
       // schedule launches afterwards. (A request the relay is publishing right now holds its
@@ -253,12 +260,14 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
                "DELETE FROM outbox o USING jobs j WHERE o.job_id = j.id AND j.schedule_id = $1 RETURNING j.id",
                id)) {
         int64_t job = w[0].as<int64_t>();
+        ++discarded;
         tx.exec_params("UPDATE jobs SET state='discarded', discard_reason='schedule deleted', finished_at=now(), "
                        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
                        "'what', 'discarded: schedule deleted before its launch request was published'))) WHERE id=$1", job);
         auto run = tx.exec_params("UPDATE runs SET state='killed', reason='schedule deleted', finished_at=now() "
                                   "WHERE job_id=$1 AND state='launched' RETURNING concurrency_group", job);
         if (!run.empty()) {
+          ++killed;
           tx.exec_params("UPDATE schedule_runtime SET active_runs = greatest(active_runs - 1, 0) WHERE schedule_id=$1", id);
           if (!run[0][0].is_null()) {
             tx.exec_params("UPDATE group_runtime SET active_runs = greatest(active_runs - 1, 0) WHERE name=$1",
@@ -280,7 +289,7 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
         if (parsed.ok()) ResetTimeTrigger(tx, id, parsed.schedule, DbNow(tx));
       }
     }
-    LogChange(tx, id);
+    LogChange(tx, id, discarded, killed);
     tx.exec("NOTIFY trigd_schedules");
     tx.commit();
     return 0;

@@ -1645,6 +1645,29 @@ Result<std::map<std::string, int64_t>> PgStore::CountJobs() {
   });
 }
 
+Result<PgStore::ChangeCounts> PgStore::TakeChangeCounts() {
+  return Guard([&]() -> Result<ChangeCounts> {
+    pqxx::work tx(*conn_->c);
+    // A change holds the change log locked (EXCLUSIVE) for its whole transaction: do not wait.
+    tx.exec("SET LOCAL lock_timeout = '50ms'");
+    ChangeCounts out;
+    try {
+      const pqxx::row r = tx.exec1(
+          "WITH c AS (SELECT seq, jobs_discarded, runs_killed FROM schedule_changes "
+          "WHERE jobs_discarded > 0 OR runs_killed > 0 ORDER BY seq LIMIT 1000 FOR UPDATE SKIP LOCKED), "
+          "u AS (UPDATE schedule_changes s SET jobs_discarded = 0, runs_killed = 0 FROM c WHERE s.seq = c.seq) "
+          "SELECT coalesce(sum(jobs_discarded), 0)::bigint, coalesce(sum(runs_killed), 0)::bigint FROM c");
+      out.jobs_discarded = r[0].as<int64_t>();
+      out.runs_killed = r[1].as<int64_t>();
+    } catch (const pqxx::sql_error& e) {
+      if (e.sqlstate() != "55P03") throw;  // lock_not_available: a change in progress
+      return ChangeCounts{};
+    }
+    tx.commit();
+    return out;
+  });
+}
+
 Status PgStore::Prune(Millis keep) {
   Result<int> r = Guard([&]() -> Result<int> {
     pqxx::work tx(*conn_->c);

@@ -206,6 +206,15 @@ class PgStore {
   // "pending_launch" the launched jobs whose request the relay has not published yet.
   Result<std::map<std::string, int64_t>> CountJobs();
 
+  // What schedule changes made by trigctl discarded (jobs) and killed (runs, withdrawn by a
+  // delete) since the last call by any instance: each change's counts are taken once. Zero
+  // when a change is in progress (the change log is locked; taken at a later call).
+  struct ChangeCounts {
+    int64_t jobs_discarded = 0;
+    int64_t runs_killed = 0;
+  };
+  Result<ChangeCounts> TakeChangeCounts();
+
   // Housekeeping: drops de-duplication ids older than `keep` and old change-log rows.
   Status Prune(Millis keep);
 

@@ -608,6 +608,32 @@ TEST_F(PgStoreTest, DeleteWithdrawsALaunchRequestNotYetPublished) {
   EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='discarded'"), 1);
   EXPECT_EQ(ChangeSchedule(conn_, "default/s", ScheduleAction::kDelete).code(), StatusCode::kNotFound);
+  // For trigd's counters, taken once.
+  auto counts = store_->TakeChangeCounts();
+  ASSERT_TRUE(counts.ok()) << counts.status().ToString();
+  EXPECT_EQ(counts->jobs_discarded, 1);
+  EXPECT_EQ(counts->runs_killed, 1);
+  EXPECT_EQ(store_->TakeChangeCounts()->jobs_discarded, 0);
+}
+
+// The audit (2026-11-25): jobs discarded by trigctl's suspend, update and delete never reached
+// trigd_jobs_total{transition="discarded"}: the change runs in trigctl's process.
+TEST_F(PgStoreTest, JobsDiscardedBySuspendAndUpdateAreCountedOnceForTrigd) {
+  json doc = PartitionSchedule("s", "d");
+  doc["trigger"] = {{"partition", {{"dataset", "d"}, {"count", 2}}}};
+  json other = PartitionSchedule("o", "d2");
+  other["trigger"] = {{"partition", {{"dataset", "d2"}, {"count", 2}}}};
+  Apply({doc, other});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e2", "d2")}, 0)).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kSuspend).ok());
+  other["priority"] = 3;
+  Apply({other});
+  auto second = NewStore();
+  auto counts = second->TakeChangeCounts();
+  ASSERT_TRUE(counts.ok()) << counts.status().ToString();
+  EXPECT_EQ(counts->jobs_discarded, 2);
+  EXPECT_EQ(counts->runs_killed, 0);
+  EXPECT_EQ(store_->TakeChangeCounts()->jobs_discarded, 0);  // another instance took them
 }
 
 TEST_F(PgStoreTest, DueTickIsProducedOncePerFireTime) {
