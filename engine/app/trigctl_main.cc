@@ -96,7 +96,28 @@ int ShowOne(const trigd::Result<json>& r, const std::string& what, bool as_json)
     std::cerr << "trigctl: no " << what << "\n";
     return 1;
   }
-  std::cout << (as_json ? (*r)[0].dump() : (*r)[0].dump(2)) << "\n";
+  if (as_json) {
+    std::cout << (*r)[0].dump() << "\n";
+    return 0;
+  }
+  // For people: one field a line; a document or a list too long for one line follows its name,
+  // indented.
+  const json& row = (*r)[0];
+  size_t width = 0;
+  for (const auto& [key, value] : row.items()) width = std::max(width, key.size());
+  for (const auto& [key, value] : row.items()) {
+    std::string text = Cell(value);
+    std::cout << key << ":";
+    if (!(value.is_structured() && text.size() > 80)) std::cout << std::string(width - key.size() + 1, ' ');
+    if (value.is_structured() && text.size() > 80) {
+      std::string block = value.dump(2);
+      std::string indented = "\n  ";
+      for (char c : block) indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
+      std::cout << indented << "\n";
+    } else {
+      std::cout << text << "\n";
+    }
+  }
   return 0;
 }
 

@@ -88,7 +88,7 @@ echo "$why" | json_get 'd["next_check_at"]' | grep -q "T" || fail "no next check
 echo "$why" | json_get 'all(t["satisfied"] for t in d["trigger"])' | grep -qx True || fail "trigger not met: $why"
 ctl jobs why "$job" | grep -q "^history:" || fail "no history"
 ctl jobs list --state pending_constraint --schedule default/watch | grep -q "default/watch" || fail "jobs list filters"
-ctl jobs show "$job" | grep -q '"schedule_name": "default/watch"' || fail "jobs show"
+ctl jobs show "$job" | grep -Eq '^schedule_name: +default/watch$' || fail "jobs show: $(ctl jobs show "$job")"
 
 # Update: within a second both instances follow the new definition (count 1: one event fires).
 sed 's/"count": 2/"count": 1/; s/"delay": "1h"/"delay": "0s"/' "$tmp/watch.json" | python3 -c 'import json,sys; d=json.load(sys.stdin); d["trigger"]=d["trigger"]["all"][0]; print(json.dumps(d))' >"$tmp/watch2.json"
