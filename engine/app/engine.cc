@@ -549,6 +549,7 @@ void CheckerLoop(Shared& sh, int index) {
       auto t = pg->TickTimeTriggers(kTickBatch);
       if (t.ok()) {
         if (t->produced > 0) sh.relay_wake.Wake();
+        if (t->skipped > 0) sh.metrics.FireTimesSkipped().Increment(static_cast<double>(t->skipped));
         RecordApplied(sh, t->applied);
         for (size_t i = 0; i < t->applied.outcome.size(); ++i) sh.metrics.Event("tick", t->applied.outcome[i]).Increment();
         ticks_pending = t->produced >= static_cast<int>(kTickBatch);

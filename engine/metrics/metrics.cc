@@ -19,6 +19,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                           .Add({}, prometheus::Histogram::BucketBoundaries{
                                        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
   transaction_retries_ = &BuildCounter().Name("trigd_transaction_retries_total").Help("PostgreSQL transactions rerun").Register(*registry_).Add({});
+  fire_times_skipped_ = &BuildCounter().Name("trigd_fire_times_skipped_total").Help("Fire times of time triggers passed over by their catchup policy (none, latest, or older than catchup_window)").Register(*registry_).Add({});
   ingest_transactions_ = &BuildCounter().Name("trigd_ingest_transactions_total").Help("Ingest transactions committed, each one batch of events with its offsets").Register(*registry_).Add({});
   // The label sets SPEC §7 names are registered up front so a scrape shows them at zero.
   for (const char* t : {"partition", "program", "tick"})

@@ -35,6 +35,7 @@ class Metrics {
   prometheus::Counter& TransactionRetries() { return *transaction_retries_; }
   // Ingest transactions committed (each applies one batch of events with its offsets).
   prometheus::Counter& IngestTransactions() { return *ingest_transactions_; }
+  prometheus::Counter& FireTimesSkipped() { return *fire_times_skipped_; }
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
@@ -55,6 +56,7 @@ class Metrics {
   prometheus::Histogram* event_to_launch_;
   prometheus::Counter* transaction_retries_;
   prometheus::Counter* ingest_transactions_;
+  prometheus::Counter* fire_times_skipped_;
   std::mutex mu_;  // guards the caches (several engine threads look handles up)
   std::map<std::string, prometheus::Counter*> counter_cache_;
   std::map<std::string, prometheus::Gauge*> gauge_cache_;

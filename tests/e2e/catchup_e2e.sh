@@ -55,6 +55,7 @@ psql "$TRIGD_PG" -XAt -F $'\t' -c "SELECT s.name, (extract(epoch from t.last_fir
   FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id" >"$tmp/last.tsv"
 [[ $(wc -l <"$tmp/last.tsv") == 6 ]] || fail "expected 6 time_triggers rows: $(cat "$tmp/last.tsv")"
 
+export TRIGD_METRICS=127.0.0.1:$(free_port)
 "$bin/trigd" >"$tmp/trigd.log" 2>&1 & trigd_pid=$!
 
 # Compares the first tick pass with the expectation; exit 0 when equal, 3 when ticks are still
@@ -126,6 +127,9 @@ while :; do
   sleep 0.5
 done
 check final
+# The fire times passed over (latest, none, outside the window) are counted.
+skipped=$(curl -s "http://$TRIGD_METRICS/metrics" | awk '/^trigd_fire_times_skipped_total/ {print int($2)}')
+[[ ${skipped:-0} -gt 0 ]] || fail "trigd_fire_times_skipped_total is ${skipped:-absent} after catch-up with latest and none"
 
 # Every tick gives exactly one job, launched, holding that tick alone.
 deadline=$((SECONDS + 60))
