@@ -80,6 +80,10 @@ auto Guard(F&& f) -> decltype(f()) {
     return Aborted(std::string("PostgreSQL: ") + e.what());
   } catch (const pqxx::in_doubt_error& e) {
     return Unavailable(std::string("PostgreSQL (commit in doubt): ") + e.what());
+  } catch (const pqxx::undefined_table& e) {
+    // A database the migrations have not run on (trigctl pointed at it before trigd started).
+    return Internal(std::string("PostgreSQL: ") + e.what() +
+                    "(is the database migrated? `trigd migrate`, or start trigd, applies schema/)");
   } catch (const std::exception& e) {
     return Internal(std::string("PostgreSQL: ") + e.what());
   }
