@@ -8,6 +8,7 @@
 #include <iostream>
 #include <optional>
 #include <random>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -153,7 +154,7 @@ int SchedulesApply(const trigd::Config& config, const std::string& path, bool as
   }
   std::vector<trigd::Schedule> schedules;
   std::vector<std::string> errors;
-  std::set<std::string> seen;
+  std::map<std::string, std::string> seen;  // schedule name -> the file that defines it first
   for (const auto& f : files) {
     std::ifstream in(f);
     std::stringstream text;
@@ -166,8 +167,8 @@ int SchedulesApply(const trigd::Config& config, const std::string& path, bool as
       for (const auto& e : parsed.errors) errors.push_back(f.string() + ": " + e.ToString());
       if (!parsed.ok()) continue;
       std::string name = parsed.schedule.id().value();
-      if (!seen.insert(name).second) {
-        errors.push_back(f.string() + ": schedule " + name + " is defined more than once");
+      if (auto [first, fresh] = seen.emplace(name, f.string()); !fresh) {
+        errors.push_back(f.string() + ": name: schedule " + name + " is also defined in " + first->second);
         continue;
       }
       schedules.push_back(std::move(parsed.schedule));
