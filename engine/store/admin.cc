@@ -116,22 +116,25 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
       int64_t id;
       int version;
       std::string hash;
-      bool suspended_by_command;  // suspended by `trigctl schedules suspend`, not by its document
+      bool active;        // its state now
+      bool doc_enabled;   // its stored document's `enabled`
     };
     std::map<std::string, Current> current;
     for (const auto& r : tx.exec_params(
-             "SELECT name, id, version, doc_hash, state = 'suspended' AND coalesce((document->>'enabled')::boolean, true) "
+             "SELECT name, id, version, doc_hash, state = 'active', coalesce((document->>'enabled')::boolean, true) "
              "FROM schedules WHERE name IN (SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY id FOR UPDATE",
              names.dump())) {
-      current[r[0].as<std::string>()] = {r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>(), r[4].as<bool>()};
+      current[r[0].as<std::string>()] = {r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>(), r[4].as<bool>(),
+                                         r[5].as<bool>()};
     }
-    // A schedule's state after this apply: suspended if its document says `enabled: false`, and
-    // an update keeps a suspension made by `trigctl schedules suspend` (as Airflow keeps a paused
-    // DAG paused across edits of its file) unless the document itself changes `enabled`.
+    // A schedule's state after this apply: a document's `enabled` decides when the schedule is
+    // new and when `enabled` changes; otherwise an update keeps the state `trigctl schedules
+    // suspend|resume` gave it (as Airflow keeps a paused DAG paused across edits of its file).
     std::vector<bool> active(schedules.size());
     for (size_t i = 0; i < schedules.size(); ++i) {
       auto it = current.find(schedules[i].id().value());
-      active[i] = schedules[i].enabled && !(it != current.end() && it->second.suspended_by_command);
+      const bool keep = it != current.end() && it->second.doc_enabled == schedules[i].enabled;
+      active[i] = keep ? it->second.active : schedules[i].enabled;
     }
     std::vector<ApplyOutcome> out(schedules.size());
     json inserts = json::array(), updates = json::array();

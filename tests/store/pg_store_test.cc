@@ -720,6 +720,14 @@ TEST_F(PgStoreTest, AnUpdateKeepsASuspensionByCommandUntilTheDocumentChangesEnab
   Apply({doc});
   EXPECT_EQ(Count("SELECT count(*) FROM schedules WHERE state='active' AND version=4"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at <> 'infinity'"), 1);
+  // And the other way round: applied with enabled: false, resumed by command, updated keeping
+  // enabled: false: it stays active.
+  doc["enabled"] = false;
+  Apply({doc});
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/t", ScheduleAction::kResume).ok());
+  doc["trigger"]["time"]["every"] = "3m";
+  Apply({doc});
+  EXPECT_EQ(Count("SELECT count(*) FROM schedules WHERE state='active' AND version=6"), 1);
 }
 
 TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
