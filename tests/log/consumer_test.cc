@@ -118,8 +118,8 @@ void DeleteRecordsBefore(const std::string& topic, int64_t before) {
 // offset query waits 500 ms for a partition whose leader it has not learnt yet). After
 // DeleteRecords the beginning is not offset 0: the first record consumed is the first one
 // left, and every one after it comes, once each, in order.
-TEST(ConsumerTest, PartitionWithoutPositionStartsAtItsFirstRemainingRecord) {
-  const std::string topic = UniqueTopic("beginning");
+// A one-partition topic holding m0..m9 at offsets 0..9.
+void CreateWithTenRecords(const std::string& topic) {
   auto created = CreateTopics(Kafka(), {{topic, 1, {}}});
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   auto producer = Producer::Create(Kafka());
@@ -128,6 +128,11 @@ TEST(ConsumerTest, PartitionWithoutPositionStartsAtItsFirstRemainingRecord) {
   for (int i = 0; i < 10; ++i) out.push_back({topic, "k", "m" + std::to_string(i)});
   std::vector<bool> ok = (*producer)->ProduceAndWait(out, 15000);
   ASSERT_EQ(std::count(ok.begin(), ok.end(), true), 10) << (*producer)->LastError();
+}
+
+TEST(ConsumerTest, PartitionWithoutPositionStartsAtItsFirstRemainingRecord) {
+  const std::string topic = UniqueTopic("beginning");
+  ASSERT_NO_FATAL_FAILURE(CreateWithTenRecords(topic));
   DeleteRecordsBefore(topic, 4);
 
   auto consumer = Consumer::Create(Kafka(), topic + ".group", {topic},
@@ -152,14 +157,7 @@ TEST(ConsumerTest, PartitionWithoutPositionStartsAtItsFirstRemainingRecord) {
 // consumed). It counts from where it was positioned.
 TEST(ConsumerTest, AnIdlePartitionPositionedAtItsEndHasNoLag) {
   const std::string topic = UniqueTopic("lag");
-  auto created = CreateTopics(Kafka(), {{topic, 1, {}}});
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
-  auto producer = Producer::Create(Kafka());
-  ASSERT_TRUE(producer.ok()) << producer.status().ToString();
-  std::vector<OutMessage> out;
-  for (int i = 0; i < 10; ++i) out.push_back({topic, "k", "m" + std::to_string(i)});
-  std::vector<bool> ok = (*producer)->ProduceAndWait(out, 15000);
-  ASSERT_EQ(std::count(ok.begin(), ok.end(), true), 10) << (*producer)->LastError();
+  ASSERT_NO_FATAL_FAILURE(CreateWithTenRecords(topic));
   auto consumer = Consumer::Create(Kafka(), topic + ".group", {topic},
                                    [](const std::vector<std::pair<std::string, int>>& parts) {
                                      return std::vector<std::optional<int64_t>>(parts.size(), int64_t{10});

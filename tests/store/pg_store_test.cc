@@ -372,6 +372,31 @@ TEST_F(PgStoreTest, CheckerLaunchesReadyJobWithItsRunAndLaunchRequestTogether) {
   EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
 }
 
+// The audit (2026-11-25): six 200 KB partition events made a 1.2 MB launch request that Kafka
+// refused for good. A request is cut to fit and says so; the partitions stay.
+TEST_F(PgStoreTest, ALaunchRequestTooLargeForKafkaKeepsItsPartitionsAndSaysItWasCut) {
+  json doc = PartitionSchedule("s", "d");
+  doc["trigger"] = {{"partition", {{"dataset", "d"}, {"count", 3}}}};
+  Apply({doc});
+  std::vector<Event> events;
+  for (int i = 0; i < 3; ++i) {
+    Event e = PartitionEvent("big" + std::to_string(i), "d", "p" + std::to_string(i));
+    e.payload["note"] = std::string(300000, 'n');
+    events.push_back(e);
+  }
+  ASSERT_TRUE(store_->ApplyBatch(Batch(events, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  pqxx::connection c(conn_);
+  const std::string request = pqxx::work(c).exec1("SELECT request::text FROM runs")[0].as<std::string>();
+  EXPECT_LT(request.size(), kMaxPublishedBytes);
+  json r = json::parse(request);
+  EXPECT_EQ(r["triggered_by_truncated"], true);
+  ASSERT_EQ(r["triggered_by"].size(), 3u);
+  EXPECT_EQ(r["triggered_by"][2]["payload"], json::parse(R"({"dataset": "d", "partitions": ["p2"]})"));
+  EXPECT_EQ(Count("SELECT max(length(payload)) FROM outbox WHERE topic = 't.launch.default'"),
+            static_cast<int64_t>(pqxx::work(c).exec1("SELECT length(request) FROM runs")[0].as<int64_t>()));
+}
+
 TEST_F(PgStoreTest, ALaunchDecidedButNotYetPublishedIsShownAsSuch) {
   Apply({PartitionSchedule("s", "d")});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
