@@ -298,7 +298,11 @@ DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor,
   const CronExpr* cron_ptr = cron ? &*cron : nullptr;
   result.next = NextFire(trigger, cron_ptr, anchor, now);
 
-  TimePoint cursor = last_fired.value_or(anchor);
+  const TimePoint start = last_fired.value_or(anchor);
+  TimePoint cursor = start;
+  // The fire times skipped are always the oldest due ones: those before the window, then the
+  // policy's (all but the newest, or all those missed). They all lie in (start, skipped_through].
+  std::optional<TimePoint> skipped_through;
   // Fire times before the window are skipped whatever the policy, so they are only counted
   // (at most `limit` of them) and the scan jumps to the window: a schedule down for a year
   // does not walk every minute of it.
@@ -318,6 +322,7 @@ DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor,
       }
     }
     cursor = window_start - Millis(1);
+    if (result.skipped > 0) skipped_through = cursor;
   }
 
   std::vector<TimePoint> due;
@@ -326,6 +331,10 @@ DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor,
     due.push_back(*t);
   }
 
+  // Due fire times past the `limit` looked at are not produced either (the caller's cursor
+  // moves to now).
+  std::optional<TimePoint> cut;
+  if (!due.empty() && due.size() == limit && due.back() < now) cut = due.back();
   switch (trigger.catchup) {
     case CatchupPolicy::kAll:
       result.fire = std::move(due);
@@ -334,18 +343,22 @@ DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor,
       if (!due.empty()) {
         result.skipped += static_cast<int64_t>(due.size()) - 1;
         result.fire.push_back(due.back());
+        if (due.size() > 1) skipped_through = due[due.size() - 2];
       }
       break;
     case CatchupPolicy::kNone:
       for (TimePoint t : due) {
         if (now - t > grace) {
           ++result.skipped;
+          skipped_through = t;
         } else {
           result.fire.push_back(t);
         }
       }
       break;
   }
+  if (skipped_through) result.not_fired.emplace_back(start, *skipped_through);
+  if (cut) result.not_fired.emplace_back(*cut, now);
   return result;
 }
 

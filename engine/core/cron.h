@@ -60,10 +60,13 @@ std::optional<TimePoint> NextFireTime(const TimeTrigger& trigger, TimePoint anch
 // - latest: only the newest remaining due fire time;
 // - none: only due fire times that are not missed.
 // `next_after` is the fire time to wait for next (strictly after now).
+// `not_fired`: ranges (after, through] holding every due fire time not produced, and no
+// produced one (for the identity of a fire time a producer's tick names, see PgStore).
 struct DueFireTimes {
   std::vector<TimePoint> fire;    // to produce, oldest first
   int64_t skipped = 0;            // due but not produced (policy or window)
   std::optional<TimePoint> next;  // the next fire time after now
+  std::vector<std::pair<TimePoint, TimePoint>> not_fired;
 };
 DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor,
                                  std::optional<TimePoint> last_fired, TimePoint now,

@@ -56,7 +56,8 @@ struct Event {
 // for observers, in the same transaction, with the id "tick:<schedule>:<fire_time>". Ingestion
 // skips a tick whose id has that form (IsOwnTick): it was applied by the transaction that
 // published it, so it needs no de-duplication record and no lookup. A tick produced by anyone
-// else (a manual run) uses another id and is ingested like any event.
+// else (a manual run, a backfill) uses another id; ingestion de-duplicates it by the identity
+// OwnTickId gives its fire time and holds it against the time trigger (PgStore::CheckProducerTicks).
 std::string OwnTickId(std::string_view schedule, std::string_view fire_time);
 bool IsOwnTick(EventType type, std::string_view id, std::string_view schedule);
 

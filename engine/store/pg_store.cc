@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <pqxx/pqxx>
@@ -602,11 +603,22 @@ Result<std::vector<std::optional<int64_t>>> PgStore::LoadOffsets(
 // A batch's events that can change something, and of those, the ids to record (`ids`, each
 // once, in batch order) and those known to be new (`fresh`: views of the batch's own ids, or of
 // `recorded`, the ids an ON CONFLICT insert reported new).
+//
+// A producer's tick is de-duplicated by its fire time's identity, "tick:<schedule>:<fire_time>"
+// (SPEC §5), not by its event id: two ticks for one fire time are one, whatever their ids.
 struct PgStore::Relevant {
   std::vector<bool> relevant;
   std::vector<std::string_view> ids;
   std::unordered_set<std::string_view> fresh;
   json recorded;
+  // Producer ticks' identities by event index (node-based: `ids` and `fresh` view them).
+  std::unordered_map<size_t, std::string> tick_ids;
+  // The id event `i` is de-duplicated by.
+  std::string_view Key(size_t i, const Event& e) const {
+    if (tick_ids.empty()) return e.id;
+    auto it = tick_ids.find(i);
+    return it == tick_ids.end() ? std::string_view(e.id) : std::string_view(it->second);
+  }
   // The ids go in by COPY, which ApplyEvents sends once the batch's schedules are read, so that
   // PostgreSQL inserts them while trigd accumulates the events (7 ms of a 5,000-event batch that
   // the server spent waiting); an id recorded before fails it with a unique violation.
@@ -651,7 +663,9 @@ Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_con
       firsts.AddInt(p.first_offset);
       nexts.AddInt(p.next_offset);
     }
-    relevant.copy_ids = !on_conflict && relevant.ids.size() > kIdsAsArrayLimit;
+    // A producer's tick locks its time trigger's row (CheckProducerTicks): its batch's ids go in
+    // here, before that lock, as trigd's tick transaction (which takes the row first) records none.
+    relevant.copy_ids = !on_conflict && relevant.ids.size() > kIdsAsArrayLimit && relevant.tick_ids.empty();
     SqlArray ids;
     if (!relevant.copy_ids) {
       for (std::string_view id : relevant.ids) ids.AddText(id);
@@ -726,11 +740,86 @@ PgStore::Relevant PgStore::FindRelevant(const IngestBatch& batch, IngestResult& 
       out.relevant[i] = true;
       // Own ticks are recorded nowhere: all are new (the tick's row locks make each unique).
       // Other ids are recorded once each; the first copy of an id in the batch is the one applied.
-      if (batch.own_ticks) out.fresh.insert(e.id);
-      else if (seen.insert(e.id).second) out.ids.push_back(e.id);
+      if (batch.own_ticks) {
+        out.fresh.insert(e.id);
+        continue;
+      }
+      if (e.type == EventType::kTick) {
+        out.tick_ids.emplace(i, OwnTickId(e.tick.schedule, FormatTime(e.tick.fire_time)));
+      }
+      std::string_view key = out.Key(i, e);
+      if (seen.insert(key).second) out.ids.push_back(key);
     }
   }
   return out;
+}
+
+// A fire time has one identity (SPEC §5), whoever decides it: trigd's checker, or a producer's
+// tick on trigd.events.time (a manual run, a backfill), de-duplicated by that identity
+// (Relevant::Key). trigd's own ticks record none, so a producer's tick is held against its time
+// trigger's row (schema/012):
+// - a fire time trigd decided (in (anchor, last_fire_time]) and produced: a duplicate, returned;
+// - one it decided and skipped (`not_fired`, the catch-up policy or window): a backfill, applied;
+// - one not decided yet: applied, and `ticked_until` tells the checker to look its identity up
+//   before producing it (TickTimeTriggers);
+// - a time that is not a fire time of the trigger (a run forced now): applied.
+// Locks the rows in schedule id order, as the tick transaction takes them first, before the
+// schedules and jobs.
+std::set<size_t> PgStore::CheckProducerTicks(const TxContext& ctx, const std::vector<AccumulateInput>& inputs) {
+  pqxx::transaction_base& tx = ctx.tx;
+  std::set<size_t> duplicates;
+  SqlArray ids, fires, index;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Event& e = *inputs[k].event;
+    if (e.type != EventType::kTick) continue;
+    for (int64_t id : inputs[k].schedule_ids) {
+      ids.AddInt(id);
+      fires.AddInt(ToMillis(e.tick.fire_time));
+      index.AddInt(static_cast<int64_t>(k));
+    }
+  }
+  if (ids.empty()) return duplicates;
+  pqxx::result rows = tx.exec_params(
+      "SELECT x.k, t.schedule_id, s.version, " TRIGD_MS("t.anchor") ", " TRIGD_MS("t.last_fire_time") ", "
+      "t.not_fired @> to_timestamp(x.f / 1000.0), t.leaf "
+      "FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS x(id, f, k) "
+      "JOIN time_triggers t ON t.schedule_id = x.id JOIN schedules s ON s.id = t.schedule_id "
+      "ORDER BY t.schedule_id FOR UPDATE OF t",
+      ids.Take(), fires.Take(), index.Take());
+  std::map<int64_t, int64_t> claims;  // schedule id -> latest undecided fire time applied (ms)
+  for (const auto& r : rows) {
+    const size_t k = r[0].as<size_t>();
+    const int64_t id = r[1].as<int64_t>();
+    const int version = r[2].as<int>();
+    std::shared_ptr<const Schedule> s = cache_.Find(id, version);
+    if (!s) {
+      s = cache_.Get(id, version,
+                     tx.exec_params1("SELECT document::text FROM schedules WHERE id = $1", id)[0].as<std::string>());
+    }
+    std::vector<const Trigger*> leaves = TriggerLeaves(s->trigger);
+    const int leaf = r[6].as<int>();
+    if (leaf < 0 || static_cast<size_t>(leaf) >= leaves.size() || leaves[leaf]->kind != TriggerKind::kTime) continue;
+    const TimePoint fire = inputs[k].event->tick.fire_time;
+    const TimePoint anchor = FromMillis(r[3].as<int64_t>());
+    if (fire <= anchor || NextFireTime(leaves[leaf]->time, anchor, fire - Millis(1)) != fire) continue;
+    if (!r[4].is_null() && fire <= FromMillis(r[4].as<int64_t>())) {
+      if (!r[5].as<bool>()) duplicates.insert(k);
+    } else {
+      int64_t& latest = claims.try_emplace(id, ToMillis(fire)).first->second;
+      latest = std::max(latest, ToMillis(fire));
+    }
+  }
+  if (!claims.empty()) {
+    SqlArray claim_ids, claim_fires;
+    for (const auto& [id, fire] : claims) {
+      claim_ids.AddInt(id);
+      claim_fires.AddInt(fire);
+    }
+    tx.exec_params("UPDATE time_triggers t SET ticked_until = greatest(t.ticked_until, to_timestamp(x.f / 1000.0)) "
+                   "FROM unnest($1::bigint[], $2::bigint[]) AS x(id, f) WHERE t.schedule_id = x.id",
+                   claim_ids.Take(), claim_fires.Take());
+  }
+  return duplicates;
 }
 
 // Everything an ingest batch does after its positions: shared by ApplyBatch and by the tick
@@ -759,7 +848,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       if (!relevant.relevant[i]) continue;
       const Event& e = batch.events[i];
       // The first copy of an id in the batch wins; later copies are duplicates.
-      if (!fresh.erase(e.id)) {
+      if (!fresh.erase(relevant.Key(i, e))) {
         result.outcome[i] = "duplicate";
         continue;
       }
@@ -772,6 +861,26 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
         input_index.push_back(i);
         reached.insert(batch.schedule_ids[i].begin(), batch.schedule_ids[i].end());
       }
+    }
+    // Drops the inputs of these events (by batch index), which count as duplicates.
+    auto drop_duplicates = [&](const std::set<size_t>& events) {
+      if (events.empty()) return;
+      size_t kept = 0;
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        if (events.count(input_index[k])) {
+          result.outcome[input_index[k]] = "duplicate";
+          continue;
+        }
+        inputs[kept] = inputs[k];
+        input_index[kept++] = input_index[k];
+      }
+      inputs.resize(kept);
+      input_index.resize(kept);
+    };
+    if (!batch.own_ticks && !relevant.tick_ids.empty()) {
+      std::set<size_t> repeated;
+      for (size_t k : CheckProducerTicks(ctx, inputs)) repeated.insert(input_index[k]);
+      drop_duplicates(repeated);
     }
     std::map<int64_t, ScheduleView>& schedules = built->schedules;
     std::vector<OpenJob> open;
@@ -833,22 +942,13 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
         for (const auto& r : tx.exec_params("SELECT run_id FROM runs WHERE run_id = ANY($1::text[])", run_ids.Take())) {
           known.insert(r[0].as<std::string>());
         }
-        std::unordered_set<size_t> stale;
+        std::set<size_t> stale;
         for (size_t k : unmoved) {
           if (!known.count(reports[k].run_id)) continue;
           stale.insert(reports[k].event);
           result.outcome[reports[k].event] = "duplicate";
         }
-        if (!stale.empty()) {
-          size_t kept = 0;
-          for (size_t k = 0; k < inputs.size(); ++k) {
-            if (stale.count(input_index[k])) continue;
-            inputs[kept] = inputs[k];
-            input_index[kept++] = input_index[k];
-          }
-          inputs.resize(kept);
-          input_index.resize(kept);
-        }
+        drop_duplicates(stale);
       }
     }
     std::optional<CopyStream> id_copy;
@@ -1560,11 +1660,11 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
     const TxContext ctx(tx, tx.exec1("SELECT " TRIGD_CLOCK));
     const TimePoint now = ctx.now;
     OutboxRows outbox;
-    SqlArray update_ids, update_last, update_next;
+    SqlArray update_ids, update_last, update_next, update_not_fired;
     IngestBatch ticks;
     pqxx::result due_triggers = tx.exec_params(
         "SELECT t.schedule_id, " TRIGD_MS("t.anchor") ", " TRIGD_MS("t.last_fire_time") ", t.leaf, "
-        "s.name, s.version FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
+        "s.name, s.version, " TRIGD_MS("t.ticked_until") " FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
         "WHERE t.next_fire_at <= now() AND s.state = 'active' ORDER BY t.next_fire_at LIMIT $1 "
         "FOR UPDATE OF t SKIP LOCKED", static_cast<int64_t>(limit));
     // Documents only for the schedules not parsed yet (a storm's second tick reads none).
@@ -1578,6 +1678,15 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
         cache_.Get(r[0].as<int64_t>(), r[1].as<int>(), r[2].as<std::string>());
       }
     }
+    struct Decided {
+      int64_t id;
+      std::string name;
+      DueFireTimes due;
+    };
+    std::vector<Decided> decided;
+    // Fire times a producer's tick may have applied already (CheckProducerTicks): their
+    // identities, looked up in seen_events at once.
+    SqlArray ticked;
     for (const auto& r : due_triggers) {
       int64_t id = r[0].as<int64_t>();
       auto s = cache_.Find(id, r[5].as<int>());
@@ -1589,33 +1698,58 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
       TimePoint anchor = FromMillis(r[1].as<int64_t>());
       std::optional<TimePoint> last;
       if (!r[2].is_null()) last = FromMillis(r[2].as<int64_t>());
-      DueFireTimes due = ComputeDueFireTimes(tt, anchor, last, now);
-      std::string name = r[4].as<std::string>();
-      for (TimePoint fire : due.fire) {
+      Decided& d = decided.emplace_back(Decided{id, r[4].as<std::string>(), ComputeDueFireTimes(tt, anchor, last, now)});
+      if (!r[6].is_null()) {
+        const TimePoint until = FromMillis(r[6].as<int64_t>());
+        for (TimePoint fire : d.due.fire) {
+          if (fire <= until) ticked.AddText(OwnTickId(d.name, FormatTime(fire)));
+        }
+      }
+    }
+    std::unordered_set<std::string> applied_by_producer;
+    if (!ticked.empty()) {
+      for (const auto& r : tx.exec_params("SELECT id FROM seen_events WHERE id = ANY($1::text[])", ticked.Take())) {
+        applied_by_producer.insert(r[0].as<std::string>());
+      }
+    }
+    for (Decided& d : decided) {
+      for (TimePoint fire : d.due.fire) {
         Event e;
         // One identity per (schedule, fire time), decided here once: ingestion skips its copy.
         const std::string fire_time = FormatTime(fire);
-        e.id = OwnTickId(name, fire_time);
+        e.id = OwnTickId(d.name, fire_time);
+        if (applied_by_producer.count(e.id)) continue;
         e.type = EventType::kTick;
         e.time = now;
-        e.payload = {{"schedule", name}, {"fire_time", fire_time}};
-        e.tick = {name, fire};
-        outbox.AddToBundle(topic_prefix_ + "events.time", name, EnvelopeToJson(e).dump());
+        e.payload = {{"schedule", d.name}, {"fire_time", fire_time}};
+        e.tick = {d.name, fire};
+        outbox.AddToBundle(topic_prefix_ + "events.time", d.name, EnvelopeToJson(e).dump());
         ticks.events.push_back(std::move(e));
-        ticks.schedule_ids.push_back({id});
+        ticks.schedule_ids.push_back({d.id});
+        ++out.produced;
       }
-      out.produced += static_cast<int>(due.fire.size());
-      out.skipped += static_cast<int>(due.skipped);
-      // Everything due up to now is decided (produced or skipped), so `last` moves to now.
-      update_ids.AddInt(id);
+      out.skipped += static_cast<int>(d.due.skipped);
+      // Everything due up to now is decided (produced or skipped), so `last` moves to now; what
+      // was skipped is remembered (a producer's tick for it is a backfill, CheckProducerTicks).
+      update_ids.AddInt(d.id);
       update_last.AddInt(ToMillis(now));
-      update_next.AddIntOrNull(due.next ? std::optional<int64_t>(ToMillis(*due.next)) : std::nullopt);
+      update_next.AddIntOrNull(d.due.next ? std::optional<int64_t>(ToMillis(*d.due.next)) : std::nullopt);
+      std::optional<std::string> not_fired;
+      for (const auto& [after, through] : d.due.not_fired) {
+        not_fired = (not_fired ? *not_fired + "," : std::string("{")) + "(" + FormatTime(after) + "," + FormatTime(through) + "]";
+      }
+      update_not_fired.AddTextOrNull(not_fired ? std::optional<std::string>(*not_fired + "}") : std::nullopt);
     }
     if (!update_ids.empty()) {
       tx.exec_params("UPDATE time_triggers t SET last_fire_time = to_timestamp(x.last / 1000.0), "
-                     "next_fire_at = coalesce(to_timestamp(x.next / 1000.0), 'infinity') "
-                     "FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS x(id, last, next) "
-                     "WHERE t.schedule_id = x.id", update_ids.Take(), update_last.Take(), update_next.Take());
+                     "next_fire_at = coalesce(to_timestamp(x.next / 1000.0), 'infinity'), "
+                     "not_fired = CASE WHEN x.not_fired IS NULL THEN t.not_fired "
+                     "ELSE t.not_fired + x.not_fired::tstzmultirange END, "
+                     "ticked_until = CASE WHEN t.ticked_until <= to_timestamp(x.last / 1000.0) THEN NULL "
+                     "ELSE t.ticked_until END "
+                     "FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS x(id, last, next, not_fired) "
+                     "WHERE t.schedule_id = x.id",
+                     update_ids.Take(), update_last.Take(), update_next.Take(), update_not_fired.Take());
     }
     // Each tick is applied here, in the transaction that decides it, instead of after a round
     // trip through Kafka and ingestion (a storm of schedules due in the same second launches

@@ -543,6 +543,27 @@ TEST(DueFireTimesTest, DstSpringForwardFiresTheSkippedTimeOnce) {
   EXPECT_EQ(due.next, At("2026-03-30T00:30:00Z"));
 }
 
+// The ranges of fire times decided but not produced: a producer's tick for one of them is a
+// backfill, for any other fire time up to the cursor a duplicate of trigd's own (PgStore).
+TEST(DueFireTimesTest, NotFiredRangesHoldExactlyTheSkippedFireTimes) {
+  using Range = std::pair<TimePoint, TimePoint>;
+  const TimePoint last = At("2026-01-01T10:00:00Z"), now = At("2026-01-01T13:30:00Z");
+  EXPECT_TRUE(ComputeDueFireTimes(Hourly(CatchupPolicy::kAll), kAnchor, last, now).not_fired.empty());
+  EXPECT_EQ(ComputeDueFireTimes(Hourly(CatchupPolicy::kLatest), kAnchor, last, now).not_fired,
+            (std::vector<Range>{{last, At("2026-01-01T12:00:00Z")}}));
+  EXPECT_EQ(ComputeDueFireTimes(Hourly(CatchupPolicy::kNone), kAnchor, last, now).not_fired,
+            (std::vector<Range>{{last, At("2026-01-01T13:00:00Z")}}));
+  // Before the window (2h: from 11:30): 11:00 is skipped, 12:00 and 13:00 fire.
+  EXPECT_EQ(ComputeDueFireTimes(Hourly(CatchupPolicy::kAll, std::chrono::hours(2)), kAnchor, last, now).not_fired,
+            (std::vector<Range>{{last, At("2026-01-01T11:29:59.999Z")}}));
+  // An on-time fire time: nothing skipped.
+  EXPECT_TRUE(ComputeDueFireTimes(Hourly(CatchupPolicy::kNone), kAnchor, last, At("2026-01-01T11:00:30Z"))
+                  .not_fired.empty());
+  // Past the limit: 13:00 is neither produced nor counted, and is in a range.
+  EXPECT_EQ(ComputeDueFireTimes(Hourly(CatchupPolicy::kAll), kAnchor, last, now, std::chrono::seconds(60), 2).not_fired,
+            (std::vector<Range>{{At("2026-01-01T12:00:00Z"), now}}));
+}
+
 TEST(DueFireTimesTest, InvalidCronProducesNothing) {
   DueFireTimes due = ComputeDueFireTimes(CronTrigger("bad"), kAnchor, std::nullopt,
                                          At("2026-01-01T13:30:00Z"));

@@ -155,6 +155,37 @@ EOF
   sleep 0.5
 done
 cat "$tmp/jobs.out"
+
+# A fire time has one identity (SPEC §5), whoever sends its tick. A user's ticks with ids of
+# their own: for a fire time trigd produced (a duplicate, no job), for one the catch-up policy
+# skipped (a backfill: a job), twice (one job), and a run forced at a time that is not a fire
+# time (a job). Ingestion keeps a partition's order (the key is the schedule), so once the forced
+# run's job is there, the ticks before it have been applied.
+read -r produced skipped_one < <(python3 - "$tmp/ticks.jsonl" <<'EOF'
+import json, sys
+ticks = [json.loads(l)["payload"] for l in open(sys.argv[1]) if l.strip()]
+fired = lambda s: sorted(t["fire_time"] for t in ticks if t["schedule"] == s)
+print(fired("cu/latest")[-1], sorted(set(fired("cu/all")) - set(fired("cu/latest")))[0])
+EOF
+)
+forced=$(date -u -d '+7 seconds' +%Y-%m-%dT%H:%M:%SZ)
+user_tick() {  # id fire_time
+  echo "cu/latest|{\"id\":\"$1\",\"type\":\"tick\",\"time\":\"$produced\",\"payload\":{\"schedule\":\"cu/latest\",\"fire_time\":\"$2\"}}"
+}
+{ user_tick user-dup "$produced"; user_tick user-fill "$skipped_one"; user_tick user-fill-again "$skipped_one"
+  user_tick user-forced "$forced"; } | kcat -P -b "$TRIGD_KAFKA" -t "$run.events.time" -K '|'
+user_jobs() {
+  psql "$TRIGD_PG" -XAt -c "SELECT string_agg(triggered_by->0->>'id', ' ' ORDER BY id) FROM jobs
+                            WHERE schedule_name = 'cu/latest' AND triggered_by->0->>'id' LIKE 'user-%'"
+}
+deadline=$((SECONDS + 30))
+until [[ $(user_jobs) == *user-forced* ]]; do
+  ((SECONDS < deadline)) || fail "the forced run's tick gave no job: jobs from user ticks: '$(user_jobs)'"
+  sleep 0.5
+done
+[[ $(user_jobs) == "user-fill user-forced" ]] ||
+  fail "user ticks (produced $produced, skipped $skipped_one, forced $forced): jobs from '$(user_jobs)', expected 'user-fill user-forced'"
+echo "user ticks: produced $produced -> duplicate; skipped $skipped_one -> one job (backfill), its repeat none; forced $forced -> one job"
 kill "$trigd_pid"; wait "$trigd_pid" 2>/dev/null || true; trigd_pid=
 psql "${TRIGD_PG% dbname=*}" -qc "DROP DATABASE $db" >/dev/null 2>&1 || true
 echo "catchup e2e passed in $((SECONDS - start))s"

@@ -62,6 +62,15 @@ Event ProgramEvent(const std::string& id, const std::string& program, const std:
   return e;
 }
 
+Event TickEvent(const std::string& id, const std::string& schedule, TimePoint fire_time) {
+  Event e;
+  e.id = id;
+  e.type = EventType::kTick;
+  e.tick = {schedule, fire_time};
+  e.payload = {{"schedule", schedule}, {"fire_time", FormatTime(fire_time)}};
+  return e;
+}
+
 // A fresh, migrated database per test; needs the real PostgreSQL (fails, never skips).
 class PgStoreTest : public ::testing::Test {
  protected:
@@ -685,6 +694,79 @@ TEST_F(PgStoreTest, DueTickIsProducedOncePerFireTime) {
   // de-duplication id (ingestion skips the published copy, IsOwnTick).
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE triggered_by->0->>'id' LIKE 'tick:default/t:%'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 0);
+}
+
+// SPEC §5: a fire time has one identity (schedule + fire time), whether trigd's checker or a
+// producer's tick decides it. The audit (2026-11-25) found a producer's tick for a fire time
+// trigd had fired launching it again.
+class FireTimeIdentityTest : public PgStoreTest {
+ protected:
+  // A `every: 1m` schedule "default/t" (catch-up `latest`) whose anchor lies `ago` in the past,
+  // due now; returns the anchor.
+  TimePoint Due(const std::string& ago) {
+    Apply({{{"name", "t"}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"every", "1m"}, {"catchup", "latest"}}}}}}});
+    Exec("UPDATE time_triggers SET anchor = date_trunc('second', now()) - interval '" + ago +
+         "', next_fire_at = now() - interval '1 second'");
+    return TimePoint(Millis(Count("SELECT floor(extract(epoch from anchor) * 1000)::bigint FROM time_triggers")));
+  }
+  std::string Outcome(const Event& e, int64_t offset) {
+    auto r = store_->ApplyBatch(Batch({e}, offset));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() && !r->outcome.empty() ? r->outcome[0] : "";
+  }
+  int64_t Jobs() { return Count("SELECT count(*) FROM jobs"); }
+};
+
+TEST_F(FireTimeIdentityTest, AProducersTickForAFireTimeTrigdProducedIsADuplicate) {
+  const TimePoint anchor = Due("90 seconds");
+  ASSERT_EQ(store_->TickTimeTriggers(100)->produced, 1);
+  EXPECT_EQ(Jobs(), 1);
+  EXPECT_EQ(Outcome(TickEvent("manual-1", "default/t", anchor + std::chrono::minutes(1)), 0), "duplicate");
+  EXPECT_EQ(Jobs(), 1);
+  // A time that is not one of its fire times is a run forced then: applied, once.
+  const TimePoint forced = anchor + std::chrono::seconds(61);
+  EXPECT_EQ(Outcome(TickEvent("force-1", "default/t", forced), 1), "applied");
+  EXPECT_EQ(Outcome(TickEvent("force-2", "default/t", forced), 2), "duplicate");
+  EXPECT_EQ(Jobs(), 2);
+}
+
+TEST_F(FireTimeIdentityTest, TwoTicksForOneFireTimeAreOneWhateverTheirIds) {
+  const TimePoint anchor = Due("30 seconds");  // its first fire time is 30 s ahead
+  const TimePoint fire = anchor + std::chrono::minutes(1);
+  auto r = store_->ApplyBatch(Batch({TickEvent("a", "default/t", fire), TickEvent("b", "default/t", fire)}, 0));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outcome, (std::vector<std::string>{"applied", "duplicate"}));
+  EXPECT_EQ(Outcome(TickEvent("c", "default/t", fire), 2), "duplicate");
+  EXPECT_EQ(Jobs(), 1);
+}
+
+// A producer's tick ahead of trigd's checker (a run brought forward, or one racing the checker
+// at the fire time): the checker does not produce that fire time again.
+TEST_F(FireTimeIdentityTest, AFireTimeAProducersTickAppliedIsNotProducedAgain) {
+  const TimePoint anchor = Due("90 seconds");  // 60 s after it is due and not decided yet
+  const TimePoint fire = anchor + std::chrono::minutes(1);
+  EXPECT_EQ(Outcome(TickEvent("early", "default/t", fire), 0), "applied");
+  EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE ticked_until IS NOT NULL"), 1);
+  auto r = store_->TickTimeTriggers(100);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->produced, 0);
+  EXPECT_EQ(Jobs(), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.events.time'"), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE ticked_until IS NULL AND last_fire_time IS NOT NULL"), 1);
+}
+
+// Fire times the catch-up policy skipped were never produced: a tick for one is a backfill.
+TEST_F(FireTimeIdentityTest, AProducersTickForASkippedFireTimeIsABackfill) {
+  const TimePoint anchor = Due("330 seconds");  // 5 fire times due; `latest` produces the 5th
+  auto r = store_->TickTimeTriggers(100);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->produced, 1);
+  EXPECT_EQ(r->skipped, 4);
+  EXPECT_EQ(Outcome(TickEvent("fill-2", "default/t", anchor + std::chrono::minutes(2)), 0), "applied");
+  EXPECT_EQ(Outcome(TickEvent("fill-2-again", "default/t", anchor + std::chrono::minutes(2)), 1), "duplicate");
+  EXPECT_EQ(Outcome(TickEvent("fill-5", "default/t", anchor + std::chrono::minutes(5)), 2), "duplicate");
+  EXPECT_EQ(Outcome(TickEvent("fill-4", "default/t", anchor + std::chrono::minutes(4)), 3), "applied");
+  EXPECT_EQ(Jobs(), 3);
 }
 
 // A suspended schedule's time trigger leaves the due range (next_fire_at 'infinity'), so the
