@@ -783,7 +783,7 @@ std::set<size_t> PgStore::CheckProducerTicks(const TxContext& ctx, const std::ve
       "SELECT x.k, t.schedule_id, s.version, " TRIGD_MS("t.anchor") ", " TRIGD_MS("t.last_fire_time") ", "
       "t.not_fired @> to_timestamp(x.f / 1000.0), t.leaf "
       "FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS x(id, f, k) "
-      "JOIN time_triggers t ON t.schedule_id = x.id JOIN schedules s ON s.id = t.schedule_id "
+      "JOIN time_triggers t ON t.schedule_id = x.id JOIN schedules s ON s.id = t.schedule_id AND s.state = 'active' "
       "ORDER BY t.schedule_id FOR UPDATE OF t",
       ids.Take(), fires.Take(), index.Take());
   std::map<int64_t, int64_t> claims;  // schedule id -> latest undecided fire time applied (ms)
@@ -795,6 +795,7 @@ std::set<size_t> PgStore::CheckProducerTicks(const TxContext& ctx, const std::ve
     if (!s) {
       s = cache_.Get(id, version,
                      tx.exec_params1("SELECT document::text FROM schedules WHERE id = $1", id)[0].as<std::string>());
+      if (!s) continue;
     }
     std::vector<const Trigger*> leaves = TriggerLeaves(s->trigger);
     const int leaf = r[6].as<int>();
