@@ -29,7 +29,12 @@ void LogChange(pqxx::work& tx, int64_t id, int64_t jobs_discarded = 0, int64_t r
                  jobs_discarded, runs_killed);
 }
 
-// (Re)starts a schedule's time trigger: fire times count from now.
+// (Re)starts a schedule's time trigger on resume: fire times count from now. A cron trigger
+// keeps what it decided before (its fire times do not depend on the anchor): everything up to
+// now counts as decided, the fire times of the suspension as not fired, so a producer's tick
+// for a fire time trigd produced before the suspension stays a duplicate and one for a fire
+// time of the suspension is a backfill (PgStore::CheckProducerTicks). An `every` trigger's fire
+// times are anchored at the resume, so it starts afresh.
 void ResetTimeTrigger(pqxx::work& tx, int64_t id, const Schedule& s, TimePoint now) {
   std::vector<const Trigger*> leaves = TriggerLeaves(s.trigger);
   for (size_t i = 0; i < leaves.size(); ++i) {
@@ -38,9 +43,14 @@ void ResetTimeTrigger(pqxx::work& tx, int64_t id, const Schedule& s, TimePoint n
     tx.exec_params(
         "INSERT INTO time_triggers (schedule_id, anchor, last_fire_time, next_fire_at, leaf) "
         "VALUES ($1, to_timestamp($2::bigint / 1000.0), NULL, coalesce(to_timestamp($3::bigint / 1000.0), 'infinity'), $4) "
-        "ON CONFLICT (schedule_id) DO UPDATE SET anchor = EXCLUDED.anchor, last_fire_time = NULL, "
+        "ON CONFLICT (schedule_id) DO UPDATE SET "
+        "anchor = CASE WHEN $5 THEN time_triggers.anchor ELSE EXCLUDED.anchor END, "
+        "last_fire_time = CASE WHEN $5 THEN EXCLUDED.anchor END, "
+        "not_fired = CASE WHEN $5 THEN time_triggers.not_fired + tstzmultirange(tstzrange(least(coalesce("
+        "time_triggers.last_fire_time, time_triggers.anchor), EXCLUDED.anchor), EXCLUDED.anchor, '(]')) ELSE '{}' END, "
         "next_fire_at = EXCLUDED.next_fire_at, leaf = EXCLUDED.leaf",
-        id, ToMillis(now), next ? std::optional<int64_t>(ToMillis(*next)) : std::nullopt, static_cast<int>(i));
+        id, ToMillis(now), next ? std::optional<int64_t>(ToMillis(*next)) : std::nullopt, static_cast<int>(i),
+        leaves[i]->time.cron.has_value());
     return;  // one time leaf drives a schedule's ticks (see README)
   }
   tx.exec_params("DELETE FROM time_triggers WHERE schedule_id = $1", id);

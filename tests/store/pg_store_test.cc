@@ -769,6 +769,25 @@ TEST_F(FireTimeIdentityTest, AProducersTickForASkippedFireTimeIsABackfill) {
   EXPECT_EQ(Jobs(), 3);
 }
 
+// A cron trigger keeps what it decided across a suspension: its fire times do not depend on
+// when it was resumed. (An `every` trigger's are anchored at the resume: it starts afresh.)
+TEST_F(FireTimeIdentityTest, ACronTriggerKeepsItsDecidedFireTimesAcrossASuspension) {
+  Apply({{{"name", "c"}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"cron", "* * * * *"}}}}}}});
+  // Decided (and produced) up to three minutes ago.
+  const int64_t minute_ms = Count("SELECT floor(extract(epoch from date_trunc('minute', now())) * 1000)::bigint");
+  const TimePoint minute = TimePoint(Millis(minute_ms));
+  Exec("UPDATE time_triggers SET anchor = to_timestamp(" + std::to_string(minute_ms) + " / 1000.0) - interval '10 minutes', "
+       "last_fire_time = to_timestamp(" + std::to_string(minute_ms) + " / 1000.0) - interval '3 minutes'");
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/c", ScheduleAction::kSuspend).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/c", ScheduleAction::kResume).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE last_fire_time > now() - interval '5 seconds' "
+                  "AND next_fire_at > now()"), 1);
+  EXPECT_EQ(Outcome(TickEvent("before", "default/c", minute - std::chrono::minutes(3)), 0), "duplicate");
+  EXPECT_EQ(Outcome(TickEvent("during", "default/c", minute - std::chrono::minutes(1)), 1), "applied");
+  EXPECT_EQ(Jobs(), 1);
+  EXPECT_EQ(store_->TickTimeTriggers(100)->produced, 0);  // nothing due before the next minute
+}
+
 // A suspended schedule's time trigger leaves the due range (next_fire_at 'infinity'), so the
 // checkers' look finds nothing due; resuming counts fire times from then. A schedule applied
 // suspended ("enabled": false) starts out of the range too.
