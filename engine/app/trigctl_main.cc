@@ -38,6 +38,7 @@ constexpr const char* kUsage =
     "  runs list [--schedule NAME] [--limit N] | show RUN_ID\n"
     "  events emit partition DATASET PARTITION... [--bytes N]\n"
     "  events emit program PROGRAM STATUS [--run-id ID] [--attempt N]\n"
+    "  events emit tick SCHEDULE [--fire-time T]   (a run now, or of fire time T: a backfill)\n"
     "  lag\n"
     "exit codes: 0 ok, 1 refused input, 2 cannot reach Kafka or PostgreSQL\n";
 
@@ -232,6 +233,15 @@ int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
     e["payload"] = {{"program", w[3]}, {"run_id", a.Flag("--run-id").value_or(std::string(id))},
                     {"status", w[4]}, {"attempt", *attempt}};
     topic = config.topic_prefix + "events.program";
+  } else if (w[2] == "tick" && w.size() == 4) {
+    // A run of the schedule now, or of a given fire time (a backfill). A fire time has one
+    // identity (SPEC §5): one trigd already produced, or a second tick for one, changes nothing.
+    key = w[3];
+    std::string fire_time = a.Flag("--fire-time").value_or(e["time"].get<std::string>());
+    auto parsed = trigd::ParseTime(fire_time);
+    if (!parsed.ok()) return Usage("--fire-time: " + parsed.status().message());
+    e["payload"] = {{"schedule", w[3]}, {"fire_time", trigd::FormatTime(*parsed)}};
+    topic = config.topic_prefix + "events.time";
   } else {
     return Usage("events emit: wrong arguments");
   }
@@ -244,7 +254,10 @@ int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
   if (!producer.ok()) return Fail(producer.status(), "events emit");
   auto ok = (*producer)->ProduceAndWait({{topic, key, e.dump()}}, 10000);
   if (!ok[0]) {
-    std::cerr << "trigctl events emit: cannot reach Kafka at " << config.kafka << "\n";
+    // The delivery report's reason: an unknown topic (a wrong --topic-prefix, or topics not
+    // created) used to read as Kafka unreachable.
+    std::cerr << "trigctl events emit: not delivered to " << topic << " at " << config.kafka << ": "
+              << (*producer)->LastError() << "\n";
     return 2;
   }
   std::cout << (as_json ? e.dump() : "emitted " + std::string(id) + " on " + topic + ": " + e.dump()) << "\n";
@@ -371,7 +384,7 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
     return ShowOne(trigd::QueryRun(config.pg, w[2]), "run " + w[2], as_json);
   }
   if (is({"events", "emit"}) && w.size() >= 3) {
-    if (auto bad = takes({"--bytes", "--run-id", "--attempt"})) return *bad;
+    if (auto bad = takes({"--bytes", "--run-id", "--attempt", "--fire-time"})) return *bad;
     return EventsEmit(config, a, as_json);
   }
   if (is({"lag"}) && w.size() == 1) {
@@ -388,7 +401,7 @@ int main(int argc, char** argv) {
   trigd::Config config = trigd::LoadConfig(raw);
   bool as_json = false;
   Args a;
-  static const std::set<std::string> kValueFlags = {"-f", "--state", "--schedule", "--limit", "--bytes", "--run-id", "--attempt"};
+  static const std::set<std::string> kValueFlags = {"-f", "--state", "--schedule", "--limit", "--bytes", "--run-id", "--attempt", "--fire-time"};
   for (size_t i = 0; i < raw.size(); ++i) {
     if (raw[i] == "--help" || raw[i] == "-h" || (a.words.empty() && raw[i] == "help")) {
       std::cout << kUsage;  // asked for: on stdout, exit 0

@@ -157,9 +157,9 @@ done
 cat "$tmp/jobs.out"
 
 # A fire time has one identity (SPEC §5), whoever sends its tick. A user's ticks with ids of
-# their own: for a fire time trigd produced (a duplicate, no job), for one the catch-up policy
-# skipped (a backfill: a job), twice (one job), and a run forced at a time that is not a fire
-# time (a job). Ingestion keeps a partition's order (the key is the schedule), so once the forced
+# their own (kcat), then trigctl's: for a fire time trigd produced (a duplicate, no job), for one
+# the catch-up policy skipped (a backfill: a job), the same again (none), and a run forced now
+# (a job). Ingestion keeps a partition's order (the key is the schedule), so once the forced
 # run's job is there, the ticks before it have been applied.
 read -r produced skipped_one < <(python3 - "$tmp/ticks.jsonl" <<'EOF'
 import json, sys
@@ -168,24 +168,26 @@ fired = lambda s: sorted(t["fire_time"] for t in ticks if t["schedule"] == s)
 print(fired("cu/latest")[-1], sorted(set(fired("cu/all")) - set(fired("cu/latest")))[0])
 EOF
 )
-forced=$(date -u -d '+7 seconds' +%Y-%m-%dT%H:%M:%SZ)
 user_tick() {  # id fire_time
   echo "cu/latest|{\"id\":\"$1\",\"type\":\"tick\",\"time\":\"$produced\",\"payload\":{\"schedule\":\"cu/latest\",\"fire_time\":\"$2\"}}"
 }
-{ user_tick user-dup "$produced"; user_tick user-fill "$skipped_one"; user_tick user-fill-again "$skipped_one"
-  user_tick user-forced "$forced"; } | kcat -P -b "$TRIGD_KAFKA" -t "$run.events.time" -K '|'
+{ user_tick user-dup "$produced"; user_tick user-fill "$skipped_one"; } |
+  kcat -P -b "$TRIGD_KAFKA" -t "$run.events.time" -K '|'
+"$bin/trigctl" events emit tick cu/latest --fire-time "$skipped_one" >/dev/null || fail "trigctl events emit tick --fire-time"
+forced=$("$bin/trigctl" --json events emit tick cu/latest | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])') ||
+  fail "trigctl events emit tick"
 user_jobs() {
   psql "$TRIGD_PG" -XAt -c "SELECT string_agg(triggered_by->0->>'id', ' ' ORDER BY id) FROM jobs
-                            WHERE schedule_name = 'cu/latest' AND triggered_by->0->>'id' LIKE 'user-%'"
+                            WHERE schedule_name = 'cu/latest' AND triggered_by->0->>'id' NOT LIKE 'tick:%'"
 }
 deadline=$((SECONDS + 30))
-until [[ $(user_jobs) == *user-forced* ]]; do
-  ((SECONDS < deadline)) || fail "the forced run's tick gave no job: jobs from user ticks: '$(user_jobs)'"
+until [[ $(user_jobs) == *"$forced"* ]]; do
+  ((SECONDS < deadline)) || fail "the forced run's tick ($forced) gave no job: jobs from user ticks: '$(user_jobs)'"
   sleep 0.5
 done
-[[ $(user_jobs) == "user-fill user-forced" ]] ||
-  fail "user ticks (produced $produced, skipped $skipped_one, forced $forced): jobs from '$(user_jobs)', expected 'user-fill user-forced'"
-echo "user ticks: produced $produced -> duplicate; skipped $skipped_one -> one job (backfill), its repeat none; forced $forced -> one job"
+[[ $(user_jobs) == "user-fill $forced" ]] ||
+  fail "user ticks (produced $produced, skipped $skipped_one): jobs from '$(user_jobs)', expected 'user-fill $forced'"
+echo "user ticks: produced $produced -> duplicate; skipped $skipped_one -> one job (backfill), its repeat by trigctl none; trigctl's run now -> one job"
 kill "$trigd_pid"; wait "$trigd_pid" 2>/dev/null || true; trigd_pid=
 psql "${TRIGD_PG% dbname=*}" -qc "DROP DATABASE $db" >/dev/null 2>&1 || true
 echo "catchup e2e passed in $((SECONDS - start))s"
