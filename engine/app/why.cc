@@ -46,12 +46,16 @@ json ExplainJob(const JobInspection& in) {
   }
   const Schedule& s = *in.schedule;
   TriggerState ts = TriggerStateFromJson(job.value("trigger_state", json::array()));
+  bool complete = state == "pending_constraint" || IsComplete(s.trigger, ts);
   json trigger = json::array();
   for (const LeafProgress& p : DescribeProgress(s.trigger, ts)) {
-    trigger.push_back({{"path", p.path}, {"satisfied", p.satisfied}, {"detail", p.detail}});
+    json leaf = {{"path", p.path}, {"satisfied", p.satisfied}, {"detail", p.detail}};
+    // The other branches of a complete `any` hold nothing up (the audit of 2026-11-25: seven
+    // "[unmet]" lines under a job that waited only on a constraint).
+    if (complete && !p.satisfied) leaf["needed"] = false;
+    trigger.push_back(std::move(leaf));
   }
   out["trigger"] = trigger;
-  bool complete = state == "pending_constraint" || IsComplete(s.trigger, ts);
   JobFacts facts{MillisField(job, "opened_at_ms").value_or(in.now), MillisField(job, "ready_at_ms")};
   CheckOutcome check = CheckJob(s, facts, complete, in.facts, in.now);
   json constraints = json::array();
@@ -69,7 +73,7 @@ json ExplainJob(const JobInspection& in) {
   } else {
     out["next_check_at"] = nullptr;
   }
-  if (check.decision == Decision::kWait && !check.next_check_at && complete) {
+  if (check.decision == Decision::kWait && check.wakes_on_run_end && complete) {
     out["wakes_on"] = "a run of this schedule or its concurrency group ending";
   }
   if (!complete) {
@@ -88,7 +92,7 @@ std::string FormatExplanation(const json& e) {
     o << "trigger:\n";
     for (const auto& t : e["trigger"]) {
       o << "  " << (t.value("satisfied", false) ? "[met]   " : "[unmet] ") << t.value("path", "") << ": "
-        << t.value("detail", "") << "\n";
+        << t.value("detail", "") << (t.value("needed", true) ? "" : " (not needed: the trigger is complete)") << "\n";
     }
   }
   if (e.contains("constraints") && !e["constraints"].empty()) {

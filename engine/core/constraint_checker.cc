@@ -342,6 +342,7 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
     if (check.result != ConstraintResult::kWait) continue;
     waiting.push_back(check.constraint + " (" + check.reason + ")");
     next = Earliest(next, check.next_check_at);
+    if (!check.next_check_at) outcome.wakes_on_run_end = true;
   }
   if (waiting.empty()) {
     outcome.decision = Decision::kLaunch;
@@ -358,8 +359,9 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
     if (i > 0) outcome.reason += "; ";
     outcome.reason += waiting[i];
   }
-  outcome.reason +=
-      next ? "; next check " + FormatTime(*next) : std::string("; next check when a run ends");
+  outcome.reason += !next                     ? std::string("; next check when a run ends")
+                    : outcome.wakes_on_run_end ? "; next check when a run ends, or at " + FormatTime(*next)
+                                               : "; next check " + FormatTime(*next);
   return outcome;
 }
 

@@ -55,6 +55,9 @@ struct CheckOutcome {
   bool forced = false;  // launched by timeout action "run"
   std::vector<ConstraintCheck> checks;  // one per configured constraint (and timeout/trigger)
   std::optional<TimePoint> next_check_at;  // for kWait; nullopt: wake when a run ends
+  // For kWait: a constraint waits for a run to end (concurrency), which wakes the job before
+  // next_check_at (a later window opening or the timeout, say).
+  bool wakes_on_run_end = false;
   std::string reason;  // one line: why this decision
 };
 

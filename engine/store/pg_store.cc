@@ -264,6 +264,9 @@ std::shared_ptr<const Schedule> ScheduleCache::Get(int64_t id, int version, cons
 
 namespace {
 
+// A job waiting for a run to end is woken by that end, and checked again after this at most.
+constexpr Millis kRunEndRecheck = std::chrono::seconds(30);
+
 // How long a launched run may wait for a worker to start it before it counts as lost.
 constexpr Millis kQueuedTimeout = std::chrono::minutes(10);
 
@@ -1470,9 +1473,11 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         write_job(d, "discarded", std::nullopt, nullptr, std::nullopt, &out.reason, &entry);
       } else {
         ++result.waiting;
-        // A wait that only a run's end can lift is woken by that end; the fallback re-check
-        // covers a wake-up lost to a crash between the two.
-        TimePoint next = out.next_check_at.value_or(now + std::chrono::seconds(30));
+        // A wait that a run's end can lift is woken by that end; the fallback re-check covers
+        // a wake-up lost to a crash between the two (also when a later time is known: the
+        // timeout, a window's opening).
+        TimePoint next = out.next_check_at.value_or(now + kRunEndRecheck);
+        if (out.wakes_on_run_end) next = std::min(next, now + kRunEndRecheck);
         std::string state = d.state == "pending_trigger" && !complete ? "pending_trigger" : "pending_constraint";
         std::optional<std::string> entry;
         if (out.reason != d.last_decision) {

@@ -449,6 +449,29 @@ TEST(ConstraintCheckerTest, MaxConcurrentRunsWaitsForARunToEnd) {
             "waiting for max_concurrent_runs (1 of 1 runs active); next check when a run ends");
 }
 
+// The audit (2026-11-25): with a timeout, the wait's next check was the deadline alone, and
+// `jobs why` no longer said that a run's end wakes the job (nor did the checker re-check it
+// after 30 s, as it does without a timeout).
+TEST(ConstraintCheckerTest, AConcurrencyWaitWithATimeoutStillWakesOnARunsEnd) {
+  Schedule schedule = Named();
+  schedule.constraints.max_concurrent_runs = 1;
+  schedule.timeout = Timeout{std::chrono::minutes(10), TimeoutAction::kRun};
+  RunFacts runs;
+  runs.active_runs = 1;
+  TimePoint now = At("2026-11-22T10:00:00Z");
+  CheckOutcome outcome = CheckJob(schedule, Job(now, now), true, runs, now);
+  EXPECT_EQ(outcome.decision, Decision::kWait);
+  EXPECT_TRUE(outcome.wakes_on_run_end);
+  EXPECT_EQ(outcome.next_check_at, At("2026-11-22T10:10:00Z"));
+  EXPECT_EQ(outcome.reason,
+            "waiting for max_concurrent_runs (1 of 1 runs active); next check when a run ends, or at "
+            "2026-11-22T10:10:00Z");
+  // A wait on a clock alone is not woken by a run's end.
+  Schedule delayed = Named();
+  delayed.constraints.delay = std::chrono::minutes(5);
+  EXPECT_FALSE(CheckJob(delayed, Job(now, now), true, RunFacts{}, now).wakes_on_run_end);
+}
+
 TEST(ConstraintCheckerTest, MaxConcurrentRunsHoldsBelowTheMax) {
   Schedule schedule = Named();
   schedule.constraints.max_concurrent_runs = 2;
@@ -723,8 +746,9 @@ TEST(ConstraintCheckerTest, TimedWaitIsCheckedBeforeARunEndWhenBothWait) {
   EXPECT_EQ(outcome.next_check_at, At("2026-11-22T10:10:00Z"));
   EXPECT_EQ(outcome.reason,
             "waiting for max_concurrent_runs (1 of 1 runs active); delay (ready at "
-            "2026-11-22T10:00:00Z; 10m delay until 2026-11-22T10:10:00Z); next check "
-            "2026-11-22T10:10:00Z");
+            "2026-11-22T10:00:00Z; 10m delay until 2026-11-22T10:10:00Z); next check when a run ends, "
+            "or at 2026-11-22T10:10:00Z");
+  EXPECT_TRUE(outcome.wakes_on_run_end);
 }
 
 TEST(ConstraintCheckerTest, SkipBeatsWaitAndDiscardsTheJob) {

@@ -406,6 +406,51 @@ TEST_F(PgStoreTest, ALaunchRequestTooLargeForKafkaKeepsItsPartitionsAndSaysItWas
             static_cast<int64_t>(pqxx::work(c).exec1("SELECT length(request) FROM runs")[0].as<int64_t>()));
 }
 
+// The audit (2026-11-25): a concurrency wait of a schedule with a timeout was stored with the
+// timeout as its next check (no 30 s re-check), and `jobs why` did not say a run's end wakes it.
+TEST_F(PgStoreTest, AConcurrencyWaitWithATimeoutIsRecheckedAndSaysARunsEndWakesIt) {
+  json doc = PartitionSchedule("s", "d", {{"max_concurrent_runs", 1}});
+  doc["timeout"] = {{"after", "10m"}, {"action", "run"}};
+  Apply({doc});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a"), PartitionEvent("e2", "d", "b")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'pending_constraint' "
+                  "AND next_check_at <= now() + interval '31 seconds'"), 1);
+  auto seen = InspectJob(conn_, Count("SELECT id FROM jobs WHERE state = 'pending_constraint'"));
+  ASSERT_TRUE(seen.ok()) << seen.status().ToString();
+  json why = ExplainJob(*seen);
+  EXPECT_EQ(why.value("wakes_on", ""), "a run of this schedule or its concurrency group ending") << why.dump();
+  EXPECT_NE(FormatExplanation(why).find("or sooner on: a run of this schedule"), std::string::npos);
+}
+
+// The audit (2026-11-25): `jobs why` listed the other branches of a complete `any` as unmet,
+// and `jobs show` kept a launched job's last "waiting for" decision as if it still held.
+TEST_F(PgStoreTest, WhyMarksBranchesACompleteTriggerDoesNotNeedAndShowDropsAStaleDecision) {
+  json doc = PartitionSchedule("s", "d1", {{"max_concurrent_runs", 1}});
+  doc["trigger"] = {{"any", {{{"partition", {{"dataset", "d1"}}}}, {{"partition", {{"dataset", "d2"}}}}}}};
+  Apply({doc});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d1", "a"), PartitionEvent("e2", "d1", "b")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  const int64_t waiting = Count("SELECT id FROM jobs WHERE state = 'pending_constraint'");
+  auto seen = InspectJob(conn_, waiting);
+  ASSERT_TRUE(seen.ok()) << seen.status().ToString();
+  const std::string text = FormatExplanation(ExplainJob(*seen));
+  EXPECT_NE(text.find("[unmet] trigger.any[1]"), std::string::npos) << text;
+  EXPECT_NE(text.find("(not needed: the trigger is complete)"), std::string::npos) << text;
+  auto shown = QueryJob(conn_, waiting);
+  ASSERT_TRUE(shown.ok());
+  EXPECT_NE((*shown)[0].value("last_decision", "").find("max_concurrent_runs"), std::string::npos) << shown->dump();
+  // The first run ends, the waiting job launches: its last decision is no longer shown.
+  pqxx::connection c(conn_);
+  const std::string run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
+  ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("r1", "prog.s", run, ProgramStatus::kSucceeded)}, 2)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  shown = QueryJob(conn_, waiting);
+  ASSERT_TRUE(shown.ok());
+  EXPECT_EQ((*shown)[0].value("state", ""), "launched");
+  EXPECT_TRUE((*shown)[0]["last_decision"].is_null()) << shown->dump();
+}
+
 TEST_F(PgStoreTest, ALaunchDecidedButNotYetPublishedIsShownAsSuch) {
   Apply({PartitionSchedule("s", "d")});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
