@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <random>
-#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -384,12 +384,30 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
     return ShowOne(trigd::QueryRun(config.pg, w[2]), "run " + w[2], as_json);
   }
   if (is({"events", "emit"}) && w.size() >= 3) {
-    if (auto bad = takes({"--bytes", "--run-id", "--attempt", "--fire-time"})) return *bad;
+    // Each kind its own flags: a tick's typo (--bytes) used to be ignored and force a run.
+    std::optional<int> bad = w[2] == "partition" ? takes({"--bytes"})
+                             : w[2] == "program" ? takes({"--run-id", "--attempt"})
+                             : w[2] == "tick"    ? takes({"--fire-time"})
+                                                 : takes({});
+    if (bad) return *bad;
     return EventsEmit(config, a, as_json);
   }
   if (is({"lag"}) && w.size() == 1) {
     if (auto bad = takes({})) return *bad;
     return Lag(config, as_json);
+  }
+  // A known command with the wrong number of words says what it expects ("unknown command:
+  // jobs why" misled).
+  static const std::map<std::string, std::string> kExpects = {
+      {"jobs show", "one job ID"},         {"jobs why", "one job ID"},           {"runs show", "one run ID"},
+      {"schedules show", "one NAME"},      {"schedules delete", "one NAME"},     {"schedules suspend", "one NAME"},
+      {"schedules resume", "one NAME"},    {"schedules apply", "-f FILE|DIR"},   {"jobs list", "no argument"},
+      {"runs list", "no argument"},        {"schedules list", "no argument"},    {"topics create", "no argument"},
+      {"events emit", "partition DATASET PARTITION..., program PROGRAM STATUS or tick SCHEDULE"}};
+  if (w.size() >= 2) {
+    if (auto it = kExpects.find(w[0] + " " + w[1]); it != kExpects.end()) {
+      return Usage(it->first + " expects " + it->second);
+    }
   }
   return Usage("unknown command: " + [&] { std::string s; for (const auto& x : w) s += (s.empty() ? "" : " ") + x; return s; }());
 }

@@ -1634,7 +1634,7 @@ Result<SweepResult> PgStore::SweepRuns() {
       }
     }
     for (const auto& r : tx.exec(
-             "UPDATE runs SET state='launched', attempt = attempt + 1, last_seen_at = now(), "
+             "UPDATE runs SET state='launched', attempt = attempt + 1, last_seen_at = now(), attempt_started_at = NULL, "
              "next_attempt_at = NULL, request = jsonb_set(jsonb_set(request::jsonb, '{attempt}', to_jsonb(attempt + 1)), "
              "'{launched_at}', to_jsonb(to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')))::text, "
              "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "

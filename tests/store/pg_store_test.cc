@@ -920,8 +920,10 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   ASSERT_TRUE(s1.ok()) << s1.status().ToString();
   EXPECT_EQ(s1->lost, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='retry_wait'"), 1);
-  Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
+  Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second', attempt_started_at = now() - interval '1 minute'");
   EXPECT_EQ(store_->SweepRuns()->retried, 1);
+  // The new attempt has not started: attempt 1's start no longer shows as its own (the audit).
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE attempt = 2 AND attempt_started_at IS NULL"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND (payload::jsonb->>'attempt')::int = 2 "
                   "AND payload::jsonb->>'run_id' = (SELECT run_id FROM runs)"), 1);
   // launched_at as the first attempt's: milliseconds, Z (it lost its milliseconds on a retry).
