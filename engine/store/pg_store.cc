@@ -264,6 +264,14 @@ std::shared_ptr<const Schedule> ScheduleCache::Get(int64_t id, int version, cons
 
 namespace {
 
+// The wait before attempt `attempt` + 1: exponential from `backoff`, capped at `max_backoff`
+// (the shift is bounded so it cannot overflow).
+Millis RetryWait(const RetryPolicy& retry, int64_t attempt) {
+  Millis wait = retry.backoff * (int64_t{1} << std::min<int64_t>(attempt - 1, 30));
+  if (wait > retry.max_backoff || wait.count() < 0) wait = retry.max_backoff;
+  return wait;
+}
+
 // A job waiting for a run to end is woken by that end, and checked again after this at most.
 constexpr Millis kRunEndRecheck = std::chrono::seconds(30);
 
@@ -826,6 +834,33 @@ std::set<size_t> PgStore::CheckProducerTicks(const TxContext& ctx, const std::ve
   return duplicates;
 }
 
+// A worker reported its attempt failed: when the run's retry policy has attempts left, the run
+// waits for the next one (retry_wait, the same backoff as a lost run's; the sweep relaunches it
+// with the same run id), and true is returned. Airflow, Temporal and Dagster users expect a
+// failure to be retried as `retry` says; until 2026-11-25 only lost runs were.
+bool PgStore::RetryFailedAttempt(const TxContext& ctx, const RunReport& rep) {
+  pqxx::transaction_base& tx = ctx.tx;
+  pqxx::result r = tx.exec_params(
+      "SELECT r.attempt, r.schedule_id, s.version, s.document::text FROM runs r "
+      "LEFT JOIN schedules s ON s.id = r.schedule_id "
+      "WHERE r.run_id = $1 AND r.state IN ('launched', 'running') AND ($2 = 0 OR r.attempt = $2) "
+      "AND r.attempt < r.max_attempts FOR UPDATE OF r",
+      rep.run_id, rep.attempt);
+  if (r.empty()) return false;
+  const int64_t attempt = r[0][0].as<int64_t>();
+  RetryPolicy retry;
+  if (!r[0][2].is_null()) {
+    if (auto s = cache_.Get(r[0][1].as<int64_t>(), r[0][2].as<int>(), r[0][3].as<std::string>())) retry = s->retry;
+  }
+  const Millis wait = RetryWait(retry, attempt);
+  tx.exec_params("UPDATE runs SET state = 'retry_wait', reason = 'failed', last_seen_at = now(), "
+                 "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
+                 "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
+                 "'status', 'failed', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id = $1",
+                 rep.run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait));
+  return true;
+}
+
 // Everything an ingest batch does after its positions: shared by ApplyBatch and by the tick
 // (which applies its own ticks, see TickTimeTriggers).
 void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Relevant& relevant,
@@ -866,13 +901,13 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
         reached.insert(batch.schedule_ids[i].begin(), batch.schedule_ids[i].end());
       }
     }
-    // Drops the inputs of these events (by batch index), which count as duplicates.
-    auto drop_duplicates = [&](const std::set<size_t>& events) {
+    // Drops the inputs of these events (by batch index): no trigger counts them.
+    auto drop_inputs = [&](const std::set<size_t>& events, const char* outcome) {
       if (events.empty()) return;
       size_t kept = 0;
       for (size_t k = 0; k < inputs.size(); ++k) {
         if (events.count(input_index[k])) {
-          result.outcome[input_index[k]] = "duplicate";
+          result.outcome[input_index[k]] = outcome;
           continue;
         }
         inputs[kept] = inputs[k];
@@ -881,6 +916,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       inputs.resize(kept);
       input_index.resize(kept);
     };
+    auto drop_duplicates = [&](const std::set<size_t>& events) { drop_inputs(events, "duplicate"); };
     if (!batch.own_ticks && !relevant.tick_ids.empty()) {
       std::set<size_t> repeated;
       for (size_t k : CheckProducerTicks(ctx, inputs)) repeated.insert(input_index[k]);
@@ -914,10 +950,19 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
     // launched the downstream schedule again, and a late failure of a retried attempt killed
     // it). A report for a run trigd does not know (a program it did not launch) counts as sent.
     std::vector<EndedRun> ended;
+    // A worker's `failed` report of an attempt that its retry policy retries: applied to the
+    // run (retry_wait), but no `program` trigger sees it, as for a lost run's attempts; the last
+    // attempt's failure is the one downstream schedules see.
+    std::set<size_t> retried;
     if (!reports.empty()) {
       std::vector<size_t> unmoved;
       for (size_t k = 0; k < reports.size(); ++k) {
         const RunReport& rep = reports[k];
+        if (rep.status == ProgramStatus::kFailed && !rep.own && RetryFailedAttempt(ctx, rep)) {
+          result.outcome[rep.event] = "applied";
+          retried.insert(rep.event);
+          continue;
+        }
         bool final_status = IsFinal(rep.status);
         std::string status = ProgramStatusName(rep.status);
         auto r = tx.exec_params(
@@ -954,6 +999,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
         }
         drop_duplicates(stale);
       }
+      drop_inputs(retried, "applied");
     }
     std::optional<CopyStream> id_copy;
     if (relevant.copy_ids) {
@@ -1609,9 +1655,7 @@ Result<SweepResult> PgStore::SweepRuns() {
         if (!r[7].is_null()) {
           if (auto s = cache_.Get(schedule_id, r[7].as<int>(), r[8].as<std::string>())) retry = s->retry;
         }
-        // Exponential, capped; the shift is bounded so it cannot overflow.
-        Millis wait = retry.backoff * (int64_t{1} << std::min<int64_t>(attempt - 1, 30));
-        if (wait > retry.max_backoff || wait.count() < 0) wait = retry.max_backoff;
+        const Millis wait = RetryWait(retry, attempt);
         tx.exec_params("UPDATE runs SET state='retry_wait', reason='lost', "
                        "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
                        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "

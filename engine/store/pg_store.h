@@ -247,6 +247,7 @@ class PgStore {
   // the event ids met an id recorded before.
   Result<IngestResult> ApplyBatchTx(const IngestBatch& batch, bool on_conflict, bool& seen_before);
   void ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Relevant& relevant, IngestResult& result);
+  bool RetryFailedAttempt(const TxContext& ctx, const RunReport& rep);
   // Producer ticks that repeat a fire time trigd produced: their inputs' indexes (see the .cc).
   std::set<size_t> CheckProducerTicks(const TxContext& ctx, const std::vector<AccumulateInput>& inputs);
   CheckerResult CheckJobs(const TxContext& ctx, size_t limit, const CheckFilter* filter, bool& claim_backlog);

@@ -128,4 +128,29 @@ for id in $pair; do
   grep -q "run $id attempt 1 (lost.job) killed" "$tmp/worker2.log" || fail "worker2 did not log $id killed"
 done
 echo "SIGTERM: worker2 exited, runs $pair reported killed"
+
+# A command that fails its first attempt: the failure is retried per `retry`, with the same run
+# id, and the second attempt succeeds (until 2026-11-25 a worker's `failed` was final).
+cat >"$tmp/flaky.json" <<'EOF'
+{"namespace": "default", "name": "flaky", "program": {"name": "flaky.job",
+ "args": {"command": "[ \"$TRIGD_ATTEMPT\" = 1 ] && exit 3; true"}},
+ "trigger": {"partition": {"dataset": "flaky.raw"}}, "retry": {"max_attempts": 2, "backoff": "1s"}}
+EOF
+"$bin/trigctl" schedules apply -f "$tmp/flaky.json" >/dev/null || fail "apply flaky"
+"$bin/trigd-worker" >"$tmp/worker3.log" 2>&1 & worker3=$!; pids+=($worker3)
+"$bin/trigctl" events emit partition flaky.raw dt=1 >/dev/null || fail "emit flaky.raw"
+flaky_run() {
+  "$bin/trigctl" runs list --schedule default/flaky --json | python3 -c '
+import json, sys
+runs = json.load(sys.stdin)
+print(runs[0]["run_id"] if runs else "")'
+}
+flaky_done() { local id; id=$(flaky_run); [[ -n $id && $(run_field "$id" state) == succeeded ]]; }
+wait_until 30 flaky_done || fail "flaky run: $("$bin/trigctl" runs list --schedule default/flaky)"
+flaky=$(flaky_run)
+story=$(run_field "$flaky" history | python3 -c '
+import json, sys
+print(" ".join("%s/%s" % (e.get("status"), e.get("attempt")) for e in json.load(sys.stdin)))')
+[[ $story == "launched/1 started/1 failed/1 launched/2 started/2 succeeded/2" ]] || fail "flaky history: $story"
+echo "failed attempt retried: run $flaky $story"
 echo "lost run e2e: passed in $((SECONDS - started)) s"

@@ -901,6 +901,44 @@ TEST_F(PgStoreTest, AnUpdateKeepsASuspensionByCommandUntilTheDocumentChangesEnab
   EXPECT_EQ(Count("SELECT count(*) FROM schedules WHERE state='active' AND version=6"), 1);
 }
 
+// The audit (2026-11-25): a worker's `failed` report was final whatever `retry` said (only lost
+// runs were retried). Now a failed attempt with attempts left waits for its retry, and no
+// downstream trigger sees it; the last attempt's failure is the one they see.
+TEST_F(PgStoreTest, AFailedAttemptIsRetriedAndOnlyTheLastFailureReachesDownstream) {
+  json doc = PartitionSchedule("s", "d");
+  doc["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
+  json down = {{"name", "down"}, {"program", {{"name", "prog.down"}}},
+               {"trigger", {{"program", {{"name", "prog.s"}, {"status", {"failed"}}}}}}};
+  Apply({doc, down});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  pqxx::connection c(conn_);
+  const std::string run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
+  auto first = store_->ApplyBatch(Batch({ProgramEvent("f1", "prog.s", run, ProgramStatus::kFailed)}, 1));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->outcome, std::vector<std::string>{"applied"});
+  EXPECT_TRUE(first->run_outcomes.empty());
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'retry_wait' AND reason = 'failed' AND attempt = 1 "
+                  "AND next_attempt_at > now()"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/down'"), 0);
+  EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime"), 1);  // still holds its slot
+  Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
+  EXPECT_EQ(store_->SweepRuns()->retried, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'launched' AND attempt = 2"), 1);
+  // A late copy of attempt 1's report changes nothing.
+  auto late = store_->ApplyBatch(Batch({ProgramEvent("f1-late", "prog.s", run, ProgramStatus::kFailed)}, 2));
+  ASSERT_TRUE(late.ok());
+  Event second = ProgramEvent("f2", "prog.s", run, ProgramStatus::kFailed);
+  second.program.attempt = 2;
+  auto last = store_->ApplyBatch(Batch({second}, 3));
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  EXPECT_EQ(last->run_outcomes["failed"], 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'failed' AND attempt = 2"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/down'"), 1);
+  EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime WHERE schedule_id = "
+                  "(SELECT id FROM schedules WHERE name = 'default/s')"), 0);
+}
+
 TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   json doc = PartitionSchedule("s", "d");
   doc["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
