@@ -240,6 +240,26 @@ int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
     std::string fire_time = a.Flag("--fire-time").value_or(e["time"].get<std::string>());
     auto parsed = trigd::ParseTime(fire_time);
     if (!parsed.ok()) return Usage("--fire-time: " + parsed.status().message());
+    // trigd would count a tick that reaches no time trigger `no_match` and do nothing: say so
+    // here instead of "emitted" (Airflow's `dags trigger` refuses an unknown DAG too).
+    auto found = trigd::QuerySchedule(config.pg, w[3]);
+    if (!found.ok()) return Fail(found.status(), "events emit");
+    std::string refused;
+    if (found->empty()) {
+      refused = "no schedule " + w[3];
+    } else if ((*found)[0].value("state", "") != "active") {
+      refused = "schedule " + w[3] + " is " + (*found)[0].value("state", "") + ": trigd ignores its events (resume it first)";
+    } else {
+      trigd::ParsedSchedule s = trigd::ParseSchedule((*found)[0]["document"]);
+      auto leaves = s.ok() ? trigd::TriggerLeaves(s.schedule.trigger) : std::vector<const trigd::Trigger*>{};
+      if (std::none_of(leaves.begin(), leaves.end(), [](const trigd::Trigger* t) { return t->kind == trigd::TriggerKind::kTime; })) {
+        refused = "schedule " + w[3] + " has no time trigger: a tick reaches nothing";
+      }
+    }
+    if (!refused.empty()) {
+      std::cerr << "trigctl events emit: " << refused << "\n";
+      return 1;
+    }
     e["payload"] = {{"schedule", w[3]}, {"fire_time", trigd::FormatTime(*parsed)}};
     topic = config.topic_prefix + "events.time";
   } else {

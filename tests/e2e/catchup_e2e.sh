@@ -174,6 +174,9 @@ user_tick() {  # id fire_time
 { user_tick user-dup "$produced"; user_tick user-fill "$skipped_one"; } |
   kcat -P -b "$TRIGD_KAFKA" -t "$run.events.time" -K '|'
 "$bin/trigctl" events emit tick cu/latest --fire-time "$skipped_one" >/dev/null || fail "trigctl events emit tick --fire-time"
+# A tick that would reach no time trigger is refused, not reported "emitted".
+rc=0; "$bin/trigctl" events emit tick cu/no-such 2>"$tmp/emit.err" || rc=$?
+[[ $rc == 1 ]] && grep -q "no schedule cu/no-such" "$tmp/emit.err" || fail "tick for an unknown schedule: rc $rc, $(cat "$tmp/emit.err")"
 forced=$("$bin/trigctl" --json events emit tick cu/latest | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])') ||
   fail "trigctl events emit tick"
 user_jobs() {
