@@ -310,34 +310,37 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
   return r.status();
 }
 
-// A job's last checker decision (`waiting for …`) while it is pending; once launched or
-// discarded the checker writes none, so the last one would read as still current (the audit of
-// 2026-11-25: "state: launched, last_decision: waiting for time_window"). Its history keeps it.
-#define TRIGD_PENDING_DECISION \
-  "CASE WHEN j.state IN ('pending_trigger', 'pending_constraint') THEN j.last_decision END AS last_decision"
-
-Result<nlohmann::json> QueryJobs(const std::string& pg, const std::optional<std::string>& state,
-                                 const std::optional<std::string>& schedule, size_t limit) {
-  return QueryJson(pg,
-                   "SELECT j.id, j.schedule_name AS schedule, j.schedule_version AS version, j.state, j.priority, "
-                   "j.opened_at, j.ready_at, j.next_check_at, j.finished_at, j.discard_reason, "
-                   "" TRIGD_PENDING_DECISION ", r.run_id FROM jobs j LEFT JOIN runs r ON r.job_id = j.id "
-                   "WHERE ($1::text IS NULL OR j.state = $1) AND ($2::text IS NULL OR j.schedule_name = $2) "
-                   "ORDER BY j.id DESC LIMIT " + std::to_string(limit),
-                   {state, schedule});
-}
-
-Result<nlohmann::json> QueryJob(const std::string& pg, int64_t id) {
-  Result<nlohmann::json> rows = QueryJson(pg,
-                                          "SELECT j.*, r.run_id, r.state AS run_state FROM jobs j "
-                                          "LEFT JOIN runs r ON r.job_id = j.id WHERE j.id = $1::bigint",
-                                          {std::to_string(id)});
+// A job's last checker decision (`waiting for …`) is shown while it is pending; once launched
+// or discarded the checker writes none, so the last one would read as still current (the audit
+// of 2026-11-25: "state: launched, last_decision: waiting for time_window"). Its history keeps it.
+namespace {
+Result<nlohmann::json> WithoutStaleDecisions(Result<nlohmann::json> rows) {
   if (!rows.ok()) return rows;
-  for (nlohmann::json& job : *rows) {  // as TRIGD_PENDING_DECISION
+  for (nlohmann::json& job : *rows) {
     const std::string state = job.value("state", "");
     if (state != "pending_trigger" && state != "pending_constraint") job["last_decision"] = nullptr;
   }
   return rows;
+}
+}  // namespace
+
+Result<nlohmann::json> QueryJobs(const std::string& pg, const std::optional<std::string>& state,
+                                 const std::optional<std::string>& schedule, size_t limit) {
+  return WithoutStaleDecisions(QueryJson(
+      pg,
+      "SELECT j.id, j.schedule_name AS schedule, j.schedule_version AS version, j.state, j.priority, "
+      "j.opened_at, j.ready_at, j.next_check_at, j.finished_at, j.discard_reason, "
+      "j.last_decision, r.run_id FROM jobs j LEFT JOIN runs r ON r.job_id = j.id "
+      "WHERE ($1::text IS NULL OR j.state = $1) AND ($2::text IS NULL OR j.schedule_name = $2) "
+      "ORDER BY j.id DESC LIMIT " + std::to_string(limit),
+      {state, schedule}));
+}
+
+Result<nlohmann::json> QueryJob(const std::string& pg, int64_t id) {
+  return WithoutStaleDecisions(QueryJson(pg,
+                                         "SELECT j.*, r.run_id, r.state AS run_state FROM jobs j "
+                                         "LEFT JOIN runs r ON r.job_id = j.id WHERE j.id = $1::bigint",
+                                         {std::to_string(id)}));
 }
 
 Result<nlohmann::json> QueryRuns(const std::string& pg, const std::optional<std::string>& schedule, size_t limit) {
