@@ -272,6 +272,14 @@ Millis RetryWait(const RetryPolicy& retry, int64_t attempt) {
   return wait;
 }
 
+// The time trigger a time_triggers row names (its leaf, in TriggerLeaves' numbering); null when
+// the schedule's definition has no time leaf there (a row older than the definition read).
+const TimeTrigger* TimeLeaf(const Schedule& s, int leaf) {
+  std::vector<const Trigger*> leaves = TriggerLeaves(s.trigger);
+  if (leaf < 0 || static_cast<size_t>(leaf) >= leaves.size() || leaves[leaf]->kind != TriggerKind::kTime) return nullptr;
+  return &leaves[leaf]->time;
+}
+
 // A job waiting for a run to end is woken by that end, and checked again after this at most.
 constexpr Millis kRunEndRecheck = std::chrono::seconds(30);
 
@@ -808,12 +816,11 @@ std::set<size_t> PgStore::CheckProducerTicks(const TxContext& ctx, const std::ve
                      tx.exec_params1("SELECT document::text FROM schedules WHERE id = $1", id)[0].as<std::string>());
       if (!s) continue;
     }
-    std::vector<const Trigger*> leaves = TriggerLeaves(s->trigger);
-    const int leaf = r[6].as<int>();
-    if (leaf < 0 || static_cast<size_t>(leaf) >= leaves.size() || leaves[leaf]->kind != TriggerKind::kTime) continue;
+    const TimeTrigger* tt = TimeLeaf(*s, r[6].as<int>());
+    if (!tt) continue;
     const TimePoint fire = inputs[k].event->tick.fire_time;
     const TimePoint anchor = FromMillis(r[3].as<int64_t>());
-    if (fire <= anchor || NextFireTime(leaves[leaf]->time, anchor, fire - Millis(1)) != fire) continue;
+    if (fire <= anchor || NextFireTime(*tt, anchor, fire - Millis(1)) != fire) continue;
     if (!r[4].is_null() && fire <= FromMillis(r[4].as<int64_t>())) {
       if (!r[5].as<bool>()) duplicates.insert(k);
     } else {
@@ -1741,14 +1748,12 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
       int64_t id = r[0].as<int64_t>();
       auto s = cache_.Find(id, r[5].as<int>());
       if (!s) continue;
-      std::vector<const Trigger*> leaves = TriggerLeaves(s->trigger);
-      int leaf = r[3].as<int>();
-      if (leaf < 0 || static_cast<size_t>(leaf) >= leaves.size() || leaves[leaf]->kind != TriggerKind::kTime) continue;
-      const TimeTrigger& tt = leaves[leaf]->time;
+      const TimeTrigger* tt = TimeLeaf(*s, r[3].as<int>());
+      if (!tt) continue;
       TimePoint anchor = FromMillis(r[1].as<int64_t>());
       std::optional<TimePoint> last;
       if (!r[2].is_null()) last = FromMillis(r[2].as<int64_t>());
-      Decided& d = decided.emplace_back(Decided{id, r[4].as<std::string>(), ComputeDueFireTimes(tt, anchor, last, now)});
+      Decided& d = decided.emplace_back(Decided{id, r[4].as<std::string>(), ComputeDueFireTimes(*tt, anchor, last, now)});
       if (!r[6].is_null()) {
         const TimePoint until = FromMillis(r[6].as<int64_t>());
         for (TimePoint fire : d.due.fire) {
