@@ -566,6 +566,7 @@ void CheckerLoop(Shared& sh, int index) {
         sh.metrics.RunOutcome("lost").Increment(sw->lost);
         sh.metrics.RunOutcome("retried").Increment(sw->retried);
         sh.metrics.RunOutcome("failed").Increment(sw->failed);
+        sh.metrics.RunOutcome("killed").Increment(sw->killed);
         if (sw->retried > 0 || sw->failed > 0) sh.relay_wake.Wake();
       } else {
         store.Failed(sw.status());

@@ -236,7 +236,16 @@ class DocumentParser {
       } else if (key == "retry") {
         ParseRetry(*value, path, s.retry);
       } else if (key == "heartbeat_timeout") {
-        if (auto v = ReadDuration(*value, path, /*allow_zero=*/false)) s.heartbeat_timeout = *v;
+        if (auto v = ReadDuration(*value, path, /*allow_zero=*/false)) {
+          // Runs are swept every 500 ms and the reference worker heartbeats every third of the
+          // timeout, at least every 500 ms: "1ms" (a typo for "1m") declared every run lost
+          // while its worker was heartbeating (the audit of 2026-11-25).
+          if (*v < std::chrono::seconds(1)) {
+            Error(path, "must be at least 1s, got " + FormatDuration(*v));
+          } else {
+            s.heartbeat_timeout = *v;
+          }
+        }
       } else if (key == "enabled") {
         if (auto v = ReadBool(*value, path)) s.enabled = *v;
       } else {

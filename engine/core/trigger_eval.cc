@@ -74,6 +74,13 @@ std::string StatusList(const std::vector<ProgramStatus>& statuses) {
   return out;
 }
 
+// "2 of 4 partitions"; past what is needed (events keep counting while an `all` waits for its
+// other branches) "5 partitions (4 needed)", not "5 of 4".
+std::string Progress(int64_t have, int64_t need, const std::string& what) {
+  if (have > need) return std::to_string(have) + " " + what + " (" + std::to_string(need) + " needed)";
+  return std::to_string(have) + " of " + std::to_string(need) + " " + what;
+}
+
 std::string DescribeLeaf(const Trigger& leaf, const LeafState& state) {
   switch (leaf.kind) {
     case TriggerKind::kPartition: {
@@ -81,21 +88,16 @@ std::string DescribeLeaf(const Trigger& leaf, const LeafState& state) {
       std::optional<int64_t> target = PartitionTarget(p);
       std::string detail;
       if (target) {
-        detail = std::to_string(state.count) + " of " + std::to_string(*target) + " partitions";
-        if (p.min_bytes) {
-          detail += " or " + std::to_string(state.bytes) + " of " +
-                    std::to_string(*p.min_bytes) + " bytes";
-        }
+        detail = Progress(state.count, *target, "partitions");
+        if (p.min_bytes) detail += " or " + Progress(state.bytes, *p.min_bytes, "bytes");
       } else {
-        detail = std::to_string(state.bytes) + " of " + std::to_string(*p.min_bytes) +
-                 " bytes (" + std::to_string(state.count) + " partitions)";
+        detail = Progress(state.bytes, *p.min_bytes, "bytes") + " (" + std::to_string(state.count) + " partitions)";
       }
       return detail + " of " + p.dataset;
     }
     case TriggerKind::kProgram: {
       const ProgramTrigger& p = leaf.program;
-      return std::to_string(state.count) + " of " + std::to_string(p.count) + " " +
-             StatusList(p.statuses) + " events of " + p.program;
+      return Progress(state.count, p.count, StatusList(p.statuses) + " events") + " of " + p.program;
     }
     case TriggerKind::kTime: {
       const TimeTrigger& t = leaf.time;

@@ -59,7 +59,7 @@ void ResetTimeTrigger(pqxx::work& tx, int64_t id, const Schedule& s, TimePoint n
 // Returns how many it discarded.
 int64_t DiscardOpenJobs(pqxx::work& tx, int64_t id, const std::string& reason) {
   return tx.exec_params("UPDATE jobs SET state='discarded', discard_reason=$2, finished_at=now(), next_check_at=NULL, "
-                 "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
+                 "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
                  "'what', 'discarded: ' || $2::text))) "
                  "WHERE schedule_id=$1 AND state IN ('pending_trigger','pending_constraint')",
                  id, reason).affected_rows();
@@ -146,6 +146,13 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
       const bool keep = it != current.end() && it->second.doc_enabled == schedules[i].enabled;
       active[i] = keep ? it->second.active : schedules[i].enabled;
     }
+    // A name deleted before starts after the version it had (schema/013).
+    std::map<std::string, int> deleted_versions;
+    for (const auto& r : tx.exec_params(
+             "SELECT name, version FROM deleted_schedule_versions WHERE name IN (SELECT jsonb_array_elements_text($1::jsonb))",
+             names.dump())) {
+      deleted_versions[r[0].as<std::string>()] = r[1].as<int>();
+    }
     std::vector<ApplyOutcome> out(schedules.size());
     json inserts = json::array(), updates = json::array();
     std::vector<size_t> changed;
@@ -162,7 +169,10 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
                   {"state", active[i] ? "active" : "suspended"},
                   {"grp", s.constraints.concurrency_group ? json(s.constraints.concurrency_group->name) : json()}};
       if (it == current.end()) {
-        out[i] = {name, 1, true};
+        auto deleted = deleted_versions.find(name);
+        const int version = deleted == deleted_versions.end() ? 1 : deleted->second + 1;
+        out[i] = {name, version, true};
+        row["version"] = version;
         inserts.push_back(std::move(row));
       } else {
         out[i] = {name, it->second.version + 1, true};
@@ -181,8 +191,8 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
     if (!inserts.empty()) {
       for (const auto& r : tx.exec_params(
                "INSERT INTO schedules (name, version, doc_hash, document, state, concurrency_group) "
-               "SELECT name, 1, hash, document::jsonb, state, grp FROM jsonb_to_recordset($1::jsonb) "
-               "AS x(name text, hash text, document text, state text, grp text) RETURNING name, id",
+               "SELECT name, version, hash, document::jsonb, state, grp FROM jsonb_to_recordset($1::jsonb) "
+               "AS x(name text, version int, hash text, document text, state text, grp text) RETURNING name, id",
                inserts.dump())) {
         ids[r[0].as<std::string>()] = r[1].as<int64_t>();
       }
@@ -200,7 +210,7 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
       list += "}";
       discarded = tx.exec_params("UPDATE jobs SET state='discarded', discard_reason='schedule updated', finished_at=now(), "
                      "next_check_at=NULL, history = trigd_append_history(history, jsonb_build_array("
-                     "jsonb_build_object('at', now(), 'what', 'discarded: schedule updated'))) "
+                     "jsonb_build_object('at', " TRIGD_NOW_TEXT ", 'what', 'discarded: schedule updated'))) "
                      "WHERE schedule_id = ANY($1::bigint[]) AND state IN ('pending_trigger','pending_constraint')", list)
                       .affected_rows();
       tx.exec_params("DELETE FROM schedule_triggers WHERE schedule_id = ANY($1::bigint[])", list);
@@ -266,6 +276,15 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
     // The job rows are locked here; a checker holding one finishes first, then sees this.
     int64_t discarded = DiscardOpenJobs(tx, id, reason), killed = 0;
     if (action == ScheduleAction::kDelete) {
+      // A killed run frees its slot in the schedule's and its group's run counters.
+      auto release = [&](const pqxx::field& group) {
+        ++killed;
+        tx.exec_params("UPDATE schedule_runtime SET active_runs = greatest(active_runs - 1, 0) WHERE schedule_id=$1", id);
+        if (!group.is_null()) {
+          tx.exec_params("UPDATE group_runtime SET active_runs = greatest(active_runs - 1, 0) WHERE name=$1",
+                         group.as<std::string>());
+        }
+      };
       // Launch requests decided but not yet published are withdrawn: nothing of a deleted
       // schedule launches afterwards. (A request the relay is publishing right now holds its
       // row lock; this waits for it, and that launch happened before the delete.)
@@ -275,19 +294,25 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
         int64_t job = w[0].as<int64_t>();
         ++discarded;
         tx.exec_params("UPDATE jobs SET state='discarded', discard_reason='schedule deleted', finished_at=now(), "
-                       "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
+                       "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
                        "'what', 'discarded: schedule deleted before its launch request was published'))) WHERE id=$1", job);
-        auto run = tx.exec_params("UPDATE runs SET state='killed', reason='schedule deleted', finished_at=now() "
-                                  "WHERE job_id=$1 AND state='launched' RETURNING concurrency_group", job);
-        if (!run.empty()) {
-          ++killed;
-          tx.exec_params("UPDATE schedule_runtime SET active_runs = greatest(active_runs - 1, 0) WHERE schedule_id=$1", id);
-          if (!run[0][0].is_null()) {
-            tx.exec_params("UPDATE group_runtime SET active_runs = greatest(active_runs - 1, 0) WHERE name=$1",
-                           run[0][0].as<std::string>());
-          }
-        }
+        auto run = tx.exec_params(
+            "UPDATE runs SET " TRIGD_KILLED_BY_DELETE
+            "WHERE job_id=$1 AND state='launched' RETURNING concurrency_group", job);
+        if (!run.empty()) release(run[0][0]);
       }
+      // Runs waiting for their next attempt are not retried either (the audit of 2026-11-25
+      // saw a deleted schedule's failed run launched twice more, with the default backoff:
+      // its retry policy was gone with its document). A run still running goes on; its
+      // failure is final (PgStore::RetryFailedAttempt, SweepRuns).
+      for (const auto& run : tx.exec_params(
+               "UPDATE runs SET " TRIGD_KILLED_BY_DELETE
+               "WHERE schedule_id=$1 AND state='retry_wait' RETURNING concurrency_group", id)) {
+        release(run[0]);
+      }
+      // Its version goes on counting if the name is applied again (schema/013).
+      tx.exec_params("INSERT INTO deleted_schedule_versions (name, version) SELECT name, version FROM schedules "
+                     "WHERE id=$1 ON CONFLICT (name) DO UPDATE SET version = excluded.version", id);
       tx.exec_params("DELETE FROM schedules WHERE id=$1", id);
     } else {
       tx.exec_params("UPDATE schedules SET state=$2, updated_at=now() WHERE id=$1", id,

@@ -105,6 +105,18 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
 // made due at the transaction's now() is due within that same transaction).
 #define TRIGD_MS(col) "floor(extract(epoch from " col ") * 1000)::bigint"
 
+// now() as trigd writes times (FormatTime: UTC, milliseconds, "Z"), for history entries and
+// launch requests written by SQL: `jobs why` showed entries from trigctl and the sweep as
+// "2026-11-25T11:33:51.52998+00:00" beside the engine's "2026-11-25T11:33:51.529Z".
+#define TRIGD_NOW_TEXT "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+// A run killed because its schedule was deleted: its state, reason and history entry (SQL,
+// inside an UPDATE runs SET list). Used by `trigctl schedules delete` and by the run sweep.
+#define TRIGD_KILLED_BY_DELETE                                                                   \
+  "state='killed', reason='schedule deleted', finished_at=now(), next_attempt_at=NULL, "         \
+  "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "   \
+  "'status', 'killed', 'reason', 'schedule deleted', 'attempt', attempt))) "
+
 // A UUIDv7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits. Runs launched
 // close in time get ids that sort together, so inserting a run touches the right edge of the
 // runs primary key however long the history is. (Random v4 ids sent each insert to a random leaf

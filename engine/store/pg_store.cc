@@ -849,20 +849,20 @@ bool PgStore::RetryFailedAttempt(const TxContext& ctx, const RunReport& rep) {
   pqxx::transaction_base& tx = ctx.tx;
   pqxx::result r = tx.exec_params(
       "SELECT r.attempt, r.schedule_id, s.version, s.document::text FROM runs r "
-      "LEFT JOIN schedules s ON s.id = r.schedule_id "
+      // A deleted schedule's run is not retried (nothing of it launches after a delete), and
+      // its retry policy is gone with its document: the failure is final.
+      "JOIN schedules s ON s.id = r.schedule_id "
       "WHERE r.run_id = $1 AND r.state IN ('launched', 'running') AND ($2 = 0 OR r.attempt = $2) "
       "AND r.attempt < r.max_attempts FOR UPDATE OF r",
       rep.run_id, rep.attempt);
   if (r.empty()) return false;
   const int64_t attempt = r[0][0].as<int64_t>();
   RetryPolicy retry;
-  if (!r[0][2].is_null()) {
-    if (auto s = cache_.Get(r[0][1].as<int64_t>(), r[0][2].as<int>(), r[0][3].as<std::string>())) retry = s->retry;
-  }
+  if (auto s = cache_.Get(r[0][1].as<int64_t>(), r[0][2].as<int>(), r[0][3].as<std::string>())) retry = s->retry;
   const Millis wait = RetryWait(retry, attempt);
   tx.exec_params("UPDATE runs SET state = 'retry_wait', reason = 'failed', last_seen_at = now(), "
                  "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
-                 "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
+                 "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
                  "'status', 'failed', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id = $1",
                  rep.run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait));
   return true;
@@ -977,7 +977,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
             "attempt_started_at = CASE WHEN $2 = 'started' THEN now() ELSE attempt_started_at END, "
             "finished_at = CASE WHEN $3 THEN now() END, reason = CASE WHEN $3 THEN $2 ELSE reason END, "
             "history = CASE WHEN $2 = 'heartbeat' THEN history ELSE trigd_append_history(history, "
-            "jsonb_build_array(jsonb_build_object('at', now(), 'status', $2::text, 'attempt', attempt))) END "
+            "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", 'status', $2::text, 'attempt', attempt))) END "
             "WHERE run_id = $1 AND state IN ('launched', 'running') AND ($4 = 0 OR attempt = $4) "
             "RETURNING schedule_id, concurrency_group",
             rep.run_id, status, final_status, rep.attempt);
@@ -1481,8 +1481,9 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         request = parts->second.head;
         AppendJsonString(request, run_id);
         request += parts->second.middle;
-        // Within what Kafka takes (kMaxPublishedBytes), with room for a retry's copy, which
-        // PostgreSQL renders from jsonb with a space after each ':' and ','.
+        // Within what Kafka takes (kMaxPublishedBytes), with room for PostgreSQL's rendering
+        // from jsonb (a space after each ':' and ','), which a retry of a request in another
+        // layout goes through (TRIGD_RETRIED_REQUEST).
         const size_t fixed = request.size() + sizeof(",\"triggered_by_truncated\":true}");
         if (fixed + d.triggered_by.size() <= kMaxLaunchRequestBytes) {
           request += d.triggered_by;  // the usual case, without a copy
@@ -1629,6 +1630,16 @@ Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& 
   return result;
 }
 
+// A run's launch request for its next attempt: `attempt` and `launched_at` replaced in the text
+// trigd wrote (its first keys, in this order), so the retry's request reads like the first
+// attempt's (it was rendered from jsonb, with other spaces and key order). Requests stored in
+// another layout (before migration 008) go through jsonb as before.
+#define TRIGD_RETRIED_REQUEST                                                                                   \
+  "CASE WHEN left(request, 11) = '{\"attempt\":' THEN regexp_replace(request, '^\\{\"attempt\":[0-9]+,(\"heartbeat_timeout\":\"[^\"]*\"),\"launched_at\":\"[^\"]*\"', " \
+  "'{\"attempt\":' || (attempt + 1) || ',\\1,\"launched_at\":\"' || " TRIGD_NOW_TEXT " || '\"') "                  \
+  "ELSE jsonb_set(jsonb_set(request::jsonb, '{attempt}', to_jsonb(attempt + 1)), '{launched_at}', "              \
+  "to_jsonb(" TRIGD_NOW_TEXT "))::text END"
+
 Result<SweepResult> PgStore::SweepRuns() {
   return Guard([&]() -> Result<SweepResult> {
     pqxx::work tx(*conn_->c);
@@ -1657,21 +1668,21 @@ Result<SweepResult> PgStore::SweepRuns() {
       std::string run_id = r[0].as<std::string>();
       int64_t attempt = r[1].as<int64_t>(), max_attempts = r[2].as<int64_t>();
       int64_t schedule_id = r[4].as<int64_t>();
-      if (attempt < max_attempts) {
+      // A deleted schedule's lost run is not retried: its failure is final (as a worker's
+      // `failed` report is, RetryFailedAttempt).
+      if (attempt < max_attempts && !r[7].is_null()) {
         RetryPolicy retry;
-        if (!r[7].is_null()) {
-          if (auto s = cache_.Get(schedule_id, r[7].as<int>(), r[8].as<std::string>())) retry = s->retry;
-        }
+        if (auto s = cache_.Get(schedule_id, r[7].as<int>(), r[8].as<std::string>())) retry = s->retry;
         const Millis wait = RetryWait(retry, attempt);
         tx.exec_params("UPDATE runs SET state='retry_wait', reason='lost', "
                        "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
-                       "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
+                       "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
                        "'status', 'lost', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id=$1",
                        run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait));
       } else {
         ++out.failed;
         tx.exec_params("UPDATE runs SET state='failed', reason='lost', finished_at=now(), "
-                       "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
+                       "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
                        "'status', 'failed', 'reason', 'lost', 'attempt', attempt))) WHERE run_id=$1", run_id);
         ended.push_back({schedule_id, r[6].is_null() ? std::nullopt : std::optional<std::string>(r[6].as<std::string>())});
         Event e;
@@ -1684,11 +1695,20 @@ Result<SweepResult> PgStore::SweepRuns() {
         outbox.Add(topic_prefix_ + "events.program", program, EnvelopeToJson(e).dump());
       }
     }
+    // A run waiting for its next attempt when its schedule was deleted: `trigctl schedules
+    // delete` kills those it sees, and this catches one whose retry was decided by a
+    // transaction that committed after the delete's. Nothing of a deleted schedule launches.
+    for (const auto& r : tx.exec(
+             "UPDATE runs SET " TRIGD_KILLED_BY_DELETE "WHERE run_id IN (SELECT run_id FROM runs WHERE state='retry_wait' AND next_attempt_at <= now() "
+             "AND NOT EXISTS (SELECT 1 FROM schedules s WHERE s.id = runs.schedule_id) "
+             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING schedule_id, concurrency_group")) {
+      ++out.killed;
+      ended.push_back({r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
+    }
     for (const auto& r : tx.exec(
              "UPDATE runs SET state='launched', attempt = attempt + 1, last_seen_at = now(), attempt_started_at = NULL, "
-             "next_attempt_at = NULL, request = jsonb_set(jsonb_set(request::jsonb, '{attempt}', to_jsonb(attempt + 1)), "
-             "'{launched_at}', to_jsonb(to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')))::text, "
-             "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', now(), "
+             "next_attempt_at = NULL, request = " TRIGD_RETRIED_REQUEST ", "
+             "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
              "'status', 'launched', 'attempt', attempt + 1))) "
              "WHERE run_id IN (SELECT run_id FROM runs WHERE state='retry_wait' AND next_attempt_at <= now() "
              "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING target, program, request")) {

@@ -133,6 +133,7 @@ struct SweepResult {
   int lost = 0;     // runs whose heartbeat timed out
   int retried = 0;  // launch requests re-sent for a next attempt
   int failed = 0;   // lost runs out of attempts: failed, with a `failed` program event
+  int killed = 0;   // runs waiting for a retry whose schedule was deleted
 };
 
 

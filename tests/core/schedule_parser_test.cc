@@ -226,6 +226,14 @@ TEST(ScheduleParserTest, MessagesNamePathAndReasonAsDocumented) {
             std::vector<std::string>{"trigger.time.every: must be at least 1s, got 100ms"});
   cron["trigger"] = {{"time", {{"every", "1s"}}}};
   EXPECT_TRUE(ParseSchedule(cron).ok());
+  // The second audit of 2026-11-25: "1ms" (for "1m") declared every run lost while its worker
+  // heartbeated.
+  json heartbeat = Base();
+  heartbeat["heartbeat_timeout"] = "1ms";
+  EXPECT_EQ(ErrorLines(ParseSchedule(heartbeat)),
+            std::vector<std::string>{"heartbeat_timeout: must be at least 1s, got 1ms"});
+  heartbeat["heartbeat_timeout"] = "1s";
+  EXPECT_TRUE(ParseSchedule(heartbeat).ok());
 
   json zone = Base();
   zone["constraints"] = {
@@ -589,7 +597,7 @@ class RandomScheduleMaker {
     s.retry.max_attempts = Int(1, 10);
     s.retry.backoff = Duration();
     s.retry.max_backoff = s.retry.backoff + Millis(Int(0, 1'000'000'000));
-    s.heartbeat_timeout = Duration();
+    s.heartbeat_timeout = std::max<Millis>(Duration(), std::chrono::seconds(1));  // at least 1s
     s.enabled = Chance();
     return s;
   }

@@ -375,6 +375,19 @@ TEST(TriggerEvalTest, DescribesARootLeafAsTrigger) {
   EXPECT_EQ(progress[0].detail, "2 of 4 partitions of sales.raw");
 }
 
+// Events keep counting while an `all` waits for its other branches: the audit of 2026-11-25
+// read "2 of 1 succeeded events".
+TEST(TriggerEvalTest, DescribesCountsPastTheTargetAsNeeded) {
+  const Trigger trigger = All({ProgramLeaf("up", {ProgramStatus::kSucceeded}, 1), PartitionLeaf("d", 1, 10)});
+  TriggerState state = NewTriggerState(trigger);
+  ApplyEvent(trigger, kSchedule, ProgramEvent("up", ProgramStatus::kSucceeded), state);
+  ApplyEvent(trigger, kSchedule, ProgramEvent("up", ProgramStatus::kSucceeded), state);
+  std::vector<LeafProgress> progress = DescribeProgress(trigger, state);
+  ASSERT_EQ(progress.size(), 2u);
+  EXPECT_EQ(progress[0].detail, "2 succeeded events (1 needed) of up");
+  EXPECT_EQ(progress[1].detail, "0 of 1 partitions or 0 of 10 bytes of d");
+}
+
 TEST(TriggerEvalTest, DescribesNestedLeavesWithDocumentPaths) {
   const Trigger trigger = Any({PartitionLeaf("sales.raw", std::nullopt, 1000),
                                All({ProgramLeaf("sales.ingest",

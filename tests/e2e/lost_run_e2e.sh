@@ -139,12 +139,13 @@ EOF
 "$bin/trigctl" schedules apply -f "$tmp/flaky.json" >/dev/null || fail "apply flaky"
 "$bin/trigd-worker" >"$tmp/worker3.log" 2>&1 & worker3=$!; pids+=($worker3)
 "$bin/trigctl" events emit partition flaky.raw dt=1 >/dev/null || fail "emit flaky.raw"
-flaky_run() {
-  "$bin/trigctl" runs list --schedule default/flaky --json | python3 -c '
+first_run() {  # first_run SCHEDULE: the run id of its newest run, or nothing
+  "$bin/trigctl" runs list --schedule "$1" --json | python3 -c '
 import json, sys
 runs = json.load(sys.stdin)
 print(runs[0]["run_id"] if runs else "")'
 }
+flaky_run() { first_run default/flaky; }
 flaky_done() { local id; id=$(flaky_run); [[ -n $id && $(run_field "$id" state) == succeeded ]]; }
 wait_until 30 flaky_done || fail "flaky run: $("$bin/trigctl" runs list --schedule default/flaky)"
 flaky=$(flaky_run)
@@ -153,4 +154,24 @@ import json, sys
 print(" ".join("%s/%s" % (e.get("status"), e.get("attempt")) for e in json.load(sys.stdin)))')
 [[ $story == "launched/1 started/1 failed/1 launched/2 started/2 succeeded/2" ]] || fail "flaky history: $story"
 echo "failed attempt retried: run $flaky $story"
+
+# A schedule deleted while its failed run waits for a retry: the run is killed, and no further
+# attempt is launched (the second audit of 2026-11-25 saw two more, with the default backoff).
+cat >"$tmp/doomed.json" <<'EOF'
+{"namespace": "default", "name": "doomed", "program": {"name": "doomed.job", "args": {"command": "exit 1"}},
+ "trigger": {"partition": {"dataset": "doomed.raw"}}, "retry": {"max_attempts": 3, "backoff": "3s"}}
+EOF
+"$bin/trigctl" schedules apply -f "$tmp/doomed.json" >/dev/null || fail "apply doomed"
+"$bin/trigctl" events emit partition doomed.raw dt=1 >/dev/null || fail "emit doomed.raw"
+doomed_run() { first_run default/doomed; }
+doomed_waits() { local id; id=$(doomed_run); [[ -n $id && $(run_field "$id" state) == retry_wait ]]; }
+wait_until 30 doomed_waits || fail "doomed run never waited for a retry: $("$bin/trigctl" runs list --schedule default/doomed)"
+doomed=$(doomed_run)
+"$bin/trigctl" schedules delete default/doomed >/dev/null || fail "delete doomed"
+[[ $(run_field "$doomed" state) == killed ]] || fail "doomed run $doomed: $(run_field "$doomed" state) after delete, expected killed"
+sleep 5  # past the 3 s backoff
+attempts=$(launches | grep -c "\"run_id\":\"$doomed\"")
+[[ $attempts == 1 ]] || fail "doomed run $doomed launched $attempts times, expected once (no retry after the delete)"
+[[ $(run_field "$doomed" state) == killed ]] || fail "doomed run $doomed: $(run_field "$doomed" state) 5 s after delete"
+echo "schedule deleted during a retry wait: run $doomed killed, not launched again"
 echo "lost run e2e: passed in $((SECONDS - started)) s"

@@ -964,6 +964,12 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE attempt = 2 AND attempt_started_at IS NULL"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND (payload::jsonb->>'attempt')::int = 2 "
                   "AND payload::jsonb->>'run_id' = (SELECT run_id FROM runs)"), 1);
+  // The retry's request reads as the first attempt's: the same layout, only attempt and
+  // launched_at changed (it was rendered from jsonb, with spaces and jsonb's key order).
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND "
+                  "payload LIKE '{\"attempt\":2,\"heartbeat_timeout\":\"1s\",\"launched_at\":\"%'"), 1);
+  EXPECT_EQ(Count("SELECT count(DISTINCT substr(payload, position(',\"program\":' in payload))) FROM outbox "
+                  "WHERE topic='t.launch.default'"), 1);  // attempts 1 and 2: the same text after launched_at
   // launched_at as the first attempt's: milliseconds, Z (it lost its milliseconds on a retry).
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND "
                   "payload::jsonb->>'launched_at' !~ '^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z$'"), 0);
@@ -986,6 +992,92 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down'"), 1);
+}
+
+// The second audit of 2026-11-25: a deleted schedule's failed run was launched twice more,
+// with the default backoff (its retry policy was gone with its document). Nothing of a deleted
+// schedule launches: delete kills a run waiting for its retry, a running run's failure is
+// final, and the sweep kills a retry decided by a transaction that committed after the delete.
+TEST_F(PgStoreTest, ADeletedSchedulesRunsAreNotRetried) {
+  auto launch = [&](const std::string& name, int64_t offset) {
+    json doc = PartitionSchedule(name, "d." + name);
+    doc["retry"] = {{"max_attempts", 3}, {"backoff", "1s"}};
+    doc["heartbeat_timeout"] = "1s";
+    Apply({doc});
+    EXPECT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e." + name, "d." + name)}, offset)).ok());
+    EXPECT_TRUE(store_->CheckDueJobs(100).ok());
+    Exec("DELETE FROM outbox");  // published (else a delete withdraws it)
+    pqxx::connection c(conn_);
+    return pqxx::work(c)
+        .exec_params1("SELECT run_id FROM runs WHERE schedule_name = $1", "default/" + name)[0]
+        .as<std::string>();
+  };
+  auto state = [&](const std::string& run) {
+    pqxx::connection c(conn_);
+    return pqxx::work(c).exec_params1("SELECT state || '/' || coalesce(reason, '') FROM runs WHERE run_id = $1", run)[0]
+        .as<std::string>();
+  };
+  // Waiting for its retry when the schedule is deleted: killed at once, its slot freed.
+  const std::string waiting = launch("waiting", 0);
+  ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f1", "prog.waiting", waiting, ProgramStatus::kFailed)}, 1)).ok());
+  ASSERT_EQ(state(waiting), "retry_wait/failed");
+  store_->TakeChangeCounts();
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/waiting", ScheduleAction::kDelete).ok());
+  EXPECT_EQ(state(waiting), "killed/schedule deleted");
+  EXPECT_EQ(store_->TakeChangeCounts()->runs_killed, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE history->-1->>'status' = 'killed' AND next_attempt_at IS NULL"), 1);
+  EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime WHERE schedule_id = "
+                  "(SELECT schedule_id FROM runs WHERE run_id = '" + waiting + "')"), 0);
+  // Running when it is deleted: its worker's failure is final, and so is a heartbeat timeout.
+  const std::string failing = launch("failing", 2);
+  const std::string silent = launch("silent", 3);
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/failing", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/silent", ScheduleAction::kDelete).ok());
+  auto f = store_->ApplyBatch(Batch({ProgramEvent("f2", "prog.failing", failing, ProgramStatus::kFailed)}, 4));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->run_outcomes["failed"], 1);
+  EXPECT_EQ(state(failing), "failed/failed");
+  Exec("UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds' WHERE run_id = '" + silent + "'");
+  auto sw = store_->SweepRuns();
+  ASSERT_TRUE(sw.ok()) << sw.status().ToString();
+  EXPECT_EQ(sw->failed, 1);
+  EXPECT_EQ(state(silent), "failed/lost");
+  // A retry decided just after the delete (here: the schedule row removed under it) is killed
+  // by the sweep when due, not launched.
+  const std::string raced = launch("raced", 5);
+  ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f3", "prog.raced", raced, ProgramStatus::kFailed)}, 6)).ok());
+  Exec("DELETE FROM schedules WHERE name = 'default/raced'");
+  Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second' WHERE run_id = '" + raced + "'");
+  Exec("DELETE FROM outbox");
+  sw = store_->SweepRuns();
+  ASSERT_TRUE(sw.ok()) << sw.status().ToString();
+  EXPECT_EQ(sw->retried, 0);
+  EXPECT_EQ(sw->killed, 1);
+  EXPECT_EQ(state(raced), "killed/schedule deleted");
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
+}
+
+// The second audit of 2026-11-25: a name deleted and applied again started at version 1, so two
+// launch requests with different args both said schedule_version 1.
+TEST_F(PgStoreTest, AScheduleVersionKeepsCountingAcrossADelete) {
+  json doc = PartitionSchedule("s", "d");
+  Apply({doc});
+  doc["priority"] = 2;
+  Apply({doc});
+  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kDelete).ok());
+  doc["priority"] = 3;
+  auto applied = ApplySchedules(conn_, {Parse(doc)});
+  ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+  ASSERT_EQ(applied->size(), 1u);
+  EXPECT_EQ((*applied)[0].version, 3);
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_version = 3"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE (request::jsonb->>'schedule_version')::int = 3"), 1);
+  // A name never deleted starts at 1.
+  auto fresh = ApplySchedules(conn_, {Parse(PartitionSchedule("t", "d2"))});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ((*fresh)[0].version, 1);
 }
 
 TEST_F(PgStoreTest, UpstreamFailureDiscardsTheOpenJobAndPublishesKilled) {
