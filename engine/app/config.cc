@@ -13,7 +13,34 @@ void FromEnv(const char* name, std::string& out) {
 
 }  // namespace
 
-Config LoadConfig(std::vector<std::string>& args) {
+bool IsFlagValue(const std::string& word) { return word.rfind("--", 0) != 0; }
+
+bool WantsHelp(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
+}
+
+std::optional<std::string> TakeFlag(std::vector<std::string>& args, const std::string& name, std::string& refused) {
+  std::optional<std::string> value;
+  std::vector<std::string> rest;
+  const std::string eq = name + "=";
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == name) {
+      if (i + 1 < args.size() && IsFlagValue(args[i + 1])) {
+        value = args[++i];
+      } else if (refused.empty()) {
+        refused = name + " needs a value";
+      }
+    } else if (args[i].rfind(eq, 0) == 0) {
+      value = args[i].substr(eq.size());
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
+  args = std::move(rest);
+  return value;
+}
+
+Config LoadConfig(std::vector<std::string>& args, std::string* refused) {
   Config c;
   FromEnv("TRIGD_KAFKA", c.kafka);
   FromEnv("TRIGD_PG", c.pg);
@@ -27,23 +54,10 @@ Config LoadConfig(std::vector<std::string>& args) {
   const Flag flags[] = {{"--kafka", &c.kafka}, {"--pg", &c.pg}, {"--metrics", &c.metrics},
                         {"--topic-prefix", &c.topic_prefix}, {"--group", &c.group},
                         {"--instance-id", &c.instance_id}};
-  std::vector<std::string> rest;
-  for (size_t i = 0; i < args.size(); ++i) {
-    bool taken = false;
-    for (const Flag& f : flags) {
-      std::string eq = std::string(f.name) + "=";
-      if (args[i] == f.name && i + 1 < args.size()) {
-        *f.out = args[++i];
-        taken = true;
-      } else if (args[i].rfind(eq, 0) == 0) {
-        *f.out = args[i].substr(eq.size());
-        taken = true;
-      }
-      if (taken) break;
-    }
-    if (!taken) rest.push_back(args[i]);
+  std::string unreported;
+  for (const Flag& f : flags) {
+    if (auto v = TakeFlag(args, f.name, refused ? *refused : unreported)) *f.out = *v;
   }
-  args = std::move(rest);
   return c;
 }
 

@@ -2,6 +2,7 @@
 // (SPEC §8).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,19 @@ struct Config {
 
 // Reads the environment, then consumes --kafka, --pg, --metrics, --topic-prefix, --group and
 // --instance-id (as "--flag value" or "--flag=value") from args, leaving the other arguments in
-// place.
-Config LoadConfig(std::vector<std::string>& args);
+// place. One of them without a value is dropped and sets *refused (see TakeFlag) when given.
+Config LoadConfig(std::vector<std::string>& args, std::string* refused = nullptr);
+
+// Removes "--name value" or "--name=value" from args and returns the value (the last given),
+// nothing when the flag is absent. A --name at the end, or followed by another --flag, has no
+// value: `refused` becomes "--name needs a value" (it used to read as an unknown flag, or took
+// the next flag as its value: `--pg --json` connected with the string "--json").
+std::optional<std::string> TakeFlag(std::vector<std::string>& args, const std::string& name, std::string& refused);
+
+// Whether `word`, after a flag that takes a value, is that value rather than another flag.
+bool IsFlagValue(const std::string& word);
+
+// Whether the command line asks for the usage (--help or -h anywhere).
+bool WantsHelp(const std::vector<std::string>& args);
 
 }  // namespace trigd

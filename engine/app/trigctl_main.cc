@@ -44,9 +44,16 @@ constexpr const char* kUsage =
 
 int ExitCodeFor(const trigd::Status& s) { return s.code() == trigd::StatusCode::kUnavailable ? 2 : 1; }
 
-int Fail(const trigd::Status& s, const std::string& what) {
-  std::cerr << "trigctl " << what << ": " << s.message() << "\n";
+// Errors of a command name it, noun and verb ("trigctl schedules show: ..."), whatever the step
+// that failed; Usage is for a command line that names no command trigctl knows.
+int Fail(const trigd::Status& s, const std::string& command) {
+  std::cerr << "trigctl " << command << ": " << s.message() << "\n";
   return ExitCodeFor(s);
+}
+
+// Input the command refuses (a bad value, an unknown name): exit 1.
+int Refuse(const std::string& command, const std::string& problem) {
+  return Fail(trigd::Invalid(problem), command);
 }
 
 int Usage(const std::string& problem) {
@@ -92,12 +99,9 @@ void PrintRows(const json& rows, const std::vector<std::string>& columns, bool a
   for (const auto& r : rows) line([&](size_t i) { return Cell(r.value(columns[i], json())); });
 }
 
-int ShowOne(const trigd::Result<json>& r, const std::string& what, bool as_json) {
-  if (!r.ok()) return Fail(r.status(), "show");
-  if (r->empty()) {
-    std::cerr << "trigctl: no " << what << "\n";
-    return 1;
-  }
+int ShowOne(const trigd::Result<json>& r, const std::string& command, const std::string& what, bool as_json) {
+  if (!r.ok()) return Fail(r.status(), command);
+  if (r->empty()) return Refuse(command, "no " + what);
   if (as_json) {
     std::cout << (*r)[0].dump() << "\n";
     return 0;
@@ -146,12 +150,11 @@ int SchedulesApply(const trigd::Config& config, const std::string& path, bool as
     for (const auto& e : std::filesystem::recursive_directory_iterator(path, ec))
       if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
     std::sort(files.begin(), files.end());
-    if (files.empty()) return Usage("no .json schedule documents in " + path);
+    if (files.empty()) return Refuse("schedules apply", "no .json schedule documents in " + path);
   } else if (std::filesystem::exists(path, ec)) {
     files.push_back(path);
   } else {
-    std::cerr << "trigctl schedules apply: " << path << ": no such file or folder\n";
-    return 1;
+    return Refuse("schedules apply", path + ": no such file or folder");
   }
   std::vector<trigd::Schedule> schedules;
   std::vector<std::string> errors;
@@ -208,6 +211,15 @@ std::optional<size_t> Limit(const Args& a) {
   return static_cast<size_t>(*n);
 }
 
+// Topics the broker does not have, said so that the user can fix it.
+std::string NoSuchTopics(const std::vector<std::string>& missing, const std::string& kafka) {
+  std::string names;
+  for (const auto& t : missing) names += (names.empty() ? "" : ", ") + t;
+  return missing.size() == 1
+             ? "topic " + names + " does not exist at " + kafka + " (create it with trigctl topics create, or check --topic-prefix)"
+             : "topics " + names + " do not exist at " + kafka + " (create them with trigctl topics create, or check --topic-prefix)";
+}
+
 constexpr const char* kJobStates[] = {"pending_trigger", "pending_constraint", "launched", "discarded"};
 
 int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
@@ -222,14 +234,14 @@ int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
     e["payload"] = {{"dataset", w[3]}, {"partitions", std::vector<std::string>(w.begin() + 4, w.end())}};
     if (auto b = a.Flag("--bytes")) {
       auto n = ParseId(*b);
-      if (!n || *n < 0) return Usage("--bytes must be a non-negative integer, got \"" + *b + "\"");
+      if (!n || *n < 0) return Refuse("events emit", "--bytes must be a non-negative integer, got \"" + *b + "\"");
       e["payload"]["bytes"] = *n;
     }
     topic = config.topic_prefix + "events.data";
   } else if (w[2] == "program" && w.size() == 5) {
     key = w[3];
     auto attempt = ParseId(a.Flag("--attempt").value_or("1"));
-    if (!attempt || *attempt < 1) return Usage("--attempt must be a positive integer");
+    if (!attempt || *attempt < 1) return Refuse("events emit", "--attempt must be a positive integer");
     e["payload"] = {{"program", w[3]}, {"run_id", a.Flag("--run-id").value_or(std::string(id))},
                     {"status", w[4]}, {"attempt", *attempt}};
     topic = config.topic_prefix + "events.program";
@@ -239,7 +251,7 @@ int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
     key = w[3];
     std::string fire_time = a.Flag("--fire-time").value_or(e["time"].get<std::string>());
     auto parsed = trigd::ParseTime(fire_time);
-    if (!parsed.ok()) return Usage("--fire-time: " + parsed.status().message());
+    if (!parsed.ok()) return Refuse("events emit", "--fire-time: " + parsed.status().message());
     // trigd would count a tick that reaches no time trigger `no_match` and do nothing: say so
     // here instead of "emitted" (Airflow's `dags trigger` refuses an unknown DAG too).
     auto found = trigd::QuerySchedule(config.pg, w[3]);
@@ -256,26 +268,25 @@ int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
         refused = "schedule " + w[3] + " has no time trigger: a tick reaches nothing";
       }
     }
-    if (!refused.empty()) {
-      std::cerr << "trigctl events emit: " << refused << "\n";
-      return 1;
-    }
+    if (!refused.empty()) return Refuse("events emit", refused);
     e["payload"] = {{"schedule", w[3]}, {"fire_time", trigd::FormatTime(*parsed)}};
     topic = config.topic_prefix + "events.time";
   } else {
     return Usage("events emit: wrong arguments");
   }
   // The same validation trigd applies: refuse here what trigd would dead-letter.
-  if (auto parsed = trigd::ParseEnvelope(e.dump()); !parsed.ok()) {
-    std::cerr << "trigctl events emit: " << parsed.status().message() << "\n";
-    return 1;
-  }
+  if (auto parsed = trigd::ParseEnvelope(e.dump()); !parsed.ok()) return Refuse("events emit", parsed.status().message());
+  // The topic is looked up first: produced to a topic that does not exist (a wrong
+  // --topic-prefix, or topics not created), a message waited 10 s for a delivery report that
+  // never came and read as Kafka unreachable.
+  auto missing = trigd::MissingTopics(config.kafka, {topic});
+  if (!missing.ok()) return Fail(missing.status(), "events emit");
+  if (!missing->empty()) return Refuse("events emit", NoSuchTopics(*missing, config.kafka));
   auto producer = trigd::Producer::Create(config.kafka);
   if (!producer.ok()) return Fail(producer.status(), "events emit");
   auto ok = (*producer)->ProduceAndWait({{topic, key, e.dump()}}, 10000);
   if (!ok[0]) {
-    // The delivery report's reason: an unknown topic (a wrong --topic-prefix, or topics not
-    // created) used to read as Kafka unreachable.
+    // The delivery report's reason (a topic deleted since the check above reads as unknown).
     std::cerr << "trigctl events emit: not delivered to " << topic << " at " << config.kafka << ": "
               << (*producer)->LastError() << "\n";
     return 2;
@@ -289,6 +300,12 @@ int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
 int Lag(const trigd::Config& config, bool as_json) {
   std::vector<std::string> topics;
   for (const char* t : {"events.data", "events.program", "events.time"}) topics.push_back(config.topic_prefix + t);
+  // A missing topic has no partitions: without this, a wrong --topic-prefix printed an empty
+  // table and "total lag: 0".
+  auto missing = trigd::MissingTopics(config.kafka, topics);
+  if (!missing.ok()) return Fail(missing.status(), "lag");
+  if (missing->size() == topics.size()) return Refuse("lag", NoSuchTopics(*missing, config.kafka));
+  if (!missing->empty()) std::cerr << "trigctl lag: " << NoSuchTopics(*missing, config.kafka) << "\n";
   auto ends = trigd::QueryEndOffsets(config.kafka, topics);
   if (!ends.ok()) return Fail(ends.status(), "lag");
   auto stored = trigd::QueryOffsets(config.pg);
@@ -350,7 +367,7 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
   }
   if (is({"schedules", "show"}) && w.size() == 3) {
     if (auto bad = takes({})) return *bad;
-    return ShowOne(trigd::QuerySchedule(config.pg, w[2]), "schedule " + w[2], as_json);
+    return ShowOne(trigd::QuerySchedule(config.pg, w[2]), "schedules show", "schedule " + w[2], as_json);
   }
   if ((is({"schedules", "delete"}) || is({"schedules", "suspend"}) || is({"schedules", "resume"})) && w.size() == 3) {
     auto action = w[1] == "delete" ? trigd::ScheduleAction::kDelete
@@ -369,10 +386,10 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
   if (is({"jobs", "list"}) && w.size() == 2) {
     if (auto bad = takes({"--state", "--schedule", "--limit"})) return *bad;
     auto limit = Limit(a);
-    if (!limit) return Usage("--limit must be a positive integer, got \"" + *a.Flag("--limit") + "\"");
+    if (!limit) return Refuse(w[0] + " list", "--limit must be a positive integer, got \"" + *a.Flag("--limit") + "\"");
     auto state = a.Flag("--state");
     if (state && std::none_of(std::begin(kJobStates), std::end(kJobStates), [&](const char* s) { return *state == s; })) {
-      return Usage("unknown job state \"" + *state + "\" (one of pending_trigger, pending_constraint, launched, discarded)");
+      return Refuse("jobs list", "unknown job state \"" + *state + "\" (one of pending_trigger, pending_constraint, launched, discarded)");
     }
     auto r = trigd::QueryJobs(config.pg, state, a.Flag("--schedule"), *limit);
     if (!r.ok()) return Fail(r.status(), "jobs list");
@@ -382,8 +399,8 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
   if ((is({"jobs", "show"}) || is({"jobs", "why"})) && w.size() == 3) {
     if (auto bad = takes({})) return *bad;
     auto id = ParseId(w[2]);
-    if (!id) return Usage("job id must be a number, got \"" + w[2] + "\"");
-    if (w[1] == "show") return ShowOne(trigd::QueryJob(config.pg, *id), "job " + w[2], as_json);
+    if (!id) return Refuse("jobs " + w[1], "job id must be a number, got \"" + w[2] + "\"");
+    if (w[1] == "show") return ShowOne(trigd::QueryJob(config.pg, *id), "jobs show", "job " + w[2], as_json);
     auto in = trigd::InspectJob(config.pg, *id);
     if (!in.ok()) return Fail(in.status(), "jobs why");
     json e = trigd::ExplainJob(*in);
@@ -393,7 +410,7 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
   if (is({"runs", "list"}) && w.size() == 2) {
     if (auto bad = takes({"--schedule", "--limit"})) return *bad;
     auto limit = Limit(a);
-    if (!limit) return Usage("--limit must be a positive integer, got \"" + *a.Flag("--limit") + "\"");
+    if (!limit) return Refuse(w[0] + " list", "--limit must be a positive integer, got \"" + *a.Flag("--limit") + "\"");
     auto r = trigd::QueryRuns(config.pg, a.Flag("--schedule"), *limit);
     if (!r.ok()) return Fail(r.status(), "runs list");
     PrintRows(*r, {"run_id", "job_id", "schedule", "program", "state", "attempt", "launched_at", "finished_at"}, as_json);
@@ -401,7 +418,7 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
   }
   if (is({"runs", "show"}) && w.size() == 3) {
     if (auto bad = takes({})) return *bad;
-    return ShowOne(trigd::QueryRun(config.pg, w[2]), "run " + w[2], as_json);
+    return ShowOne(trigd::QueryRun(config.pg, w[2]), "runs show", "run " + w[2], as_json);
   }
   if (is({"events", "emit"}) && w.size() >= 3) {
     // Each kind its own flags: a tick's typo (--bytes) used to be ignored and force a run.
@@ -436,7 +453,8 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> raw(argv + 1, argv + argc);
-  trigd::Config config = trigd::LoadConfig(raw);
+  std::string refused;
+  trigd::Config config = trigd::LoadConfig(raw, &refused);
   bool as_json = false;
   Args a;
   static const std::set<std::string> kValueFlags = {"-f", "--state", "--schedule", "--limit", "--bytes", "--run-id", "--attempt", "--fire-time"};
@@ -451,7 +469,7 @@ int main(int argc, char** argv) {
     } else if (raw[i] == "--json") {
       as_json = true;
     } else if (kValueFlags.count(raw[i])) {
-      if (i + 1 >= raw.size()) return Usage(raw[i] + " needs a value");
+      if (i + 1 >= raw.size() || !trigd::IsFlagValue(raw[i + 1])) return Usage(raw[i] + " needs a value");
       a.flags.emplace_back(raw[i], raw[i + 1]);
       ++i;
     } else if (raw[i].rfind("--", 0) == 0 && raw[i].size() > 2) {
@@ -460,5 +478,6 @@ int main(int argc, char** argv) {
       a.words.push_back(raw[i]);
     }
   }
+  if (!refused.empty()) return Usage(refused);  // after the loop: --help wins
   return Run(config, a, as_json);
 }

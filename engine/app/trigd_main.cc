@@ -13,11 +13,27 @@
 namespace {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
+
+constexpr const char* kUsage =
+    "usage: trigd [migrate] [--kafka H:P] [--pg CONNSTR] [--metrics HOST:PORT] [--group G] [--instance-id ID] "
+    "[--topic-prefix P]\n";
+
+// A refused command line: what is wrong, then the usage, on stderr.
+int Usage(const std::string& problem) {
+  std::cerr << "trigd: " << problem << "\n" << kUsage;
+  return 1;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  trigd::Config config = trigd::LoadConfig(args);
+  if (trigd::WantsHelp(args)) {
+    std::cout << kUsage;  // asked for: on stdout, exit 0 (as trigctl --help)
+    return 0;
+  }
+  std::string refused;
+  trigd::Config config = trigd::LoadConfig(args, &refused);
+  if (!refused.empty()) return Usage(refused);
   if (args.size() == 1 && args[0] == "migrate") {
     std::vector<std::string> applied;
     trigd::Status s = trigd::ApplyMigrations(config.pg, trigd::DefaultSchemaDir(), &applied);
@@ -29,10 +45,7 @@ int main(int argc, char** argv) {
     if (applied.empty()) std::cout << "schema up to date\n";
     return 0;
   }
-  if (!args.empty()) {
-    std::cerr << "usage: trigd [migrate] [--kafka H:P] [--pg CONNSTR] [--metrics HOST:PORT] [--group G] [--instance-id ID] [--topic-prefix P]\n";
-    return 1;
-  }
+  if (!args.empty()) return Usage("unknown argument " + args[args[0] == "migrate" ? 1 : 0]);
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   trigd::Status s = trigd::RunEngine(config, g_stop);

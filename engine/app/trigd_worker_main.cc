@@ -270,27 +270,12 @@ class Worker {
   std::set<std::string> finished_set_;
 };
 
-// Reads "--name value" or "--name=value" from args, removing it.
-std::optional<std::string> TakeFlag(std::vector<std::string>& args, const std::string& name) {
-  std::optional<std::string> value;
-  std::vector<std::string> rest;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == name && i + 1 < args.size()) {
-      value = args[++i];
-    } else if (args[i].rfind(name + "=", 0) == 0) {
-      value = args[i].substr(name.size() + 1);
-    } else {
-      rest.push_back(args[i]);
-    }
-  }
-  args = std::move(rest);
-  return value;
-}
+constexpr const char* kUsage =
+    "usage: trigd-worker [--target T] [--concurrency N] [--group-id G] [--kafka H:P] [--topic-prefix P] [--group G]\n";
 
+// A refused command line: what is wrong, then the usage, on stderr.
 int Usage(const std::string& why) {
-  std::cerr << "trigd-worker: " << why << "\n"
-            << "usage: trigd-worker [--target T] [--concurrency N] [--group-id G] [--kafka H:P] "
-               "[--topic-prefix P] [--group G]\n";
+  std::cerr << "trigd-worker: " << why << "\n" << kUsage;
   return 1;
 }
 
@@ -298,11 +283,18 @@ int Usage(const std::string& why) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  trigd::Config config = trigd::LoadConfig(args);
-  std::string target = TakeFlag(args, "--target").value_or("default");
-  std::string group = TakeFlag(args, "--group-id").value_or(config.group + "-worker-" + target);
+  if (trigd::WantsHelp(args)) {
+    std::cout << kUsage;  // asked for: on stdout, exit 0 (as trigctl --help)
+    return 0;
+  }
+  std::string refused;
+  trigd::Config config = trigd::LoadConfig(args, &refused);
+  std::string target = trigd::TakeFlag(args, "--target", refused).value_or("default");
+  std::string group = trigd::TakeFlag(args, "--group-id", refused).value_or(config.group + "-worker-" + target);
+  std::optional<std::string> c = trigd::TakeFlag(args, "--concurrency", refused);
+  if (!refused.empty()) return Usage(refused);
   size_t concurrency = 1;
-  if (auto c = TakeFlag(args, "--concurrency")) {
+  if (c) {
     char* end = nullptr;
     long n = std::strtol(c->c_str(), &end, 10);
     if (c->empty() || *end != '\0' || n < 1 || n > 10000) return Usage("--concurrency: expected 1..10000, got " + *c);

@@ -1,6 +1,9 @@
 #include "log/kafka.h"
 
+#include <errno.h>  // program_invocation_short_name
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -39,6 +42,61 @@ void MessageBatch::Clear() {
 }
 
 namespace {
+
+// Says on stderr when a client cannot reach Kafka. librdkafka reconnects on its own and the
+// process keeps running (a broker restart must not stop trigd), but it did so in silence:
+// log_level 2 hides librdkafka's own logs, and trigd started with a wrong --kafka ran forever
+// without a word. librdkafka raises its error events in the thread that polls the client.
+//
+// The line is written once every broker is down (ALL_BROKERS_DOWN), with the reason of the last
+// connection error, and again on later connection errors while they stay down, at most once per
+// kEvery per client. A connection error alone says little: one broker of several, or a
+// bootstrap address no longer needed, going away leaves Kafka reachable.
+class BrokerWatch : public RdKafka::EventCb {
+ public:
+  static constexpr auto kEvery = std::chrono::seconds(30);
+
+  explicit BrokerWatch(std::string bootstrap) : bootstrap_(std::move(bootstrap)) {}
+
+  void event_cb(RdKafka::Event& e) override {
+    if (e.type() == RdKafka::Event::EVENT_LOG) {
+      // Only critical ones reach here (log_level 2): as librdkafka would print them itself.
+      std::cerr << program_invocation_short_name << ": kafka: " << e.fac() << ": " << e.str() << std::endl;
+      return;
+    }
+    if (e.type() != RdKafka::Event::EVENT_ERROR) return;
+    if (e.err() == RdKafka::ERR__TRANSPORT || e.err() == RdKafka::ERR__RESOLVE) {
+      reason_ = e.str();  // e.g. "127.0.0.1:9099/bootstrap: Connect to ipv4#127.0.0.1:9099 failed: ..."
+    } else if (e.err() == RdKafka::ERR__ALL_BROKERS_DOWN) {
+      down_ = true;
+      if (reason_.empty()) reason_ = e.str();  // "1/1 brokers are down"
+    } else {
+      return;  // fatal errors reach the caller through LastError and FatalError
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!down_ || (said_ && now - said_at_ < kEvery)) return;
+    said_ = true;
+    said_at_ = now;
+    std::cerr << program_invocation_short_name << ": cannot reach Kafka at " << bootstrap_ << ": " << reason_
+              << "; retrying" << std::endl;
+  }
+
+  // The client just heard from the broker (a delivery report, a message, an assignment):
+  // librdkafka has no event for brokers that are back.
+  void Reachable() {
+    if (down_.exchange(false)) {
+      reason_.clear();
+      std::cerr << program_invocation_short_name << ": Kafka at " << bootstrap_ << " reachable again" << std::endl;
+    }
+  }
+
+ private:
+  const std::string bootstrap_;
+  std::atomic<bool> down_{false};  // since ALL_BROKERS_DOWN, until Reachable
+  std::string reason_;             // the last connection error
+  bool said_ = false;
+  std::chrono::steady_clock::time_point said_at_;
+};
 
 class DeliveryCollector : public RdKafka::DeliveryReportCb {
  public:
@@ -81,6 +139,7 @@ class RdProducer : public Producer {
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (dr_.reported < queued && std::chrono::steady_clock::now() < deadline) producer_->poll(5);
+    if (std::find(dr_.ok.begin(), dr_.ok.end(), true) != dr_.ok.end()) watch_->Reachable();
     return dr_.ok;
   }
 
@@ -90,19 +149,21 @@ class RdProducer : public Producer {
     return dr_.last_error.empty() ? "no delivery report in time" : dr_.last_error;
   }
 
+  std::unique_ptr<BrokerWatch> watch_;  // declared first: outlives the producer, which calls it
   std::unique_ptr<RdKafka::Producer> producer_;
   DeliveryCollector dr_;
 };
 
 class Rebalancer : public RdKafka::RebalanceCb {
  public:
-  explicit Rebalancer(OffsetLookup lookup) : lookup_(std::move(lookup)) {}
+  Rebalancer(OffsetLookup lookup, BrokerWatch& watch) : lookup_(std::move(lookup)), watch_(watch) {}
   void rebalance_cb(RdKafka::KafkaConsumer* c, RdKafka::ErrorCode err,
                     std::vector<RdKafka::TopicPartition*>& parts) override {
     // Cooperative-sticky: a rebalance moves only the partitions that change owner, so the
     // other instances keep consuming while a killed one's partitions are handed over.
     const bool cooperative = c->rebalance_protocol() == "COOPERATIVE";
     if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
+      watch_.Reachable();
       Position(c, parts);
       if (cooperative) {
         c->incremental_assign(parts);
@@ -161,6 +222,7 @@ class Rebalancer : public RdKafka::RebalanceCb {
     return RdKafka::Topic::OFFSET_BEGINNING;
   }
   OffsetLookup lookup_;
+  BrokerWatch& watch_;
   std::vector<std::pair<std::string, int>> assigned_;
   // Where each partition was positioned (Position), for Lag until a message is consumed.
   std::map<std::pair<std::string, int>, int64_t> started_at_;
@@ -198,6 +260,7 @@ class RdConsumer : public Consumer {
       if (Keep(rd_kafka_consume_batch_queue(queue_, wait, buffer_.data(), 1), kept)) return;
       if (wait == 0) break;
     }
+    if (!kept.empty()) watch_->Reachable();
     if (kept.empty() || kept.size() >= max_messages) return;
     // Then more for up to linger_ms: at once when librdkafka has them queued already.
     Keep(rd_kafka_consume_batch_queue(queue_, linger_ms, buffer_.data(), max_messages - kept.size()), kept);
@@ -288,6 +351,7 @@ class RdConsumer : public Consumer {
     return fatal;
   }
 
+  std::unique_ptr<BrokerWatch> watch_;  // declared first: outlives the consumer, which calls it
   std::unique_ptr<Rebalancer> rebalancer_;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
   rd_kafka_queue_t* queue_ = nullptr;  // the consumer group's queue (messages and rebalances)
@@ -304,6 +368,7 @@ Status Set(RdKafka::Conf* conf, const std::string& k, const std::string& v) {
 
 Result<std::unique_ptr<Producer>> Producer::Create(const std::string& bootstrap) {
   auto p = std::make_unique<RdProducer>();
+  p->watch_ = std::make_unique<BrokerWatch>(bootstrap);
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   // linger.ms 0: callers produce a whole batch at once and then wait for its delivery reports
   // (the relay), so waiting for more only adds to every launch's latency; messages queued
@@ -315,6 +380,7 @@ Result<std::unique_ptr<Producer>> Producer::Create(const std::string& bootstrap)
   }
   std::string err;
   conf->set("dr_cb", &p->dr_, err);
+  conf->set("event_cb", static_cast<RdKafka::EventCb*>(p->watch_.get()), err);
   p->producer_.reset(RdKafka::Producer::create(conf.get(), err));
   if (!p->producer_) return Internal("producer: " + err);
   return std::unique_ptr<Producer>(std::move(p));
@@ -325,7 +391,8 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
                                                    const std::vector<std::string>& topics,
                                                    OffsetLookup lookup, const ConsumerOptions& options) {
   auto c = std::make_unique<RdConsumer>();
-  c->rebalancer_ = std::make_unique<Rebalancer>(std::move(lookup));
+  c->watch_ = std::make_unique<BrokerWatch>(bootstrap);
+  c->rebalancer_ = std::make_unique<Rebalancer>(std::move(lookup), *c->watch_);
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
            {"bootstrap.servers", bootstrap}, {"group.id", group},
@@ -355,6 +422,7 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
   }
   std::string err;
   conf->set("rebalance_cb", c->rebalancer_.get(), err);
+  conf->set("event_cb", static_cast<RdKafka::EventCb*>(c->watch_.get()), err);
   c->consumer_.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
   if (!c->consumer_) return Internal("consumer: " + err);
   c->queue_ = rd_kafka_queue_get_consumer(c->consumer_->c_ptr());

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -63,23 +64,33 @@ Result<std::vector<TopicSpec>> LoadTopicSpecs(const std::string& dir, const std:
 
 namespace {
 
+// The topics in the broker's metadata with at least one partition and no error; nothing when
+// the metadata request fails within timeout_ms (`why`, when given, says how).
+std::optional<std::set<std::string>> VisibleTopics(rd_kafka_t* rk, int timeout_ms, std::string* why = nullptr) {
+  const rd_kafka_metadata_t* md = nullptr;
+  if (rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, nullptr, &md, timeout_ms); e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (why) *why = rd_kafka_err2str(e);
+    return std::nullopt;
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < md->topic_cnt; ++i) {
+    if (md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topics[i].partition_cnt > 0)
+      seen.insert(md->topics[i].topic);
+  }
+  rd_kafka_metadata_destroy(md);
+  return seen;
+}
+
 // OK once every topic is in the broker's metadata without error; Unavailable, naming a topic
 // still missing, after timeout_ms.
 Status WaitUntilVisible(rd_kafka_t* rk, const std::vector<TopicSpec>& topics, int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   std::string missing;
   for (;;) {
-    const rd_kafka_metadata_t* md = nullptr;
     missing.clear();
-    if (rd_kafka_metadata(rk, 1, nullptr, &md, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      std::set<std::string> seen;
-      for (int i = 0; i < md->topic_cnt; ++i) {
-        if (md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topics[i].partition_cnt > 0)
-          seen.insert(md->topics[i].topic);
-      }
-      rd_kafka_metadata_destroy(md);
+    if (auto seen = VisibleTopics(rk, timeout_ms)) {
       for (const auto& t : topics) {
-        if (!seen.count(t.name)) missing = t.name;
+        if (!seen->count(t.name)) missing = t.name;
       }
       if (missing.empty()) return Status();
     } else {
@@ -93,11 +104,10 @@ Status WaitUntilVisible(rd_kafka_t* rk, const std::vector<TopicSpec>& topics, in
   }
 }
 
-}  // namespace
+using Handle = std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)>;
 
-Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap,
-                                                const std::vector<TopicSpec>& topics,
-                                                int timeout_ms) {
+// A client for admin and metadata requests only.
+Result<Handle> AdminHandle(const std::string& bootstrap) {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err) !=
@@ -107,16 +117,37 @@ Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap,
   }
   // The caller reports unreachability in one line; librdkafka's per-attempt logs are noise here.
   rd_kafka_conf_set(conf, "log_level", "2", err, sizeof err);
-  std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)> rk(
-      rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err), &rd_kafka_destroy);
+  Handle rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err), &rd_kafka_destroy);
   if (!rk) return Internal(std::string("rd_kafka_new: ") + err);
+  return rk;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> MissingTopics(const std::string& bootstrap,
+                                               const std::vector<std::string>& names, int timeout_ms) {
+  auto rk = AdminHandle(bootstrap);
+  if (!rk.ok()) return rk.status();
+  std::string why;
+  auto seen = VisibleTopics(rk->get(), timeout_ms, &why);
+  if (!seen) return Unavailable("cannot reach Kafka at " + bootstrap + ": " + why);
+  std::vector<std::string> missing;
+  for (const auto& n : names) {
+    if (!seen->count(n)) missing.push_back(n);
+  }
+  return missing;
+}
+
+Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap,
+                                                const std::vector<TopicSpec>& topics,
+                                                int timeout_ms) {
+  auto handle = AdminHandle(bootstrap);
+  if (!handle.ok()) return handle.status();
+  Handle rk = std::move(*handle);
+  char err[512];
 
   // Reachability first, so "broker down" is Unavailable rather than a per-topic error.
-  const rd_kafka_metadata_t* md = nullptr;
-  if (rd_kafka_metadata(rk.get(), 1, nullptr, &md, timeout_ms) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return Unavailable("cannot reach Kafka at " + bootstrap);
-  }
-  rd_kafka_metadata_destroy(md);
+  if (!VisibleTopics(rk.get(), timeout_ms)) return Unavailable("cannot reach Kafka at " + bootstrap);
 
   std::vector<rd_kafka_NewTopic_t*> news;
   for (const auto& t : topics) {

@@ -37,6 +37,63 @@ set -e
 [[ $rc_help == 0 ]] || fail "--help: exit $rc_help, expected 0"
 ctl jobs list --state=launched --limit=5 >/dev/null || fail "--flag=value refused"
 
+# expect RC TEXT CMD...: CMD exits RC and says TEXT on stderr (a line equal to TEXT).
+expect() {
+  local want_rc=$1 text=$2; shift 2
+  local rc=0
+  "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  [[ $rc == "$want_rc" ]] || fail "$*: exit $rc, expected $want_rc; stderr: $(cat "$tmp/err")"
+  grep -qxF -- "$text" "$tmp/err" || fail "$*: stderr does not say \"$text\": $(cat "$tmp/err")"
+}
+# Help asked for: usage on stdout, nothing on stderr, exit 0; an unknown argument is named.
+for b in trigd trigd-worker trigctl; do
+  for h in --help -h; do
+    "$bin/$b" $h >"$tmp/out" 2>"$tmp/err" || fail "$b $h: exit $?"
+    grep -q "^usage: $b " "$tmp/out" && [[ ! -s "$tmp/err" ]] || fail "$b $h: usage not on stdout alone"
+  done
+done
+expect 1 "trigd: unknown argument --bogus" "$bin/trigd" --bogus
+expect 1 "trigd: unknown argument extra" "$bin/trigd" migrate extra
+expect 1 "trigd-worker: unknown argument --bogus" "$bin/trigd-worker" --bogus
+# A flag without its value says so (at the end, or followed by another flag), in every binary.
+for f in --kafka --pg --metrics --topic-prefix --group --instance-id; do
+  expect 1 "trigctl: $f needs a value" ctl lag $f
+  expect 1 "trigctl: $f needs a value" ctl $f --json lag
+  expect 1 "trigd: $f needs a value" "$bin/trigd" $f
+  expect 1 "trigd-worker: $f needs a value" "$bin/trigd-worker" $f
+done
+for f in --target --group-id --concurrency; do
+  expect 1 "trigd-worker: $f needs a value" "$bin/trigd-worker" $f
+  expect 1 "trigd-worker: $f needs a value" "$bin/trigd-worker" $f --kafka 127.0.0.1:9092
+done
+expect 1 "trigctl: -f needs a value" ctl schedules apply -f
+expect 1 "trigctl: --state needs a value" ctl jobs list --state
+expect 1 "trigctl: --schedule needs a value" ctl runs list --schedule --limit 3
+expect 1 "trigctl: --limit needs a value" ctl runs list --limit
+expect 1 "trigctl: --bytes needs a value" ctl events emit partition d p --bytes
+expect 1 "trigctl: --run-id needs a value" ctl events emit program p succeeded --run-id
+expect 1 "trigctl: --attempt needs a value" ctl events emit program p succeeded --attempt
+expect 1 "trigctl: --fire-time needs a value" ctl events emit tick default/x --fire-time
+# Errors name the command, noun and verb; not-found is refused input (1), unreachable is 2.
+nopg="host=127.0.0.1 port=1 user=trigd dbname=x connect_timeout=2"
+expect 1 "trigctl schedules show: no schedule default/nope" ctl schedules show default/nope
+expect 1 "trigctl jobs show: no job 999999999" ctl jobs show 999999999
+expect 1 "trigctl runs show: no run nope" ctl runs show nope
+expect 1 "trigctl jobs list: --limit must be a positive integer, got \"0\"" ctl jobs list --limit 0
+expect 1 "trigctl jobs show: job id must be a number, got \"x\"" ctl jobs show x
+for c in "schedules show x" "jobs show 1" "jobs why 1" "runs show x" "runs list" "schedules delete x"; do
+  set +e; ctl --pg "$nopg" $c >/dev/null 2>"$tmp/err"; rc=$?; set -e
+  [[ $rc == 2 ]] && grep -q "^trigctl $(cut -d' ' -f1-2 <<<"$c"): cannot connect to PostgreSQL" "$tmp/err" ||
+    fail "$c with PostgreSQL unreachable: exit $rc, $(cat "$tmp/err")"
+done
+# Topics that do not exist (a wrong --topic-prefix) are named at once, not waited for.
+start=$SECONDS
+expect 1 "trigctl events emit: topic nosuch$run.events.data does not exist at $TRIGD_KAFKA (create it with trigctl topics create, or check --topic-prefix)" \
+  ctl --topic-prefix "nosuch$run." events emit partition zz p1
+((SECONDS - start < 5)) || fail "events emit to a missing topic took $((SECONDS - start)) s"
+expect 1 "trigctl lag: topics nosuch$run.events.data, nosuch$run.events.program, nosuch$run.events.time do not exist at $TRIGD_KAFKA (create them with trigctl topics create, or check --topic-prefix)" \
+  ctl --topic-prefix "nosuch$run." lag
+
 # A folder with one bad document is refused whole, with every problem named.
 mkdir -p "$tmp/bad"
 cp "$src/tools/examples/demo-ingest.json" "$tmp/bad/a.json"
@@ -113,8 +170,7 @@ ctl lag --json | json_get 'sum(r["end"] for r in d)' | grep -qx 4 || fail "lag -
 
 # Delete: within a second no instance opens a job for it.
 ctl schedules delete default/watch | grep -q "deleted default/watch" || fail "delete"
-set +e; ctl schedules show default/watch >/dev/null 2>&1; rc=$?; set -e
-[[ $rc == 1 ]] || fail "show of a deleted schedule: exit $rc"
+expect 1 "trigctl schedules show: no schedule default/watch" ctl schedules show default/watch
 sleep 1
 before=$(ctl jobs list --json | json_get 'len(d)')
 ctl events emit partition watch.d p4 >/dev/null

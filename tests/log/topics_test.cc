@@ -80,5 +80,24 @@ TEST(TopicsTest, UnreachableBrokerIsUnavailable) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
 }
 
+// trigctl events emit and lag look topics up first: a wrong --topic-prefix is named at once
+// instead of a 10 s wait for a delivery report (emit) or an empty table (lag).
+TEST(TopicsTest, MissingTopicsNamesOnlyTheAbsentOnes) {
+  const std::string prefix = UniquePrefix();
+  auto created = CreateTopics(Kafka(), {{prefix + "here", 1, {}}});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  auto missing = MissingTopics(Kafka(), {prefix + "gone", prefix + "here", prefix + "also.gone"});
+  ASSERT_TRUE(missing.ok()) << missing.status().ToString();
+  EXPECT_EQ(*missing, (std::vector<std::string>{prefix + "gone", prefix + "also.gone"}));
+  // Asking does not create them (whatever the broker's auto.create.topics.enable).
+  EXPECT_EQ(PartitionCount(prefix + "gone"), -1);
+}
+
+TEST(TopicsTest, MissingTopicsOfAnUnreachableBrokerIsUnavailable) {
+  auto r = MissingTopics("127.0.0.1:1", {"x"}, 2000);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("cannot reach Kafka at 127.0.0.1:1"), std::string::npos) << r.status().message();
+}
+
 }  // namespace
 }  // namespace trigd
