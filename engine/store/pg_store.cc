@@ -487,36 +487,54 @@ class OutboxRows {
   std::map<std::string, std::pair<size_t, std::vector<std::string>>> bundles_;  // topic: messages, bundles
 };
 
-// Runs ended (or were given up): frees their slots and wakes the jobs waiting on them.
-// Counter rows are locked schedules first, then groups, each in sorted order, the order the
-// checker uses, so the two never deadlock. Waiting jobs a checker holds right now are
-// skipped: that checker is queued behind these counter locks and will see the freed slots.
-struct EndedRun {
-  int64_t schedule_id = 0;
-  std::optional<std::string> group;
-};
-void ReleaseRuns(pqxx::transaction_base& tx, const std::vector<EndedRun>& ended) {
-  if (ended.empty()) return;
+// Runs ended (or were given up), per schedule and per group: the slots they free.
+struct EndedRuns {
   std::map<int64_t, int> per_schedule;
   std::map<std::string, int> per_group;
-  for (const EndedRun& e : ended) {
-    ++per_schedule[e.schedule_id];
-    if (e.group) ++per_group[*e.group];
+  explicit EndedRuns(const std::vector<EndedRun>& ended) {
+    for (const EndedRun& e : ended) {
+      ++per_schedule[e.schedule_id];
+      if (e.group) ++per_group[*e.group];
+    }
   }
-  for (const auto& [id, n] : per_schedule) {
+};
+
+// Decrements the run counters of ended runs: schedules first, then groups, each in sorted
+// order, the order the checker locks them in.
+void DecrementCounters(pqxx::transaction_base& tx, const EndedRuns& e) {
+  for (const auto& [id, n] : e.per_schedule) {
     tx.exec_params("UPDATE schedule_runtime SET active_runs = greatest(active_runs - $2, 0) WHERE schedule_id = $1",
                    id, n);
   }
-  for (const auto& [name, n] : per_group) {
+  for (const auto& [name, n] : e.per_group) {
     tx.exec_params("UPDATE group_runtime SET active_runs = greatest(active_runs - $2, 0) WHERE name = $1", name, n);
   }
+}
+
+// Makes the waiting jobs of ended runs' schedules and groups due now. Waiting jobs a checker
+// holds right now are skipped: that checker is queued behind the counter locks of the
+// transaction that ends the runs and will see the freed slots.
+void WakeWaitingJobs(pqxx::transaction_base& tx, const EndedRuns& e) {
   std::vector<int64_t> ids;
-  for (const auto& [id, n] : per_schedule) ids.push_back(id);
+  for (const auto& [id, n] : e.per_schedule) ids.push_back(id);
   json groups = json::array();
-  for (const auto& [name, n] : per_group) groups.push_back(name);
+  for (const auto& [name, n] : e.per_group) groups.push_back(name);
   tx.exec_params("UPDATE jobs SET next_check_at = now() WHERE id IN (SELECT id FROM jobs WHERE state = 'pending_constraint' "
                  "AND (schedule_id = ANY($1::bigint[]) OR concurrency_group IN (SELECT jsonb_array_elements_text($2::jsonb))) "
                  "FOR UPDATE SKIP LOCKED)", IntArray(ids), groups.dump());
+}
+
+// Frees the slots of ended runs and wakes the jobs waiting on them, in a transaction that
+// locks no other counter row afterwards (the run sweep; ingest without the fast path). One
+// that goes on to check jobs leaves the decrement to CheckJobs (CheckFilter::ended), which
+// takes every counter lock in one order: releasing first and then locking the checked jobs'
+// counters took schedules and groups twice, out of order, and deadlocked with the checkers
+// about once a second under load (the audit of 2026-11-25).
+void ReleaseRuns(pqxx::transaction_base& tx, const std::vector<EndedRun>& ended) {
+  if (ended.empty()) return;
+  const EndedRuns e(ended);
+  DecrementCounters(tx, e);
+  WakeWaitingJobs(tx, e);
 }
 
 }  // namespace
@@ -1121,7 +1139,15 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       }
       ins.Finish();
     }
-    ReleaseRuns(tx, ended);
+    // With the fast path, the check below frees the ended runs' slots once it holds every
+    // counter row it needs (see ReleaseRuns); their waiting jobs are woken first, so the check
+    // can claim them.
+    const bool fast_path = fast_path_ && (result.jobs_ready > 0 || !ended.empty());
+    if (!fast_path) {
+      ReleaseRuns(tx, ended);
+    } else if (!ended.empty()) {
+      WakeWaitingJobs(tx, EndedRuns(ended));
+    }
     OutboxRows outbox;
     // The key as Kafka delivered it, made storable (the payload is JSON trigd wrote).
     for (const DeadLetter& d : batch.dead) outbox.Add(topic_prefix_ + "dead", ValidText(d.key), d.payload);
@@ -1138,7 +1164,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
     // completed are not written above: the check decides them first and inserts each once, in
     // its decided state (an insert as pending and an update to launched cost twice the WAL,
     // and left dead entries in every pending-state index).
-    if (fast_path_ && (result.jobs_ready > 0 || !ended.empty())) {
+    if (fast_path) {
       CheckFilter filter;
       for (const OpenJob& job : acc.jobs) {
         if (!job.complete) continue;
@@ -1152,6 +1178,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       }
       filter.loaded = &schedules;
       filter.fresh = &fresh_jobs;
+      filter.ended = &ended;
       bool unused_backlog = false;
       result.checker = CheckJobs(ctx, kFastPathLimit, &filter, unused_backlog);
     }
@@ -1272,7 +1299,14 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         due.pop_back();
       }
     }
-    if (due.empty() && undecided.empty()) return result;
+    const std::optional<EndedRuns> ended =
+        filter && filter->ended && !filter->ended->empty() ? std::optional<EndedRuns>(*filter->ended) : std::nullopt;
+    if (due.empty() && undecided.empty()) {
+      // Nothing to check: the ended runs' counters, schedules then groups (the claim locked
+      // no group row, and the schedule rows it locked include these).
+      if (ended) DecrementCounters(tx, *ended);
+      return result;
+    }
     std::map<int64_t, ScheduleView> schedules;
     if (filter && filter->loaded) {
       std::set<int64_t> missing;
@@ -1286,14 +1320,20 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     }
     // Lock the run counters, schedules then groups, each in a fixed order (no deadlock
     // between checkers); a concurrent run end waits for this transaction and vice versa.
+    // The counters of runs this transaction ended (filter->ended) are locked with them.
     std::set<std::string> groups;
     for (const auto& [id, v] : schedules) {
       if (v.schedule->constraints.concurrency_group) groups.insert(v.schedule->constraints.concurrency_group->name);
     }
+    std::set<int64_t> counter_ids;
+    for (const auto& [id, v] : schedules) counter_ids.insert(id);
+    if (ended) {
+      for (const auto& [id, n] : ended->per_schedule) counter_ids.insert(id);
+      for (const auto& [name, n] : ended->per_group) groups.insert(name);
+    }
     std::map<std::string, int64_t> group_rt;
-    if (!schedules.empty()) {
-      std::vector<int64_t> ids;
-      for (const auto& [id, v] : schedules) ids.push_back(id);
+    if (!counter_ids.empty()) {
+      const std::vector<int64_t> ids(counter_ids.begin(), counter_ids.end());
       // A schedule's counter row is created by its first check: the rows are locked first (by
       // the claim itself on the fast path) and only missing ones are created (then locked).
       auto lock = [&](const std::string& id_array) {
@@ -1333,6 +1373,17 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         for (const std::string& g : missing) a.AddText(g);
         tx.exec_params("INSERT INTO group_runtime (name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING", a.Take());
         lock(missing);
+      }
+    }
+    // Every counter row is locked now: the ended runs' slots are freed, in the rows and in
+    // the counts the checks below use (its writes set the counters it changes absolutely).
+    if (ended) {
+      DecrementCounters(tx, *ended);
+      for (const auto& [id, n] : ended->per_schedule) {
+        if (auto it = sched_rt.find(id); it != sched_rt.end()) it->second.active = std::max<int64_t>(it->second.active - n, 0);
+      }
+      for (const auto& [name, n] : ended->per_group) {
+        if (auto it = group_rt.find(name); it != group_rt.end()) it->second = std::max<int64_t>(it->second - n, 0);
       }
     }
     // Launch times within each schedule's max_runs_per period, read after the locks.

@@ -129,6 +129,12 @@ struct OutboxRow {
 };
 
 
+// A run that ended (or was given up): its schedule's and group's slot is freed.
+struct EndedRun {
+  int64_t schedule_id = 0;
+  std::optional<std::string> group;
+};
+
 struct SweepResult {
   int lost = 0;     // runs whose heartbeat timed out
   int retried = 0;  // launch requests re-sent for a next attempt
@@ -241,6 +247,9 @@ class PgStore {
     const std::map<int64_t, ScheduleView>* loaded = nullptr;
     // Checked with the stored due jobs, in the same priority order; written by the check.
     const std::vector<FreshJob>* fresh = nullptr;
+    // Runs this transaction ended: their counters are locked with the others and decremented
+    // (see ReleaseRuns in pg_store.cc).
+    const std::vector<EndedRun>* ended = nullptr;
   };
   struct Relevant;
   static Relevant FindRelevant(const IngestBatch& batch, IngestResult& result);

@@ -1124,6 +1124,49 @@ TEST_F(PgStoreTest, ABatchWaitsForAScheduleChangeInFlightAndSeesIt) {
   EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 1"), 1);
 }
 
+// The audit of 2026-11-25 (about one deadlock a second under load): an ingest transaction
+// freed the counters of the runs its reports ended (schedule, then group) and then, on the
+// fast path, locked the counters of the jobs it checks: schedules after a group, out of the
+// order the checkers use (schedules, then groups). A checker holding the checked job's schedule
+// counter and asking for the group's then closed the cycle. Now the ingest takes every counter
+// lock in one order and frees the slots after.
+TEST_F(PgStoreTest, AnIngestThatEndsARunAndChecksAJobTakesCounterLocksInTheCheckersOrder) {
+  json a = PartitionSchedule("a", "d.a", {{"concurrency_group", {{"name", "g"}, {"max", 2}}}});
+  json b = PartitionSchedule("b", "d.b", {{"concurrency_group", {{"name", "g"}, {"max", 2}}}});
+  Apply({a, b});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d.a")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  Exec("DELETE FROM outbox");
+  Exec("INSERT INTO schedule_runtime (schedule_id) SELECT id FROM schedules WHERE name = 'default/b' ON CONFLICT DO NOTHING");
+  pqxx::connection c(conn_);
+  const std::string run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
+  const std::string b_id = std::to_string(Count("SELECT id FROM schedules WHERE name = 'default/b'"));
+  ASSERT_LT(Count("SELECT id FROM schedules WHERE name = 'default/a'"), std::stoll(b_id));  // a's counter first
+  // A checker has locked b's schedule counter and is about to lock the group's.
+  pqxx::connection checker_conn(conn_);
+  pqxx::work checker(checker_conn);
+  checker.exec("SELECT 1 FROM schedule_runtime WHERE schedule_id = " + b_id + " FOR UPDATE");
+  // The batch ends a's run (its slot in g) and completes a job of b, checked on the fast path.
+  auto store = NewStore(/*fast_path=*/true);
+  std::optional<Result<IngestResult>> r;
+  std::thread batch([&] {
+    r = store->ApplyBatch(Batch({ProgramEvent("f1", "prog.a", run, ProgramStatus::kSucceeded),
+                                 PartitionEvent("e2", "d.b")}, 1));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the batch waits for b's counter
+  // Before, the batch held g's counter here: this waited for it, and PostgreSQL aborted one of
+  // the two after deadlock_timeout.
+  EXPECT_NO_THROW(checker.exec("SELECT 1 FROM group_runtime WHERE name = 'g' FOR UPDATE"));
+  checker.commit();
+  batch.join();
+  ASSERT_TRUE(r->ok()) << r->status().ToString();
+  EXPECT_EQ((*r)->run_outcomes["succeeded"], 1);
+  EXPECT_EQ((*r)->checker.launched, 1);
+  EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/a')"), 0);
+  EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime WHERE schedule_id = " + b_id), 1);
+  EXPECT_EQ(Count("SELECT active_runs FROM group_runtime WHERE name = 'g'"), 1);
+}
+
 // A change locks its schedule, then the schedule's open jobs; a checker has claimed a job
 // first and then share-locks its schedule (CheckJobs). The two can meet in a deadlock, which
 // PostgreSQL breaks after deadlock_timeout by aborting the one whose check finds it: the change,
