@@ -54,7 +54,11 @@ class Waker {
   bool woken_ = false;
 };
 
-void Log(const std::string& what) { std::cerr << "trigd: " << what << std::endl; }
+// One line on stderr, with the time (UTC): an operator places "checker: aborted" and the
+// consumer's assignments on one timeline (the audit of 2026-11-25 could not).
+void Log(const std::string& what) {
+  std::cerr << FormatTime(SystemClock::Get().Now()) << " trigd: " << what << std::endl;
+}
 
 // A store connection that reconnects after PostgreSQL went away (restart, failover).
 class StoreHandle {
