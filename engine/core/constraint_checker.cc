@@ -359,8 +359,13 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
     if (i > 0) outcome.reason += "; ";
     outcome.reason += waiting[i];
   }
-  outcome.reason += !next                     ? std::string("; next check when a run ends")
-                    : outcome.wakes_on_run_end ? "; next check when a run ends, or at " + FormatTime(*next)
+  // A wait on a run's end is also re-checked every kRunEndRecheck (the store does): said here,
+  // as `jobs why` shows that time as the next check (the audit read "next check when a run ends"
+  // beside a next check 30 s away). The text stays the same from check to check, so a job's
+  // history gets an entry when its reason changes, not at every re-check.
+  const std::string recheck = " (re-checked every " + FormatDuration(kRunEndRecheck) + ")";
+  outcome.reason += !next                     ? "; next check when a run ends" + recheck
+                    : outcome.wakes_on_run_end ? "; next check when a run ends, or at " + FormatTime(*next) + recheck
                                                : "; next check " + FormatTime(*next);
   return outcome;
 }

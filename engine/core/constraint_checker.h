@@ -61,6 +61,10 @@ struct CheckOutcome {
   std::string reason;  // one line: why this decision
 };
 
+// A job waiting for a run to end is woken by that end, and checked again after this at most
+// (a wake-up lost to a crash between the two).
+constexpr Millis kRunEndRecheck = std::chrono::seconds(30);
+
 // `trigger_complete` says whether the job's trigger is satisfied.
 CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigger_complete,
                       const RunFacts& runs, TimePoint now);

@@ -280,9 +280,6 @@ const TimeTrigger* TimeLeaf(const Schedule& s, int leaf) {
   return &leaves[leaf]->time;
 }
 
-// A job waiting for a run to end is woken by that end, and checked again after this at most.
-constexpr Millis kRunEndRecheck = std::chrono::seconds(30);
-
 // How long a launched run may wait for a worker to start it before it counts as lost.
 constexpr Millis kQueuedTimeout = std::chrono::minutes(10);
 

@@ -446,7 +446,7 @@ TEST(ConstraintCheckerTest, MaxConcurrentRunsWaitsForARunToEnd) {
   EXPECT_EQ(check->reason, "1 of 1 runs active");
   EXPECT_FALSE(check->next_check_at.has_value());
   EXPECT_EQ(outcome.reason,
-            "waiting for max_concurrent_runs (1 of 1 runs active); next check when a run ends");
+            "waiting for max_concurrent_runs (1 of 1 runs active); next check when a run ends (re-checked every 30s)");
 }
 
 // The audit (2026-11-25): with a timeout, the wait's next check was the deadline alone, and
@@ -465,7 +465,7 @@ TEST(ConstraintCheckerTest, AConcurrencyWaitWithATimeoutStillWakesOnARunsEnd) {
   EXPECT_EQ(outcome.next_check_at, At("2026-11-22T10:10:00Z"));
   EXPECT_EQ(outcome.reason,
             "waiting for max_concurrent_runs (1 of 1 runs active); next check when a run ends, or at "
-            "2026-11-22T10:10:00Z");
+            "2026-11-22T10:10:00Z (re-checked every 30s)");
   // A wait on a clock alone is not woken by a run's end.
   Schedule delayed = Named();
   delayed.constraints.delay = std::chrono::minutes(5);
@@ -747,7 +747,7 @@ TEST(ConstraintCheckerTest, TimedWaitIsCheckedBeforeARunEndWhenBothWait) {
   EXPECT_EQ(outcome.reason,
             "waiting for max_concurrent_runs (1 of 1 runs active); delay (ready at "
             "2026-11-22T10:00:00Z; 10m delay until 2026-11-22T10:10:00Z); next check when a run ends, "
-            "or at 2026-11-22T10:10:00Z");
+            "or at 2026-11-22T10:10:00Z (re-checked every 30s)");
   EXPECT_TRUE(outcome.wakes_on_run_end);
 }
 
