@@ -2,6 +2,7 @@
 // for scripts. Exit codes: 0 ok, 1 refused input, 2 cannot reach Kafka or PostgreSQL.
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -33,7 +34,7 @@ constexpr const char* kUsage =
     "usage: trigctl [--json] [--kafka H:P] [--pg CONNSTR] [--topic-prefix P] [--group G] COMMAND\n"
     "  topics create\n"
     "  schedules apply -f FILE|DIR\n"
-    "  schedules list | show NAME | delete NAME | suspend NAME | resume NAME\n"
+    "  schedules list [--limit N] | show NAME | delete NAME | suspend NAME | resume NAME\n"
     "  jobs list [--state S] [--schedule NAME] [--limit N] | show ID | why ID\n"
     "  runs list [--schedule NAME] [--limit N] | show RUN_ID\n"
     "  events emit partition DATASET PARTITION... [--bytes N]\n"
@@ -54,6 +55,16 @@ int Fail(const trigd::Status& s, const std::string& command) {
 // Input the command refuses (a bad value, an unknown name): exit 1.
 int Refuse(const std::string& command, const std::string& problem) {
   return Fail(trigd::Invalid(problem), command);
+}
+
+// A list's --schedule names no schedule that exists or existed: refused as `schedules show`
+// refuses it (an empty table read as "no jobs yet" and hid the typo), with the form of a name
+// when it lacks its namespace.
+int FailList(const trigd::Status& s, const std::string& command, const std::optional<std::string>& schedule) {
+  if (s.code() != trigd::StatusCode::kNotFound || !schedule || schedule->find('/') != std::string::npos) {
+    return Fail(s, command);
+  }
+  return Refuse(command, s.message() + " (names are namespace/name, e.g. default/" + *schedule + ")");
 }
 
 int Usage(const std::string& problem) {
@@ -142,6 +153,9 @@ int TopicsCreate(const trigd::Config& config, bool as_json) {
   return 0;
 }
 
+// `schedules apply` lists the unchanged schedules up to this many.
+constexpr size_t kUnchangedListed = 20;
+
 // Every document of the file or folder is validated first; any problem refuses them all.
 int SchedulesApply(const trigd::Config& config, const std::string& path, bool as_json) {
   std::vector<std::filesystem::path> files;
@@ -186,11 +200,24 @@ int SchedulesApply(const trigd::Config& config, const std::string& path, bool as
   auto r = trigd::ApplySchedules(config.pg, schedules);
   if (!r.ok()) return Fail(r.status(), "schedules apply");
   if (as_json) {
+    // Every schedule, changed or not: for scripts.
     json out = json::array();
     for (const auto& o : *r) out.push_back({{"schedule", o.name}, {"version", o.version}, {"changed", o.changed}});
     std::cout << out.dump() << "\n";
-  } else {
-    for (const auto& o : *r) std::cout << (o.changed ? "applied    " : "unchanged  ") << o.name << " v" << o.version << "\n";
+    return 0;
+  }
+  // For people: every change, the unchanged ones only when they are few (a folder of 20,000
+  // printed 20,000 lines of "unchanged" around the one change), then a count. The summary says
+  // "changed", not "applied": `grep -c applied` counts the applied schedules.
+  const size_t changed = std::count_if(r->begin(), r->end(), [](const trigd::ApplyOutcome& o) { return o.changed; });
+  const size_t unchanged = r->size() - changed;
+  const bool list_unchanged = unchanged <= kUnchangedListed;
+  for (const auto& o : *r) {
+    if (o.changed || list_unchanged) std::cout << (o.changed ? "applied    " : "unchanged  ") << o.name << " v" << o.version << "\n";
+  }
+  if (r->size() > 1) {
+    std::cout << r->size() << " schedules: " << changed << " changed, " << unchanged << " unchanged"
+              << (list_unchanged ? "" : " (not listed; --json lists every schedule)") << "\n";
   }
   return 0;
 }
@@ -202,10 +229,11 @@ std::optional<long long> ParseId(const std::string& s) {
   return id;
 }
 
-// --limit N (default 100); nothing if N is not a positive integer (refused, not replaced).
-std::optional<size_t> Limit(const Args& a) {
+// --limit N (default `otherwise`: 100, or no limit for schedules list); nothing if N is not a
+// positive integer (refused, not replaced).
+std::optional<size_t> Limit(const Args& a, size_t otherwise = 100) {
   auto l = a.Flag("--limit");
-  if (!l) return 100;
+  if (!l) return otherwise;
   auto n = ParseId(*l);
   if (!n || *n <= 0) return std::nullopt;
   return static_cast<size_t>(*n);
@@ -359,8 +387,10 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
     return SchedulesApply(config, *f, as_json);
   }
   if (is({"schedules", "list"}) && w.size() == 2) {
-    if (auto bad = takes({})) return *bad;
-    auto r = trigd::QuerySchedules(config.pg);
+    if (auto bad = takes({"--limit"})) return *bad;
+    auto limit = Limit(a, SIZE_MAX);
+    if (!limit) return Refuse(w[0] + " list", "--limit must be a positive integer, got \"" + *a.Flag("--limit") + "\"");
+    auto r = trigd::QuerySchedules(config.pg, *limit == SIZE_MAX ? std::nullopt : std::optional<size_t>(*limit));
     if (!r.ok()) return Fail(r.status(), "schedules list");
     PrintRows(*r, {"name", "version", "state", "open_jobs", "active_runs", "updated_at"}, as_json);
     return 0;
@@ -392,7 +422,7 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
       return Refuse("jobs list", "unknown job state \"" + *state + "\" (one of pending_trigger, pending_constraint, launched, discarded)");
     }
     auto r = trigd::QueryJobs(config.pg, state, a.Flag("--schedule"), *limit);
-    if (!r.ok()) return Fail(r.status(), "jobs list");
+    if (!r.ok()) return FailList(r.status(), "jobs list", a.Flag("--schedule"));
     PrintRows(*r, {"id", "schedule", "version", "state", "priority", "opened_at", "next_check_at", "run_id", "discard_reason"}, as_json);
     return 0;
   }
@@ -412,7 +442,7 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
     auto limit = Limit(a);
     if (!limit) return Refuse(w[0] + " list", "--limit must be a positive integer, got \"" + *a.Flag("--limit") + "\"");
     auto r = trigd::QueryRuns(config.pg, a.Flag("--schedule"), *limit);
-    if (!r.ok()) return Fail(r.status(), "runs list");
+    if (!r.ok()) return FailList(r.status(), "runs list", a.Flag("--schedule"));
     PrintRows(*r, {"run_id", "job_id", "schedule", "program", "state", "attempt", "launched_at", "finished_at"}, as_json);
     return 0;
   }

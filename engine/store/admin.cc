@@ -85,21 +85,45 @@ TimePoint DbNow(pqxx::work& tx) {
   return FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
 }
 
+// The rows of `st` as one JSON array, built by PostgreSQL itself.
+json RowsJson(pqxx::transaction_base& tx, const ListStatement& st) {
+  pqxx::result r = tx.exec_params("SELECT coalesce(json_agg(q), '[]'::json)::text FROM (" + st.sql + ") q",
+                                  pqxx::prepare::make_dynamic_params(st.params));
+  return json::parse(r[0][0].as<std::string>());
+}
+
 Result<nlohmann::json> QueryJson(const std::string& pg, const std::string& sql,
                                  const std::vector<std::optional<std::string>>& params) {
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
   return Guard([&]() -> Result<nlohmann::json> {
     pqxx::read_transaction tx(**conn);
-    // Rows come back as one JSON document built by PostgreSQL itself.
-    std::string wrapped = "SELECT coalesce(json_agg(q), '[]'::json)::text FROM (" + sql + ") q";
-    pqxx::result r;
-    switch (params.size()) {
-      case 0: r = tx.exec(wrapped); break;
-      case 1: r = tx.exec_params(wrapped, params[0]); break;
-      default: r = tx.exec_params(wrapped, params[0], params[1]); break;
+    return RowsJson(tx, {sql, params});
+  });
+}
+
+// A list, of one schedule name's rows when `schedule` is given: the ids the name has had (the
+// current schedule's and those its deletes recorded, schema/013) are read first, as a
+// PostgreSQL array, and `make` builds the statement for them. One statement reads both tables,
+// so a delete committing meanwhile is seen whole or not at all: the id is in one or the other.
+Result<nlohmann::json> QueryList(const std::string& pg, const std::optional<std::string>& schedule,
+                                 const std::function<ListStatement(const std::optional<std::string>&)>& make) {
+  auto conn = pg_internal::Connect(pg);
+  if (!conn.ok()) return conn.status();
+  return Guard([&]() -> Result<nlohmann::json> {
+    pqxx::read_transaction tx(**conn);
+    std::optional<std::string> ids;
+    if (schedule) {
+      auto r = tx.exec_params(
+          "SELECT array(SELECT id FROM schedules WHERE name = $1 UNION "
+          "SELECT unnest(ids) FROM deleted_schedule_versions WHERE name = $1 ORDER BY 1)::text, "
+          "EXISTS (SELECT 1 FROM schedules WHERE name = $1) OR "
+          "EXISTS (SELECT 1 FROM deleted_schedule_versions WHERE name = $1)",
+          *schedule);
+      if (!r[0][1].as<bool>()) return NotFound("no schedule named " + *schedule);
+      ids = r[0][0].as<std::string>();
     }
-    return nlohmann::json::parse(r[0][0].as<std::string>());
+    return RowsJson(tx, make(ids));
   });
 }
 
@@ -310,9 +334,14 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
                "WHERE schedule_id=$1 AND state='retry_wait' RETURNING concurrency_group", id)) {
         release(run[0]);
       }
-      // Its version goes on counting if the name is applied again (schema/013).
-      tx.exec_params("INSERT INTO deleted_schedule_versions (name, version) SELECT name, version FROM schedules "
-                     "WHERE id=$1 ON CONFLICT (name) DO UPDATE SET version = excluded.version", id);
+      // Its version goes on counting if the name is applied again (schema/013; the greatest: a
+      // name deleted and applied again before schema/013 restarted at 1). Its id too, so that
+      // the name's lists (trigctl jobs|runs list --schedule) still find the jobs and runs of
+      // this incarnation once the name is applied again under a new id.
+      tx.exec_params("INSERT INTO deleted_schedule_versions (name, version, ids) SELECT name, version, ARRAY[id] "
+                     "FROM schedules WHERE id=$1 ON CONFLICT (name) DO UPDATE SET "
+                     "version = greatest(deleted_schedule_versions.version, excluded.version), "
+                     "ids = deleted_schedule_versions.ids || excluded.ids", id);
       tx.exec_params("DELETE FROM schedules WHERE id=$1", id);
     } else {
       tx.exec_params("UPDATE schedules SET state=$2, updated_at=now() WHERE id=$1", id,
@@ -349,16 +378,78 @@ Result<nlohmann::json> WithoutStaleDecisions(Result<nlohmann::json> rows) {
 }
 }  // namespace
 
+ListStatement JobsListStatement(const std::optional<std::string>& state,
+                                const std::optional<std::string>& schedule_ids, size_t limit) {
+  const std::string n = std::to_string(limit);
+  const std::string columns =
+      "id, schedule_name, schedule_version, state, priority, opened_at, ready_at, next_check_at, finished_at, "
+      "discard_reason, last_decision";
+  ListStatement st;
+  std::string state_is;
+  if (state) {
+    st.params.push_back(state);
+    state_is = "state = $1";
+  }
+  std::string newest;
+  if (schedule_ids) {
+    // Each id's newest through jobs_by_schedule (schedule_id, id), backwards; then the newest of
+    // those. (`schedule_id = ANY(ids) ORDER BY id DESC` would read every job of the ids and sort.)
+    st.params.push_back(schedule_ids);
+    newest = "SELECT x.* FROM unnest($" + std::to_string(st.params.size()) + "::bigint[]) AS s(id) CROSS JOIN LATERAL ("
+             "SELECT " + columns + " FROM jobs WHERE schedule_id = s.id" + (state ? " AND " + state_is : "") +
+             " ORDER BY id DESC LIMIT " + n + ") x ORDER BY x.id DESC LIMIT " + n;
+  } else {
+    // Backwards through the primary key; a pending state through its partial index.
+    newest = "SELECT " + columns + " FROM jobs" + (state ? " WHERE " + state_is : "") + " ORDER BY id DESC LIMIT " + n;
+  }
+  // The run of each of those (runs_job_id_key), once they are chosen.
+  st.sql = "SELECT j.id, j.schedule_name AS schedule, j.schedule_version AS version, j.state, j.priority, "
+           "j.opened_at, j.ready_at, j.next_check_at, j.finished_at, j.discard_reason, j.last_decision, r.run_id "
+           "FROM (" + newest + ") j LEFT JOIN runs r ON r.job_id = j.id ORDER BY j.id DESC";
+  return st;
+}
+
+ListStatement RunsListStatement(const std::optional<std::string>& schedule_ids, size_t limit) {
+  const std::string n = std::to_string(limit);
+  const std::string columns =
+      "run_id, job_id, schedule_name AS schedule, program, target, state, attempt, launched_at, last_seen_at, "
+      "finished_at, reason";
+  ListStatement st;
+  if (schedule_ids) {
+    // Each id's newest through runs_by_schedule_time (schedule_id, launched_at), backwards.
+    st.params.push_back(schedule_ids);
+    st.sql = "SELECT x.* FROM unnest($1::bigint[]) AS s(id) CROSS JOIN LATERAL (SELECT " + columns +
+             " FROM runs WHERE schedule_id = s.id ORDER BY launched_at DESC, run_id DESC LIMIT " + n +
+             ") x ORDER BY x.launched_at DESC, x.run_id DESC LIMIT " + n;
+  } else {
+    // The newest by run id, backwards through the primary key: a UUIDv7, whose first 48 bits are
+    // the time of the run's first launch, which is what launched_at holds (a retry changes
+    // neither). `ORDER BY launched_at DESC` had no index to follow: a scan and a sort of every
+    // run ever launched. The ids' times are trigd's clocks, launched_at the database's: the
+    // chosen rows are shown in launched_at order, so the column reads newest first.
+    st.sql = "SELECT * FROM (SELECT " + columns + " FROM runs ORDER BY run_id DESC LIMIT " + n +
+             ") x ORDER BY launched_at DESC, run_id DESC";
+  }
+  return st;
+}
+
+ListStatement SchedulesListStatement(std::optional<size_t> limit) {
+  // Open jobs counted through the partial indexes of each pending state (jobs_one_open,
+  // jobs_waiting_by_schedule): `state IN (both)` went through jobs_by_schedule, every job the
+  // schedule ever had.
+  return {"SELECT s.name, s.version, s.state, s.updated_at, "
+          "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = 'pending_trigger') + "
+          "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = 'pending_constraint') AS open_jobs, "
+          "(SELECT count(*) FROM runs r WHERE r.schedule_id = s.id AND r.state IN "
+          "('launched','running','retry_wait')) AS active_runs FROM schedules s ORDER BY s.name" +
+              (limit ? " LIMIT " + std::to_string(*limit) : std::string()),
+          {}};
+}
+
 Result<nlohmann::json> QueryJobs(const std::string& pg, const std::optional<std::string>& state,
                                  const std::optional<std::string>& schedule, size_t limit) {
-  return WithoutStaleDecisions(QueryJson(
-      pg,
-      "SELECT j.id, j.schedule_name AS schedule, j.schedule_version AS version, j.state, j.priority, "
-      "j.opened_at, j.ready_at, j.next_check_at, j.finished_at, j.discard_reason, "
-      "j.last_decision, r.run_id FROM jobs j LEFT JOIN runs r ON r.job_id = j.id "
-      "WHERE ($1::text IS NULL OR j.state = $1) AND ($2::text IS NULL OR j.schedule_name = $2) "
-      "ORDER BY j.id DESC LIMIT " + std::to_string(limit),
-      {state, schedule}));
+  return WithoutStaleDecisions(QueryList(
+      pg, schedule, [&](const std::optional<std::string>& ids) { return JobsListStatement(state, ids, limit); }));
 }
 
 Result<nlohmann::json> QueryJob(const std::string& pg, int64_t id) {
@@ -369,26 +460,16 @@ Result<nlohmann::json> QueryJob(const std::string& pg, int64_t id) {
 }
 
 Result<nlohmann::json> QueryRuns(const std::string& pg, const std::optional<std::string>& schedule, size_t limit) {
-  return QueryJson(pg,
-                   "SELECT run_id, job_id, schedule_name AS schedule, program, target, state, attempt, "
-                   "launched_at, last_seen_at, finished_at, reason FROM runs "
-                   "WHERE ($1::text IS NULL OR schedule_name = $1) ORDER BY launched_at DESC, run_id LIMIT " +
-                       std::to_string(limit),
-                   {schedule});
+  return QueryList(pg, schedule, [&](const std::optional<std::string>& ids) { return RunsListStatement(ids, limit); });
 }
 
 Result<nlohmann::json> QueryRun(const std::string& pg, const std::string& run_id) {
   return QueryJson(pg, "SELECT * FROM runs WHERE run_id = $1", {run_id});
 }
 
-Result<nlohmann::json> QuerySchedules(const std::string& pg) {
-  return QueryJson(pg,
-                   "SELECT s.name, s.version, s.state, s.updated_at, "
-                   "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state IN "
-                   "('pending_trigger','pending_constraint')) AS open_jobs, "
-                   "(SELECT count(*) FROM runs r WHERE r.schedule_id = s.id AND r.state IN "
-                   "('launched','running','retry_wait')) AS active_runs FROM schedules s ORDER BY s.name",
-                   {});
+Result<nlohmann::json> QuerySchedules(const std::string& pg, std::optional<size_t> limit) {
+  const ListStatement st = SchedulesListStatement(limit);
+  return QueryJson(pg, st.sql, st.params);
 }
 
 Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name) {

@@ -37,13 +37,33 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
                       bool* changed = nullptr);
 
 // Read-only queries: rows as JSON objects (column -> value).
+//
+// The lists read at most `limit` rows through an index, newest first, however long the history
+// (nothing deletes jobs or runs): jobs by id, runs by run id (UUIDv7: the time of the first
+// launch), a schedule's by jobs_by_schedule and runs_by_schedule_time. `schedule` is a name:
+// its jobs and runs are those of every schedule id it has had (a name deleted and applied again
+// is a new row, schema/013). kNotFound when no schedule of that name exists or ever existed.
 Result<nlohmann::json> QueryJobs(const std::string& pg, const std::optional<std::string>& state,
                                  const std::optional<std::string>& schedule, size_t limit);
 Result<nlohmann::json> QueryJob(const std::string& pg, int64_t id);
 Result<nlohmann::json> QueryRuns(const std::string& pg, const std::optional<std::string>& schedule,
                                  size_t limit);
 Result<nlohmann::json> QueryRun(const std::string& pg, const std::string& run_id);
-Result<nlohmann::json> QuerySchedules(const std::string& pg);
+// By name; the first `limit` of them (all without one).
+Result<nlohmann::json> QuerySchedules(const std::string& pg, std::optional<size_t> limit = std::nullopt);
+
+// The statements behind the lists, for tests that check their plans (EXPLAIN them with the same
+// parameters). `schedule_ids`: a name's ids, as a PostgreSQL array ("{3,17}"); none: those of
+// every schedule.
+struct ListStatement {
+  std::string sql;
+  std::vector<std::optional<std::string>> params;
+};
+ListStatement JobsListStatement(const std::optional<std::string>& state,
+                                const std::optional<std::string>& schedule_ids, size_t limit);
+ListStatement RunsListStatement(const std::optional<std::string>& schedule_ids, size_t limit);
+ListStatement SchedulesListStatement(std::optional<size_t> limit);
+
 Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name);
 // Stored consumer positions: [{group, topic, partition, next_offset}].
 Result<nlohmann::json> QueryOffsets(const std::string& pg);

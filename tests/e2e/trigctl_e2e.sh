@@ -81,6 +81,11 @@ expect 1 "trigctl jobs show: no job 999999999" ctl jobs show 999999999
 expect 1 "trigctl runs show: no run nope" ctl runs show nope
 expect 1 "trigctl jobs list: --limit must be a positive integer, got \"0\"" ctl jobs list --limit 0
 expect 1 "trigctl jobs show: job id must be a number, got \"x\"" ctl jobs show x
+# A list of a schedule that does not exist and never did is refused as `schedules show` refuses it
+# (an empty table read as "no jobs yet"); a name without its namespace is told the form.
+expect 1 "trigctl jobs list: no schedule named default/nope" ctl jobs list --schedule default/nope
+expect 1 "trigctl runs list: no schedule named nope (names are namespace/name, e.g. default/nope)" ctl runs list --schedule nope
+expect 1 "trigctl schedules list: --limit must be a positive integer, got \"0\"" ctl schedules list --limit 0
 for c in "schedules show x" "jobs show 1" "jobs why 1" "runs show x" "runs list" "schedules delete x"; do
   set +e; ctl --pg "$nopg" $c >/dev/null 2>"$tmp/err"; rc=$?; set -e
   [[ $rc == 2 ]] && grep -q "^trigctl $(cut -d' ' -f1-2 <<<"$c"): cannot connect to PostgreSQL" "$tmp/err" ||
@@ -176,6 +181,13 @@ before=$(ctl jobs list --json | json_get 'len(d)')
 ctl events emit partition watch.d p4 >/dev/null
 sleep 2
 [[ $(ctl jobs list --json | json_get 'len(d)') == "$before" ]] || fail "an event opened a job of a deleted schedule"
+# A deleted name still lists its jobs and runs, and so does it once applied again (a new row, a
+# new id): those of every incarnation.
+ctl runs list --schedule default/watch | grep -q "$run_id" || fail "runs list --schedule of a deleted schedule"
+ctl schedules apply -f "$tmp/watch2.json" | grep -q "applied    default/watch v3" || fail "apply after delete"
+ctl runs list --schedule default/watch | grep -q "$run_id" || fail "runs list --schedule after delete and apply"
+ctl jobs list --schedule default/watch --json | json_get 'sorted(set(r["version"] for r in d))' | grep -qxF "[1, 2]" ||
+  fail "jobs list --schedule after delete and apply: $(ctl jobs list --schedule default/watch)"
 # An event produced right after `apply` returned meets the new schedule (it used to be counted
 # no_match when trigd had not refreshed its index yet): three new schedules, no pause.
 for k in 1 2 3; do
@@ -190,4 +202,31 @@ for k in 1 2 3; do
     ((SECONDS < deadline)) || fail "the event emitted right after applying default/now$k opened no job"; sleep 0.3
   done
 done
+# schedules list --limit N: the first N by name.
+[[ $(ctl schedules list --limit 2 --json | json_get '[r["name"] for r in d]') == "['default/now1', 'default/now2']" ]] ||
+  fail "schedules list --limit 2: $(ctl schedules list --limit 2)"
+[[ $(ctl schedules list --json | json_get 'len(d)') == 4 ]] || fail "schedules list without --limit: $(ctl schedules list)"
+
+# apply of a large folder: every change named, the unchanged ones only when few, then a count;
+# --json lists every schedule.
+mkdir -p "$tmp/bulk"
+for k in $(seq -w 0 24); do
+  echo "{\"name\": \"b$k\", \"program\": {\"name\": \"bulk.p\"}, \"trigger\": {\"partition\": {\"dataset\": \"bulk.d$k\"}}}" >"$tmp/bulk/b$k.json"
+done
+ctl schedules apply -f "$tmp/bulk" >"$tmp/apply.out"
+[[ $(grep -c applied "$tmp/apply.out") == 25 && $(tail -1 "$tmp/apply.out") == "25 schedules: 25 changed, 0 unchanged" ]] ||
+  fail "first apply of 25: $(cat "$tmp/apply.out")"
+ctl schedules apply -f "$tmp/bulk" >"$tmp/apply.out"
+[[ $(cat "$tmp/apply.out") == "25 schedules: 0 changed, 25 unchanged (not listed; --json lists every schedule)" ]] ||
+  fail "re-apply of 25: $(cat "$tmp/apply.out")"
+sed -i 's/bulk.d07/bulk.d07x/' "$tmp/bulk/b07.json"
+ctl schedules apply -f "$tmp/bulk" >"$tmp/apply.out"
+[[ $(cat "$tmp/apply.out") == $'applied    default/b07 v2\n25 schedules: 1 changed, 24 unchanged (not listed; --json lists every schedule)' ]] ||
+  fail "apply of 1 change in 25: $(cat "$tmp/apply.out")"
+ctl schedules apply -f "$tmp/bulk" --json | json_get '(len(d), sum(r["changed"] for r in d), [r["version"] for r in d if r["schedule"] == "default/b07"])' |
+  grep -qxF "(25, 0, [2])" || fail "apply --json: $(ctl schedules apply -f "$tmp/bulk" --json)"
+# A few unchanged ones are listed.
+mkdir -p "$tmp/few" && cp "$tmp/bulk/b0"[0-2].json "$tmp/few/"
+[[ $(ctl schedules apply -f "$tmp/few") == $'unchanged  default/b00 v1\nunchanged  default/b01 v1\nunchanged  default/b02 v1\n3 schedules: 0 changed, 3 unchanged' ]] ||
+  fail "re-apply of 3: $(ctl schedules apply -f "$tmp/few")"
 echo "trigctl e2e: validation, exit codes, reload within 1 s on two instances, events right after apply, jobs why, runs, lag all as expected"
