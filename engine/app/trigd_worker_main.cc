@@ -9,11 +9,13 @@
 // Up to --concurrency N (default 1) commands run at once as child processes, each in its own
 // process group; the loop reaps them, heartbeats and consumes the next request only while a
 // slot is free, so a request never waits inside a busy worker (another worker of the group,
-// or this one when a slot frees, takes it). A request's offset is committed when its run
-// starts: trigd, not the worker, owns retries of runs whose worker died (heartbeat timeout).
-// A request delivered twice (same run id and attempt) while it runs, or shortly after, is
-// ignored. SIGTERM or SIGINT: the children's process groups get SIGTERM (SIGKILL after a
-// grace period), each run still going is reported `killed`, and the worker exits.
+// or this one when a slot frees, takes it). A request's offset is committed once its run has
+// started (or the request was skipped): trigd, not the worker, owns retries of runs whose
+// worker died (heartbeat timeout). Commits go once a second (kCommitEveryMs), before a
+// partition is revoked and on exit. A request delivered twice (same run id and attempt)
+// while it runs, or shortly after, is ignored. SIGTERM or SIGINT: the children's process
+// groups get SIGTERM (SIGKILL after a grace period), each run still going is reported
+// `killed`, and the worker exits.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +54,20 @@ constexpr auto kDefaultHeartbeatTimeout = std::chrono::minutes(5);
 constexpr auto kKillGrace = std::chrono::seconds(5);
 constexpr int kReportTimeoutMs = 10000;
 constexpr size_t kRememberFinished = 1000;
+// Requests taken are committed to the group once a second, by librdkafka
+// (ConsumerOptions::commit_stored_every_ms): while the group is stable, a revoked partition's
+// just before it goes, all of them on exit. A commit per request (about 1,000 a second under
+// a backlog) queued on the group coordinator's connection, which the broker serves one
+// request at a time, ahead of the heartbeats: with 27,000 requests waiting the worker lost
+// its partitions 6-7 s (the session timeout) after every assignment and then held none for
+// 30-90 s, while the broker saw a stable group (trigd's ingest had the same problem: README,
+// "Latency, 2026-11-24"). librdkafka, not a timer of the worker's: a commit sent while the
+// group rebalances is refused (ILLEGAL_GENERATION) and librdkafka then drops the whole
+// assignment as lost, uncommitted; so committed, a second worker joining mid-backlog made
+// the first re-run 2,000-3,000 requests. The cost: a worker killed with -9 leaves up to a
+// second of the requests it took to the next owner, which runs them again (at least once, as
+// before, in a wider window).
+constexpr int kCommitEveryMs = 1000;
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
@@ -315,12 +331,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string launch_topic = config.topic_prefix + "launch." + target;
+  trigd::ConsumerOptions options;
+  options.commit_stored_every_ms = kCommitEveryMs;
   auto consumer = trigd::Consumer::Create(
-      config.kafka, group, {launch_topic}, [](const std::vector<std::pair<std::string, int>>& parts) {
+      config.kafka, group, {launch_topic},
+      [](const std::vector<std::pair<std::string, int>>& parts) {
         // Workers keep their positions in Kafka: a restarted worker resumes after the last
-        // request a worker of its group started.
+        // request a worker of its group took (up to a second before it after a kill -9).
         return std::vector<std::optional<int64_t>>(parts.size(), trigd::kCommittedOffset);
-      });
+      },
+      options);
   if (!consumer.ok()) {
     Log(consumer.status().ToString());
     return 2;
@@ -337,11 +357,11 @@ int main(int argc, char** argv) {
     }
     // A short wait keeps reaping and heartbeats timely while runs go on.
     for (const trigd::Message& m : (*consumer)->Poll(1, worker.Idle() ? 200 : 50, 0)) {
-      (*consumer)->CommitKafka({m});
       worker.Take(m);
+      (*consumer)->StoreOffset(m);  // taken on (started, skipped or a duplicate): committed soon
     }
   }
-  worker.KillAll();
+  worker.KillAll();  // the consumer's close, after, commits what was taken
   Log("stopped");
   return 0;
 }

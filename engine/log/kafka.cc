@@ -298,6 +298,12 @@ class RdConsumer : public Consumer {
     for (auto* p : parts) delete p;
   }
 
+  void StoreOffset(const Message& m) override {
+    std::vector<RdKafka::TopicPartition*> parts{RdKafka::TopicPartition::create(m.topic, m.partition, m.offset + 1)};
+    consumer_->offsets_store(parts);  // ERR__STATE for a partition no longer assigned: nothing to commit
+    delete parts[0];
+  }
+
   std::vector<PartitionLag> Lag() override {
     std::vector<PartitionLag> out;
     std::vector<RdKafka::TopicPartition*> parts;
@@ -415,6 +421,13 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
   if (options.prefetch_kbytes > 0) {
     if (Status s = Set(conf.get(), "queued.max.messages.kbytes", std::to_string(options.prefetch_kbytes)); !s.ok()) {
       return s;
+    }
+  }
+  if (options.commit_stored_every_ms > 0) {
+    for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+             {"enable.auto.commit", "true"}, {"enable.auto.offset.store", "false"},
+             {"auto.commit.interval.ms", std::to_string(options.commit_stored_every_ms)}}) {
+      if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
     }
   }
   if (!options.instance_id.empty()) {

@@ -108,6 +108,14 @@ struct ConsumerOptions {
   // when it closes: its partitions wait for the session timeout before they move. Two live
   // members with the same id fence the older one (FatalError).
   std::string instance_id;
+  // When > 0, librdkafka commits the offsets the caller stores (Consumer::StoreOffset) itself
+  // (enable.auto.commit, enable.auto.offset.store off): every commit_stored_every_ms while the
+  // group is stable and only when one moved, those of partitions revoked just before they go
+  // (librdkafka hands them over once the commit is answered), and all of them on close; none
+  // while the group rebalances or after the assignment was lost. For trigd-worker, whose
+  // positions are Kafka's: a commit the caller sends itself while the group rebalances is
+  // refused (ILLEGAL_GENERATION) and librdkafka then drops the whole assignment as lost.
+  int commit_stored_every_ms = 0;
 };
 
 class Consumer {
@@ -127,6 +135,9 @@ class Consumer {
   // Stores offsets in Kafka's group too (for `trigctl lag` and worker groups).
   virtual void CommitKafka(const std::vector<Message>& batch) = 0;
   virtual void CommitKafka(const std::vector<PartitionOffset>& offsets) = 0;
+  // Marks `m` done with, for ConsumerOptions::commit_stored_every_ms: its partition is
+  // committed past it at the next commit. Ignored when the partition is no longer assigned.
+  virtual void StoreOffset(const Message& m) = 0;
   // Messages behind the end of each assigned partition, from the consumer's position and
   // librdkafka's cached high watermark (no broker round trip).
   virtual std::vector<PartitionLag> Lag() = 0;

@@ -11,14 +11,7 @@ src=$1; bin=$2
 source "$src/tests/e2e/lib.sh"
 e2e_run iid
 ports=($(free_port 3))
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+e2e_tmp
 fail() {
   echo "FAIL: $*"
   for f in "$tmp"/trigd-*.log; do echo "--- $f"; tail -n 30 "$f"; done

@@ -25,3 +25,11 @@ e2e_run() {
   psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
   export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run"
 }
+
+# e2e_tmp: a temporary folder ($tmp) and a list of process ids ($pids, append to it) that are
+# killed, and the folder removed, when the script exits.
+e2e_tmp() {
+  tmp=$(mktemp -d)
+  pids=()
+  trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
+}
