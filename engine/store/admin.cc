@@ -9,6 +9,7 @@
 #include "core/schedule_parser.h"
 #include "model/job.h"
 #include "store/pg_internal.h"
+#include "store/pg_store.h"
 
 namespace trigd {
 
@@ -300,14 +301,10 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
     // The job rows are locked here; a checker holding one finishes first, then sees this.
     int64_t discarded = DiscardOpenJobs(tx, id, reason), killed = 0;
     if (action == ScheduleAction::kDelete) {
-      // A killed run frees its slot in the schedule's and its group's run counters.
+      // Killed runs free their slots in the schedule's and their groups' run counters.
+      std::vector<EndedRun> ended;
       auto release = [&](const pqxx::field& group) {
-        ++killed;
-        tx.exec_params("UPDATE schedule_runtime SET active_runs = greatest(active_runs - 1, 0) WHERE schedule_id=$1", id);
-        if (!group.is_null()) {
-          tx.exec_params("UPDATE group_runtime SET active_runs = greatest(active_runs - 1, 0) WHERE name=$1",
-                         group.as<std::string>());
-        }
+        ended.push_back({id, group.is_null() ? std::nullopt : std::optional<std::string>(group.as<std::string>())});
       };
       // Launch requests decided but not yet published are withdrawn: nothing of a deleted
       // schedule launches afterwards. (A request the relay is publishing right now holds its
@@ -334,6 +331,8 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
                "WHERE schedule_id=$1 AND state='retry_wait' RETURNING concurrency_group", id)) {
         release(run[0]);
       }
+      killed = static_cast<int64_t>(ended.size());
+      pg_internal::DecrementRunCounters(tx, ended);
       // Its version goes on counting if the name is applied again (schema/013; the greatest: a
       // name deleted and applied again before schema/013 restarted at 1). Its id too, so that
       // the name's lists (trigctl jobs|runs list --schedule) still find the jobs and runs of

@@ -15,7 +15,15 @@
 #include "common/status.h"
 #include "common/time.h"
 
+namespace trigd {
+struct EndedRun;  // pg_store.h
+}
+
 namespace trigd::pg_internal {
+
+// Frees the run-counter slots of runs that ended or were killed: schedules first, then groups,
+// each in sorted order, the order the checker locks them in (pg_store.cc).
+void DecrementRunCounters(pqxx::transaction_base& tx, const std::vector<EndedRun>& ended);
 
 // A transaction whose BEGIN rides on its first statement, and whose COMMIT may ride on its last
 // (simple queries of several statements: "BEGIN; EXECUTE name(...)"), a round trip less each

@@ -508,6 +508,14 @@ void DecrementCounters(pqxx::transaction_base& tx, const EndedRuns& e) {
   }
 }
 
+}  // namespace
+
+void pg_internal::DecrementRunCounters(pqxx::transaction_base& tx, const std::vector<EndedRun>& ended) {
+  DecrementCounters(tx, EndedRuns(ended));
+}
+
+namespace {
+
 // Makes the waiting jobs of ended runs' schedules and groups due now. Waiting jobs a checker
 // holds right now are skipped: that checker is queued behind the counter locks of the
 // transaction that ends the runs and will see the freed slots.
