@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "store/retention.h"
+
 namespace trigd {
 
 namespace {
@@ -38,6 +40,16 @@ std::optional<std::string> TakeFlag(std::vector<std::string>& args, const std::s
   }
   args = std::move(rest);
   return value;
+}
+
+Result<Millis> ParseRetention(const std::string& text) {
+  if (text.empty() || text == "0") return Millis{0};
+  auto d = ParseDuration(text);
+  if (!d.ok()) return Invalid("retention: " + d.status().message());
+  if (*d < kMinRetention) {
+    return Invalid("retention must be at least " + FormatDuration(kMinRetention) + " (or 0: keep everything), got " + text);
+  }
+  return *d;
 }
 
 Config LoadConfig(std::vector<std::string>& args, std::string* refused) {

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
+#include "common/time.h"
+
 namespace trigd {
 
 struct Config {
@@ -27,7 +30,14 @@ struct Config {
   // decides and they never wait for each other's run counters (tools/bench launch: 1.6x the
   // launches of one checker on two cores).
   int checkers = 2;
+  // TRIGD_RETENTION / --retention (trigd only, ParseRetention): finished jobs and runs older
+  // than this are deleted, a pass every hour (store/retention.h). 0, the default: kept forever.
+  Millis retention{0};
 };
+
+// A retention as TRIGD_RETENTION or --retention gives it: "" or "0" keep everything, otherwise
+// a duration of at least a day ("90d"). kInvalid naming what is wrong.
+Result<Millis> ParseRetention(const std::string& text);
 
 // Reads the environment, then consumes --kafka, --pg, --metrics, --topic-prefix, --group and
 // --instance-id (as "--flag value" or "--flag=value") from args, leaving the other arguments in

@@ -23,6 +23,7 @@
 #include "metrics/metrics.h"
 #include "store/migrator.h"
 #include "store/pg_store.h"
+#include "store/retention.h"
 
 namespace trigd {
 
@@ -597,6 +598,46 @@ void CheckerLoop(Shared& sh, int index) {
   }
 }
 
+// History retention (TRIGD_RETENTION): a pass 10 s after start and then every hour, one
+// transaction of 2,000 jobs at a time with a pause between them, so the hot paths keep their
+// share of PostgreSQL. Every instance prunes; two passes at once delete each row once.
+void RetentionLoop(Shared& sh) {
+  constexpr auto kEvery = std::chrono::hours(1);
+  auto next = Clock::now() + std::chrono::seconds(10);
+  while (!sh.Stopping()) {
+    if (Clock::now() < next) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    next = Clock::now() + kEvery;
+    auto pruner = HistoryPruner::Start(sh.config.pg, sh.config.retention);
+    if (!pruner.ok()) {
+      Log("retention: " + pruner.status().ToString());
+      next = Clock::now() + std::chrono::minutes(1);
+      continue;
+    }
+    PruneTotals total;
+    while (!(*pruner)->done() && !sh.Stopping()) {
+      auto t = (*pruner)->Step();
+      if (!t.ok()) {
+        if (t.status().code() == StatusCode::kAborted) sh.metrics.TransactionRetries().Increment();
+        Log("retention: " + t.status().ToString());
+        next = Clock::now() + std::chrono::minutes(1);
+        break;
+      }
+      total.jobs += t->jobs;
+      total.runs += t->runs;
+      sh.metrics.HistoryPruned("jobs").Increment(static_cast<double>(t->jobs));
+      sh.metrics.HistoryPruned("runs").Increment(static_cast<double>(t->runs));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (total.jobs > 0 || total.runs > 0) {
+      Log("retention: deleted " + std::to_string(total.jobs) + " jobs and " + std::to_string(total.runs) +
+          " runs that finished before " + FormatTime((*pruner)->cutoff()));
+    }
+  }
+}
+
 // The relay: publishes what committed transactions decided, deletes a row only once the
 // broker confirmed it (a crash in between re-sends it: same run id).
 void RelayLoop(Shared& sh) {
@@ -681,16 +722,20 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
   if (Status s = metrics.Serve(config.metrics); !s.ok()) return s;
   Shared shared{config, stop, metrics, {}, {}};
   Log("running: kafka " + config.kafka + ", group " + config.group + ", topics " + config.topic_prefix +
-      "*, metrics http://" + config.metrics + "/metrics");
+      "*, metrics http://" + config.metrics + "/metrics" +
+      (config.retention.count() > 0 ? ", retention " + FormatDuration(config.retention) : ""));
   std::thread ingest([&] { IngestLoop(shared); });
   std::vector<std::thread> checkers;
   for (int i = 0; i < config.checkers; ++i) checkers.emplace_back([&, i] { CheckerLoop(shared, i); });
   std::thread relay([&] { RelayLoop(shared); });
+  std::thread retention;
+  if (config.retention.count() > 0) retention = std::thread([&] { RetentionLoop(shared); });
   ingest.join();
   shared.checker_wake.Wake();
   shared.relay_wake.Wake();
   for (std::thread& t : checkers) t.join();
   relay.join();
+  if (retention.joinable()) retention.join();
   std::lock_guard<std::mutex> lock(shared.why_mu);
   return shared.why;
 }

@@ -25,6 +25,7 @@
 #include "log/kafka.h"
 #include "log/topics.h"
 #include "store/admin.h"
+#include "store/retention.h"
 
 namespace {
 
@@ -41,6 +42,7 @@ constexpr const char* kUsage =
     "  events emit program PROGRAM STATUS [--run-id ID] [--attempt N]\n"
     "  events emit tick SCHEDULE [--fire-time T]   (a run now, or of fire time T: a backfill)\n"
     "  lag\n"
+    "  history prune --older-than DURATION [--dry-run]   (finished jobs and runs; at least 1d)\n"
     "exit codes: 0 ok, 1 refused input, 2 cannot reach Kafka or PostgreSQL\n";
 
 int ExitCodeFor(const trigd::Status& s) { return s.code() == trigd::StatusCode::kUnavailable ? 2 : 1; }
@@ -356,6 +358,32 @@ int Lag(const trigd::Config& config, bool as_json) {
   return 0;
 }
 
+// Deletes finished jobs and runs older than --older-than (store/retention.h), as trigd does
+// every hour with TRIGD_RETENTION; --dry-run counts them.
+int HistoryPrune(const trigd::Config& config, const Args& a, bool as_json) {
+  auto older = a.Flag("--older-than");
+  if (!older) return Refuse("history prune", "needs --older-than DURATION (e.g. 90d)");
+  auto keep = trigd::ParseDuration(*older);
+  if (!keep.ok()) return Refuse("history prune", "--older-than: " + keep.status().message());
+  const bool dry_run = a.Flag("--dry-run").has_value();
+  trigd::TimePoint cutoff{}, runs_cutoff{};
+  auto r = trigd::PruneHistory(config.pg, *keep, dry_run, &cutoff, &runs_cutoff);
+  if (!r.ok()) return Fail(r.status(), "history prune");
+  if (as_json) {
+    std::cout << json{{"dry_run", dry_run}, {"jobs", r->jobs}, {"runs", r->runs}, {"finished_before", trigd::FormatTime(cutoff)},
+                      {"runs_launched_before", trigd::FormatTime(runs_cutoff)}}.dump()
+              << "\n";
+    return 0;
+  }
+  std::cout << (dry_run ? "would delete " : "deleted ") << r->jobs << " jobs and " << r->runs
+            << " runs that finished before " << trigd::FormatTime(cutoff) << "\n";
+  if (runs_cutoff < cutoff) {
+    std::cout << "kept: runs launched after " << trigd::FormatTime(runs_cutoff)
+              << " (a schedule's max_runs_per period counts them)\n";
+  }
+  return 0;
+}
+
 int Run(const trigd::Config& config, const Args& a, bool as_json) {
   const auto& w = a.words;
   auto is = [&](std::initializer_list<const char*> prefix) {
@@ -459,6 +487,10 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
     if (bad) return *bad;
     return EventsEmit(config, a, as_json);
   }
+  if (is({"history", "prune"}) && w.size() == 2) {
+    if (auto bad = takes({"--older-than", "--dry-run"})) return *bad;
+    return HistoryPrune(config, a, as_json);
+  }
   if (is({"lag"}) && w.size() == 1) {
     if (auto bad = takes({})) return *bad;
     return Lag(config, as_json);
@@ -470,6 +502,7 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
       {"schedules show", "one NAME"},      {"schedules delete", "one NAME"},     {"schedules suspend", "one NAME"},
       {"schedules resume", "one NAME"},    {"schedules apply", "-f FILE|DIR"},   {"jobs list", "no argument"},
       {"runs list", "no argument"},        {"schedules list", "no argument"},    {"topics create", "no argument"},
+      {"history prune", "--older-than DURATION"},
       {"events emit", "partition DATASET PARTITION..., program PROGRAM STATUS or tick SCHEDULE"}};
   if (w.size() >= 2) {
     if (auto it = kExpects.find(w[0] + " " + w[1]); it != kExpects.end()) {
@@ -487,7 +520,7 @@ int main(int argc, char** argv) {
   trigd::Config config = trigd::LoadConfig(raw, &refused);
   bool as_json = false;
   Args a;
-  static const std::set<std::string> kValueFlags = {"-f", "--state", "--schedule", "--limit", "--bytes", "--run-id", "--attempt", "--fire-time"};
+  static const std::set<std::string> kValueFlags = {"-f", "--state", "--schedule", "--limit", "--bytes", "--run-id", "--attempt", "--fire-time", "--older-than"};
   for (size_t i = 0; i < raw.size(); ++i) {
     if (raw[i] == "--help" || raw[i] == "-h" || (a.words.empty() && raw[i] == "help")) {
       std::cout << kUsage;  // asked for: on stdout, exit 0
@@ -498,6 +531,8 @@ int main(int argc, char** argv) {
       a.flags.emplace_back(raw[i].substr(0, eq), raw[i].substr(eq + 1));  // --flag=value, as the config flags
     } else if (raw[i] == "--json") {
       as_json = true;
+    } else if (raw[i] == "--dry-run") {
+      a.flags.emplace_back(raw[i], "");  // a switch: only the command that takes it accepts it
     } else if (kValueFlags.count(raw[i])) {
       if (i + 1 >= raw.size() || !trigd::IsFlagValue(raw[i + 1])) return Usage(raw[i] + " needs a value");
       a.flags.emplace_back(raw[i], raw[i + 1]);

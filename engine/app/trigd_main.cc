@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 
 #include "app/config.h"
 #include "app/engine.h"
@@ -16,7 +17,7 @@ void OnSignal(int) { g_stop = true; }
 
 constexpr const char* kUsage =
     "usage: trigd [migrate] [--kafka H:P] [--pg CONNSTR] [--metrics HOST:PORT] [--group G] [--instance-id ID] "
-    "[--topic-prefix P]\n";
+    "[--topic-prefix P] [--retention DURATION]\n";
 
 // A refused command line: what is wrong, then the usage, on stderr.
 int Usage(const std::string& problem) {
@@ -33,7 +34,15 @@ int main(int argc, char** argv) {
   }
   std::string refused;
   trigd::Config config = trigd::LoadConfig(args, &refused);
+  std::string retention;
+  if (const char* v = std::getenv("TRIGD_RETENTION")) retention = v;
+  if (auto v = trigd::TakeFlag(args, "--retention", refused)) retention = *v;
   if (!refused.empty()) return Usage(refused);
+  if (auto keep = trigd::ParseRetention(retention); keep.ok()) {
+    config.retention = *keep;
+  } else {
+    return Usage(keep.status().message());
+  }
   if (args.size() == 1 && args[0] == "migrate") {
     std::vector<std::string> applied;
     trigd::Status s = trigd::ApplyMigrations(config.pg, trigd::DefaultSchemaDir(), &applied);

@@ -21,6 +21,8 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   transaction_retries_ = &BuildCounter().Name("trigd_transaction_retries_total").Help("PostgreSQL transactions rerun").Register(*registry_).Add({});
   fire_times_skipped_ = &BuildCounter().Name("trigd_fire_times_skipped_total").Help("Fire times of time triggers passed over by their catchup policy (none, latest, or older than catchup_window)").Register(*registry_).Add({});
   ingest_transactions_ = &BuildCounter().Name("trigd_ingest_transactions_total").Help("Ingest transactions committed, each one batch of events with its offsets").Register(*registry_).Add({});
+  pruned_ = &BuildCounter().Name("trigd_history_pruned_total").Help("Finished jobs and runs deleted by the history retention (TRIGD_RETENTION), by table").Register(*registry_);
+  for (const char* t : {"jobs", "runs"}) HistoryPruned(t);
   // The label sets SPEC §7 names are registered up front so a scrape shows them at zero.
   for (const char* t : {"partition", "program", "tick"})
     for (const char* o : {"applied", "duplicate", "no_match"}) Event(t, o);
@@ -73,6 +75,9 @@ prometheus::Counter& Metrics::RunOutcome(const std::string& outcome) {
 }
 prometheus::Counter& Metrics::ConstraintCheck(const std::string& constraint, const std::string& result) {
   return Get(*checks_, counter_cache_, {{"constraint", constraint}, {"result", result}});
+}
+prometheus::Counter& Metrics::HistoryPruned(const std::string& table) {
+  return Get(*pruned_, counter_cache_, {{"table", table}});
 }
 prometheus::Gauge& Metrics::ConsumerLag(const std::string& topic, int partition) {
   return Get(*lag_, gauge_cache_, {{"topic", topic}, {"partition", std::to_string(partition)}});

@@ -36,6 +36,8 @@ class Metrics {
   // Ingest transactions committed (each applies one batch of events with its offsets).
   prometheus::Counter& IngestTransactions() { return *ingest_transactions_; }
   prometheus::Counter& FireTimesSkipped() { return *fire_times_skipped_; }
+  // Rows deleted by the history retention (TRIGD_RETENTION), by table: "jobs" or "runs".
+  prometheus::Counter& HistoryPruned(const std::string& table);
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
@@ -57,6 +59,7 @@ class Metrics {
   prometheus::Counter* transaction_retries_;
   prometheus::Counter* ingest_transactions_;
   prometheus::Counter* fire_times_skipped_;
+  prometheus::Family<prometheus::Counter>* pruned_;
   std::mutex mu_;  // guards the caches (several engine threads look handles up)
   std::map<std::string, prometheus::Counter*> counter_cache_;
   std::map<std::string, prometheus::Gauge*> gauge_cache_;

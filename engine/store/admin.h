@@ -39,7 +39,7 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
 // Read-only queries: rows as JSON objects (column -> value).
 //
 // The lists read at most `limit` rows through an index, newest first, however long the history
-// (nothing deletes jobs or runs): jobs by id, runs by run id (UUIDv7: the time of the first
+// (kept forever unless a retention prunes it, store/retention.h): jobs by id, runs by run id (UUIDv7: the time of the first
 // launch), a schedule's by jobs_by_schedule and runs_by_schedule_time. `schedule` is a name:
 // its jobs and runs are those of every schedule id it has had (a name deleted and applied again
 // is a new row, schema/013). kNotFound when no schedule of that name exists or ever existed.

@@ -33,3 +33,13 @@ e2e_tmp() {
   pids=()
   trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
 }
+
+# expect RC TEXT CMD...: CMD exits RC and says TEXT on stderr (a line equal to TEXT). Uses the
+# script's $tmp (its stdout lands in $tmp/out, its stderr in $tmp/err) and its fail function.
+expect() {
+  local want_rc=$1 text=$2; shift 2
+  local rc=0
+  "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  [[ $rc == "$want_rc" ]] || fail "$*: exit $rc, expected $want_rc; stderr: $(cat "$tmp/err")"
+  grep -qxF -- "$text" "$tmp/err" || fail "$*: stderr does not say \"$text\": $(cat "$tmp/err")"
+}

@@ -37,14 +37,6 @@ set -e
 [[ $rc_help == 0 ]] || fail "--help: exit $rc_help, expected 0"
 ctl jobs list --state=launched --limit=5 >/dev/null || fail "--flag=value refused"
 
-# expect RC TEXT CMD...: CMD exits RC and says TEXT on stderr (a line equal to TEXT).
-expect() {
-  local want_rc=$1 text=$2; shift 2
-  local rc=0
-  "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
-  [[ $rc == "$want_rc" ]] || fail "$*: exit $rc, expected $want_rc; stderr: $(cat "$tmp/err")"
-  grep -qxF -- "$text" "$tmp/err" || fail "$*: stderr does not say \"$text\": $(cat "$tmp/err")"
-}
 # Help asked for: usage on stdout, nothing on stderr, exit 0; an unknown argument is named.
 for b in trigd trigd-worker trigctl; do
   for h in --help -h; do

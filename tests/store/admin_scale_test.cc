@@ -1,4 +1,4 @@
-// trigctl's lists on a long history (nothing deletes jobs or runs): a schedule name's jobs and
+// trigctl's lists on a long history (kept forever unless a retention prunes it): a schedule name's jobs and
 // runs are found by the ids it has had, every incarnation's (a name deleted and applied again is
 // a new row, schema/013), and each list is read through an index with its LIMIT, newest first,
 // not by a scan and a sort of the whole history.
@@ -21,7 +21,6 @@ namespace trigd {
 namespace {
 
 using nlohmann::json;
-using test::Pg;
 
 // A database of its own (pg_store_test's is dropped and made again by each of its tests).
 constexpr const char* kDb = "trigd_admin_lists_test";
@@ -38,13 +37,7 @@ Schedule Parse(const std::string& name, int priority = 0) {
 class AdminListsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    {
-      pqxx::connection admin(Pg());
-      pqxx::nontransaction tx(admin);
-      tx.exec(std::string("DROP DATABASE IF EXISTS ") + kDb + " WITH (FORCE)");
-      tx.exec(std::string("CREATE DATABASE ") + kDb);
-    }
-    conn_ = Pg() + " dbname=" + kDb;
+    conn_ = test::FreshDatabase(kDb);
   }
   void Migrate(const std::string& dir = TRIGD_SOURCE_DIR "/schema") {
     Status s = ApplyMigrations(conn_, dir, nullptr);
