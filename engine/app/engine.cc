@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/log.h"
 #include "core/envelope.h"
 #include "core/event_router.h"
 #include "core/schedule_index.h"
@@ -55,11 +56,7 @@ class Waker {
   bool woken_ = false;
 };
 
-// One line on stderr, with the time (UTC): an operator places "checker: aborted" and the
-// consumer's assignments on one timeline (the audit of 2026-11-25 could not).
-void Log(const std::string& what) {
-  std::cerr << FormatTime(SystemClock::Get().Now()) << " trigd: " << what << std::endl;
-}
+void Log(const std::string& what) { LogLine(what); }
 
 // A store connection that reconnects after PostgreSQL went away (restart, failover).
 class StoreHandle {

@@ -39,6 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/config.h"
+#include "common/log.h"
 #include "common/time.h"
 #include "log/kafka.h"
 
@@ -72,7 +73,7 @@ constexpr int kCommitEveryMs = 1000;
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
-void Log(const std::string& what) { std::cerr << "trigd-worker: " << what << std::endl; }
+void Log(const std::string& what) { trigd::LogLine(what); }
 
 std::string EventId() {
   static std::mt19937_64 rng(std::random_device{}());

@@ -1,7 +1,5 @@
 #include "log/kafka.h"
 
-#include <errno.h>  // program_invocation_short_name
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -12,6 +10,7 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 
+#include "common/log.h"
 #include "common/time.h"
 
 namespace trigd {
@@ -61,7 +60,7 @@ class BrokerWatch : public RdKafka::EventCb {
   void event_cb(RdKafka::Event& e) override {
     if (e.type() == RdKafka::Event::EVENT_LOG) {
       // Only critical ones reach here (log_level 2): as librdkafka would print them itself.
-      std::cerr << program_invocation_short_name << ": kafka: " << e.fac() << ": " << e.str() << std::endl;
+      LogLine("kafka: " + e.fac() + ": " + e.str());
       return;
     }
     if (e.type() != RdKafka::Event::EVENT_ERROR) return;
@@ -77,8 +76,7 @@ class BrokerWatch : public RdKafka::EventCb {
     if (!down_ || (said_ && now - said_at_ < kEvery)) return;
     said_ = true;
     said_at_ = now;
-    std::cerr << program_invocation_short_name << ": cannot reach Kafka at " << bootstrap_ << ": " << reason_
-              << "; retrying" << std::endl;
+    LogLine("cannot reach Kafka at " + bootstrap_ + ": " + reason_ + "; retrying");
   }
 
   // The client just heard from the broker (a delivery report, a message, an assignment):
@@ -86,7 +84,7 @@ class BrokerWatch : public RdKafka::EventCb {
   void Reachable() {
     if (down_.exchange(false)) {
       reason_.clear();
-      std::cerr << program_invocation_short_name << ": Kafka at " << bootstrap_ << " reachable again" << std::endl;
+      LogLine("Kafka at " + bootstrap_ + " reachable again");
     }
   }
 
@@ -185,8 +183,8 @@ class Rebalancer : public RdKafka::RebalanceCb {
     // no instance held it.
     std::string which;
     for (auto* p : parts) which += (which.empty() ? "" : ", ") + p->topic() + "[" + std::to_string(p->partition()) + "]";
-    std::cerr << "trigd: consumer: " << (err == RdKafka::ERR__ASSIGN_PARTITIONS ? "assigned " : "revoked ") << which
-              << " (" << assigned_.size() << " held, at " << FormatTime(SystemClock::Get().Now()) << ")" << std::endl;
+    LogLine(std::string("consumer: ") + (err == RdKafka::ERR__ASSIGN_PARTITIONS ? "assigned " : "revoked ") + which +
+            " (" + std::to_string(assigned_.size()) + " held)");
   }
   // Positions come from the caller's store, never from Kafka's committed offsets.
   void Position(RdKafka::KafkaConsumer* c, std::vector<RdKafka::TopicPartition*>& parts) {

@@ -34,7 +34,7 @@ for i in range(int(sys.argv[1])):
 PY
 kcat -P -b "$TRIGD_KAFKA" -t "$topic" -K $'\t' -l "$tmp/requests" || fail "produce"
 
-done_runs() { cat "$@" | sed -n 's/^trigd-worker: run \([^ ]*\) .* succeeded$/\1/p'; }
+done_runs() { cat "$@" | sed -n 's/^[^ ]* trigd-worker: run \([^ ]*\) .* succeeded$/\1/p'; }
 wait_drained() {  # wait_drained SECONDS LOG...: until every request ran
   local deadline=$((SECONDS + $1)); shift
   while ((SECONDS < deadline)); do
@@ -52,7 +52,7 @@ echo "one worker drained $n requests in $((SECONDS - started)) s"
 kill -TERM "$one"; wait "$one" || fail "worker exit $?"
 # Assigned once, revoked only by its own shutdown (after "stopped").
 (($(grep -c 'consumer: assigned' "$tmp/one.log") == 1)) || fail "the worker's partitions moved while it drained"
-(($(sed '/^trigd-worker: stopped/q' "$tmp/one.log" | grep -c 'consumer: revoked') == 0)) ||
+(($(sed '/^[^ ]* trigd-worker: stopped/q' "$tmp/one.log" | grep -c 'consumer: revoked') == 0)) ||
   fail "the worker lost its partitions while it drained"
 # Its commits are all in: a worker restarted in the group finds nothing left to run.
 "$bin/trigd-worker" --concurrency 8 >"$tmp/again.log" 2>&1 & again=$!; pids+=($again)

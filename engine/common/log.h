@@ -1,0 +1,13 @@
+// Log lines, one form for every binary: the time (UTC, milliseconds), the program's name and
+// what happened, on stderr: "2026-11-25T12:50:01.123Z trigd: checker: aborted: …". An operator
+// can put trigd's, the worker's and the Kafka adapter's lines on one timeline (they used to
+// come in three forms, two without a time).
+#pragma once
+
+#include <string_view>
+
+namespace trigd {
+
+void LogLine(std::string_view what);
+
+}  // namespace trigd
