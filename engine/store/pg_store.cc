@@ -1688,10 +1688,12 @@ Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& 
 
 // A run's launch request for its next attempt: `attempt` and `launched_at` replaced in the text
 // trigd wrote (its first keys, in this order), so the retry's request reads like the first
-// attempt's (it was rendered from jsonb, with other spaces and key order). Requests stored in
-// another layout (before migration 008) go through jsonb as before.
+// attempt's (it was rendered from jsonb, with other spaces and key order). A request whose head
+// does not match (stored before migration 008, or written by a trigd whose head differs) goes
+// through jsonb instead: the match is tested, so a changed head cannot leave the attempt as it was.
+#define TRIGD_REQUEST_HEAD "'^\\{\"attempt\":[0-9]+,(\"heartbeat_timeout\":\"[^\"]*\"),\"launched_at\":\"[^\"]*\"'"
 #define TRIGD_RETRIED_REQUEST                                                                                   \
-  "CASE WHEN left(request, 11) = '{\"attempt\":' THEN regexp_replace(request, '^\\{\"attempt\":[0-9]+,(\"heartbeat_timeout\":\"[^\"]*\"),\"launched_at\":\"[^\"]*\"', " \
+  "CASE WHEN request ~ " TRIGD_REQUEST_HEAD " THEN regexp_replace(request, " TRIGD_REQUEST_HEAD ", "              \
   "'{\"attempt\":' || (attempt + 1) || ',\\1,\"launched_at\":\"' || " TRIGD_NOW_TEXT " || '\"') "                  \
   "ELSE jsonb_set(jsonb_set(request::jsonb, '{attempt}', to_jsonb(attempt + 1)), '{launched_at}', "              \
   "to_jsonb(" TRIGD_NOW_TEXT "))::text END"

@@ -994,6 +994,25 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down'"), 1);
 }
 
+// A stored request whose head is not the one trigd writes (keys in another order) is retried
+// through jsonb: its attempt still counts up (the text rewrite left it at 1 unnoticed).
+TEST_F(PgStoreTest, ARetryOfARequestInAnotherLayoutStillCountsItsAttempt) {
+  json doc = PartitionSchedule("s", "d");
+  doc["retry"] = {{"max_attempts", 3}, {"backoff", "1s"}};
+  doc["heartbeat_timeout"] = "1s";
+  Apply({doc});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  Exec("DELETE FROM outbox");
+  Exec("UPDATE runs SET request = '{\"attempt\":1,\"launched_at\":\"2026-11-25T00:00:00.000Z\",\"heartbeat_timeout\":\"1s\",' "
+       "|| '\"run_id\":\"' || run_id || '\"}', state = 'running', last_seen_at = now() - interval '10 seconds'");
+  EXPECT_EQ(store_->SweepRuns()->lost, 1);
+  Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
+  EXPECT_EQ(store_->SweepRuns()->retried, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND (payload::jsonb->>'attempt')::int = 2 "
+                  "AND payload::jsonb->>'launched_at' <> '2026-11-25T00:00:00.000Z'"), 1);
+}
+
 // The second audit of 2026-11-25: a deleted schedule's failed run was launched twice more,
 // with the default backoff (its retry policy was gone with its document). Nothing of a deleted
 // schedule launches: delete kills a run waiting for its retry, a running run's failure is
