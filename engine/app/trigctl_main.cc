@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -21,6 +22,7 @@
 #include "app/why.h"
 #include "common/time.h"
 #include "core/envelope.h"
+#include "core/envelope_time.h"
 #include "core/schedule_parser.h"
 #include "log/kafka.h"
 #include "log/topics.h"
@@ -69,9 +71,14 @@ int FailList(const trigd::Status& s, const std::string& command, const std::opti
   return Refuse(command, s.message() + " (names are namespace/name, e.g. default/" + *schedule + ")");
 }
 
+// A command line trigctl cannot take: the problem and where the commands are listed (the whole
+// usage, 13 lines, buried the one line that mattered); the usage itself when no command is given.
 int Usage(const std::string& problem) {
-  if (!problem.empty()) std::cerr << "trigctl: " << problem << "\n";
-  std::cerr << kUsage;
+  if (problem.empty()) {
+    std::cerr << kUsage;
+  } else {
+    std::cerr << "trigctl: " << problem << "\n(trigctl --help lists the commands)\n";
+  }
   return 1;
 }
 
@@ -83,7 +90,36 @@ struct Args {
     for (const auto& [k, v] : flags) if (k == name) return v;
     return std::nullopt;
   }
+  // Every value of a flag that may be given more than once (-f).
+  std::vector<std::string> Flags(const std::string& name) const {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : flags) if (k == name) out.push_back(v);
+    return out;
+  }
 };
+
+// Timestamps as trigd writes them (UTC, milliseconds, "Z"), wherever PostgreSQL rendered one in
+// a row or a history entry ("2026-11-25T14:28:09.13483+00:00": microseconds, trailing zeros
+// dropped, so columns changed width, and `jobs why` and `runs show` disagreed with the lists).
+// Only the row's own columns and its history entries' fields: a schedule document, its args and
+// the events' payloads are the users' and are shown as they wrote them.
+void NormalizeTime(json& v) {
+  static const std::regex kPgTime(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}:\d{2})");
+  if (!v.is_string() || !std::regex_match(v.get_ref<const std::string&>(), kPgTime)) return;
+  if (auto t = trigd::ParseEnvelopeTime(v.get_ref<const std::string&>())) v = trigd::FormatTime(*t);
+}
+
+void NormalizeRowTimes(json& row) {
+  if (!row.is_object()) return;
+  for (auto& [key, value] : row.items()) {
+    NormalizeTime(value);
+    if (key == "history" && value.is_array()) {
+      for (auto& entry : value) {
+        if (entry.is_object()) for (auto& field : entry) NormalizeTime(field);
+      }
+    }
+  }
+}
 
 std::string Cell(const json& v) {
   if (v.is_null()) return "-";
@@ -91,7 +127,8 @@ std::string Cell(const json& v) {
 }
 
 // Prints rows as an aligned table with the given columns, or as JSON.
-void PrintRows(const json& rows, const std::vector<std::string>& columns, bool as_json) {
+void PrintRows(json rows, const std::vector<std::string>& columns, bool as_json) {
+  for (auto& row : rows) NormalizeRowTimes(row);
   if (as_json) {
     std::cout << rows.dump() << "\n";
     return;
@@ -115,13 +152,14 @@ void PrintRows(const json& rows, const std::vector<std::string>& columns, bool a
 int ShowOne(const trigd::Result<json>& r, const std::string& command, const std::string& what, bool as_json) {
   if (!r.ok()) return Fail(r.status(), command);
   if (r->empty()) return Refuse(command, "no " + what);
+  json row = (*r)[0];
+  NormalizeRowTimes(row);
   if (as_json) {
-    std::cout << (*r)[0].dump() << "\n";
+    std::cout << row.dump() << "\n";
     return 0;
   }
   // For people: one field a line; a document or a list too long for one line follows its name,
   // indented.
-  const json& row = (*r)[0];
   size_t width = 0;
   for (const auto& [key, value] : row.items()) width = std::max(width, key.size());
   for (const auto& [key, value] : row.items()) {
@@ -158,19 +196,24 @@ int TopicsCreate(const trigd::Config& config, bool as_json) {
 // `schedules apply` lists the unchanged schedules up to this many.
 constexpr size_t kUnchangedListed = 20;
 
-// Every document of the file or folder is validated first; any problem refuses them all.
-int SchedulesApply(const trigd::Config& config, const std::string& path, bool as_json) {
+// Every document of the files and folders (-f, once or more, as kubectl apply) is validated
+// first; any problem refuses them all, and they are applied in one transaction.
+int SchedulesApply(const trigd::Config& config, const std::vector<std::string>& paths, bool as_json) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    for (const auto& e : std::filesystem::recursive_directory_iterator(path, ec))
-      if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    if (files.empty()) return Refuse("schedules apply", "no .json schedule documents in " + path);
-  } else if (std::filesystem::exists(path, ec)) {
-    files.push_back(path);
-  } else {
-    return Refuse("schedules apply", path + ": no such file or folder");
+  for (const auto& path : paths) {
+    if (std::filesystem::is_directory(path, ec)) {
+      std::vector<std::filesystem::path> in_folder;
+      for (const auto& e : std::filesystem::recursive_directory_iterator(path, ec))
+        if (e.is_regular_file() && e.path().extension() == ".json") in_folder.push_back(e.path());
+      std::sort(in_folder.begin(), in_folder.end());
+      if (in_folder.empty()) return Refuse("schedules apply", "no .json schedule documents in " + path);
+      files.insert(files.end(), in_folder.begin(), in_folder.end());
+    } else if (std::filesystem::exists(path, ec)) {
+      files.push_back(path);
+    } else {
+      return Refuse("schedules apply", path + ": no such file or folder");
+    }
   }
   std::vector<trigd::Schedule> schedules;
   std::vector<std::string> errors;
@@ -183,7 +226,10 @@ int SchedulesApply(const trigd::Config& config, const std::string& path, bool as
       errors.push_back(f.string() + ": cannot read");
       continue;
     }
-    for (auto& parsed : trigd::ParseScheduleFile(text.str())) {
+    auto parsed_file = trigd::ParseScheduleFile(text.str());
+    // An empty array applied nothing and said nothing, where an empty folder is refused.
+    if (parsed_file.empty()) errors.push_back(f.string() + ": no schedule documents (an empty array)");
+    for (auto& parsed : parsed_file) {
       for (const auto& e : parsed.errors) errors.push_back(f.string() + ": " + e.ToString());
       if (!parsed.ok()) continue;
       std::string name = parsed.schedule.id().value();
@@ -280,8 +326,12 @@ int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
     // identity (SPEC §5): one trigd already produced, or a second tick for one, changes nothing.
     key = w[3];
     std::string fire_time = a.Flag("--fire-time").value_or(e["time"].get<std::string>());
-    auto parsed = trigd::ParseTime(fire_time);
-    if (!parsed.ok()) return Refuse("events emit", "--fire-time: " + parsed.status().message());
+    // As trigd reads an envelope's times: any RFC 3339 fraction (Python writes microseconds).
+    auto parsed = trigd::ParseEnvelopeTime(fire_time);
+    if (!parsed) {
+      return Refuse("events emit", "--fire-time: invalid time \"" + fire_time +
+                                       "\": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
+    }
     // trigd would count a tick that reaches no time trigger `no_match` and do nothing: say so
     // here instead of "emitted" (Airflow's `dags trigger` refuses an unknown DAG too).
     auto found = trigd::QuerySchedule(config.pg, w[3]);
@@ -302,10 +352,19 @@ int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
     e["payload"] = {{"schedule", w[3]}, {"fire_time", trigd::FormatTime(*parsed)}};
     topic = config.topic_prefix + "events.time";
   } else {
-    return Usage("events emit: wrong arguments");
+    return Usage(w[2] == "partition" ? "events emit partition needs DATASET PARTITION... (one partition at least)"
+                 : w[2] == "program" ? "events emit program needs PROGRAM STATUS (started, heartbeat, succeeded, failed or killed)"
+                 : w[2] == "tick"    ? "events emit tick needs SCHEDULE (namespace/name)"
+                                     : "events emit: unknown event type \"" + w[2] + "\" (partition, program or tick)");
   }
-  // The same validation trigd applies: refuse here what trigd would dead-letter.
-  if (auto parsed = trigd::ParseEnvelope(e.dump()); !parsed.ok()) return Refuse("events emit", parsed.status().message());
+  // The same validation trigd applies: refuse here what trigd would dead-letter (the reason's
+  // dead-letter code, "bad_field: ", is for the dead-letter topic, not for a person).
+  if (auto parsed = trigd::ParseEnvelope(e.dump()); !parsed.ok()) {
+    std::string why = parsed.status().message();
+    const std::string code = trigd::DeadLetterReason(parsed.status()) + ": ";
+    if (why.rfind(code, 0) == 0) why.erase(0, code.size());
+    return Refuse("events emit", why);
+  }
   // The topic is looked up first: produced to a topic that does not exist (a wrong
   // --topic-prefix, or topics not created), a message waited 10 s for a delivery report that
   // never came and read as Kafka unreachable.
@@ -363,7 +422,8 @@ int Lag(const trigd::Config& config, bool as_json) {
 int HistoryPrune(const trigd::Config& config, const Args& a, bool as_json) {
   auto older = a.Flag("--older-than");
   if (!older) return Refuse("history prune", "needs --older-than DURATION (e.g. 90d)");
-  auto keep = trigd::ParseDuration(*older);
+  // 0 (keep everything, as TRIGD_RETENTION=0) is refused as too short, not as a bad unit.
+  auto keep = *older == "0" ? trigd::Result<trigd::Millis>(trigd::Millis{0}) : trigd::ParseDuration(*older);
   if (!keep.ok()) return Refuse("history prune", "--older-than: " + keep.status().message());
   const bool dry_run = a.Flag("--dry-run").has_value();
   trigd::TimePoint cutoff{}, runs_cutoff{};
@@ -410,9 +470,11 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
   }
   if (is({"schedules", "apply"})) {
     if (auto bad = takes({"-f"})) return *bad;
-    auto f = a.Flag("-f");
-    if (!f || w.size() != 2) return Usage("schedules apply needs -f FILE|DIR");
-    return SchedulesApply(config, *f, as_json);
+    auto paths = a.Flags("-f");
+    if (paths.empty()) return Usage("schedules apply needs -f FILE|DIR");
+    // `-f a.json b.json` applied a.json alone and said nothing of b.json.
+    if (w.size() > 2) return Usage("schedules apply: unexpected " + w[2] + " (each file or folder takes its own -f: -f a.json -f b.json)");
+    return SchedulesApply(config, paths, as_json);
   }
   if (is({"schedules", "list"}) && w.size() == 2) {
     if (auto bad = takes({"--limit"})) return *bad;
@@ -509,6 +571,13 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
       return Usage(it->first + " expects " + it->second);
     }
   }
+  // A noun alone says its verbs ("unknown command: schedules" did not).
+  static const std::map<std::string, std::string> kVerbs = {
+      {"schedules", "apply, list, show, delete, suspend or resume"}, {"jobs", "list, show or why"},
+      {"runs", "list or show"}, {"events", "emit"}, {"topics", "create"}, {"history", "prune"}};
+  if (w.size() == 1) {
+    if (auto it = kVerbs.find(w[0]); it != kVerbs.end()) return Usage(w[0] + " needs a verb: " + it->second);
+  }
   return Usage("unknown command: " + [&] { std::string s; for (const auto& x : w) s += (s.empty() ? "" : " ") + x; return s; }());
 }
 
@@ -516,10 +585,18 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> raw(argv + 1, argv + argc);
+  // The engine's own flags, which LoadConfig reads for every binary, mean nothing here: refused,
+  // not ignored.
+  for (const std::string f : {"--metrics", "--instance-id"}) {
+    for (const auto& r : raw) {
+      if (r == f || r.rfind(f + "=", 0) == 0) return Usage(f + " is a flag of trigd, not of trigctl");
+    }
+  }
   std::string refused;
   trigd::Config config = trigd::LoadConfig(raw, &refused);
   bool as_json = false;
   Args a;
+  std::string unknown;  // the first flag trigctl does not know
   static const std::set<std::string> kValueFlags = {"-f", "--state", "--schedule", "--limit", "--bytes", "--run-id", "--attempt", "--fire-time", "--older-than"};
   for (size_t i = 0; i < raw.size(); ++i) {
     if (raw[i] == "--help" || raw[i] == "-h" || (a.words.empty() && raw[i] == "help")) {
@@ -538,11 +615,26 @@ int main(int argc, char** argv) {
       a.flags.emplace_back(raw[i], raw[i + 1]);
       ++i;
     } else if (raw[i].rfind("--", 0) == 0 && raw[i].size() > 2) {
-      return Usage("unknown flag " + raw[i]);
+      if (unknown.empty()) unknown = raw[i];
     } else {
       a.words.push_back(raw[i]);
     }
   }
-  if (!refused.empty()) return Usage(refused);  // after the loop: --help wins
+  // After the loop: --help wins, and an unknown flag is named with the command it was given to.
+  if (!refused.empty()) return Usage(refused);
+  if (!unknown.empty()) {
+    std::string command;
+    for (const auto& x : a.words) command += (command.empty() ? "" : " ") + x;
+    return Usage((command.empty() ? "" : command + ": ") + "unknown flag " + unknown);
+  }
+  // A flag given twice used to take the first value and drop the second in silence (-f may be
+  // given once per file or folder).
+  for (size_t i = 0; i < a.flags.size(); ++i) {
+    for (size_t j = i + 1; j < a.flags.size(); ++j) {
+      if (a.flags[i].first == a.flags[j].first && a.flags[i].first != "-f") {
+        return Usage(a.flags[i].first + " given more than once");
+      }
+    }
+  }
   return Run(config, a, as_json);
 }

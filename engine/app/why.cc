@@ -21,6 +21,54 @@ std::string Str(const json& row, const char* field) {
   return row.contains(field) && row[field].is_string() ? row[field].get<std::string>() : "";
 }
 
+// A time branch still waiting for its tick: when the tick comes (time_triggers.next_fire_at),
+// or that none will, and whether the timeout comes first (the audit of 2026-11-25: a job sure
+// to be discarded read only "waiting for a tick (cron ...)"). Added to `leaf`'s JSON and detail.
+void AddNextFire(json& leaf, const TimeTrigger& time, int index, const JobInspection& in,
+                 std::optional<TimePoint> deadline) {
+  // Not an optional: g++ 12 at -O2 warns (maybe-uninitialized) on reading one here.
+  const bool suspended = in.schedule_state == "suspended";
+  const bool has_next = !suspended && in.time_trigger && in.time_trigger->leaf == index &&
+                        in.time_trigger->next_fire_at.has_value();
+  const TimePoint next = has_next ? *in.time_trigger->next_fire_at : TimePoint{};
+  std::string note;
+  if (suspended) {
+    note = "no tick will come while the schedule is suspended";
+  } else if (!has_next) {
+    note = "no next fire time: no tick will come";
+  } else {
+    note = "next fire " + FormatTime(next);
+    if (time.cron) note += ", local " + LocalClock(time.timezone, next);
+    if (deadline && next > *deadline) {
+      note += ", after the timeout";
+      leaf["after_timeout"] = true;
+    }
+  }
+  leaf["next_fire_at"] = has_next ? json(FormatTime(next)) : json(nullptr);
+  std::string detail = leaf.value("detail", "");
+  if (!detail.empty() && detail.back() == ')') {
+    detail.insert(detail.size() - 1, "; " + note);
+  } else {
+    detail += " (" + note + ")";
+  }
+  leaf["detail"] = detail;
+}
+
+// The checks a launch by timeout (action run) went past, from its history entry: "time_window
+// (outside window ...)", "trigger (incomplete)". Empty for any other entry.
+std::string IgnoredChecks(const json& entry) {
+  if (entry.value("what", "").rfind("launched by timeout", 0) != 0) return "";
+  if (!entry.contains("checks") || !entry["checks"].is_array()) return "";
+  std::string out;
+  for (const auto& c : entry["checks"]) {
+    if (!c.is_object() || c.value("result", "") == "satisfied") continue;
+    const std::string name = c.value("constraint", "");
+    if (!out.empty()) out += ", ";
+    out += name == "trigger" ? std::string("trigger (incomplete)") : name + " (" + c.value("reason", "") + ")";
+  }
+  return out;
+}
+
 }  // namespace
 
 json ExplainJob(const JobInspection& in) {
@@ -47,22 +95,36 @@ json ExplainJob(const JobInspection& in) {
   const Schedule& s = *in.schedule;
   TriggerState ts = TriggerStateFromJson(job.value("trigger_state", json::array()));
   bool complete = state == "pending_constraint" || IsComplete(s.trigger, ts);
+  JobFacts facts{MillisField(job, "opened_at_ms").value_or(in.now), MillisField(job, "ready_at_ms")};
+  std::optional<TimePoint> deadline;
+  if (s.timeout) deadline = facts.opened_at + s.timeout->after;
   json trigger = json::array();
-  for (const LeafProgress& p : DescribeProgress(s.trigger, ts)) {
+  // One entry per leaf, in TriggerLeaves' order (the numbering time_triggers.leaf uses).
+  const std::vector<const Trigger*> leaves = TriggerLeaves(s.trigger);
+  const std::vector<LeafProgress> progress = DescribeProgress(s.trigger, ts);
+  for (size_t i = 0; i < progress.size(); ++i) {
+    const LeafProgress& p = progress[i];
     json leaf = {{"path", p.path}, {"satisfied", p.satisfied}, {"detail", p.detail}};
     // The other branches of a complete `any` hold nothing up (the audit of 2026-11-25: seven
     // "[unmet]" lines under a job that waited only on a constraint).
     if (complete && !p.satisfied) leaf["needed"] = false;
+    if (!p.satisfied && i < leaves.size() && leaves[i]->kind == TriggerKind::kTime) {
+      AddNextFire(leaf, leaves[i]->time, static_cast<int>(i), in, deadline);
+    }
     trigger.push_back(std::move(leaf));
   }
   out["trigger"] = trigger;
-  JobFacts facts{MillisField(job, "opened_at_ms").value_or(in.now), MillisField(job, "ready_at_ms")};
   CheckOutcome check = CheckJob(s, facts, complete, in.facts, in.now);
   json constraints = json::array();
   for (const ConstraintCheck& c : check.checks) {
     if (c.constraint == "trigger") continue;  // the trigger's own progress is listed above
     json e = {{"constraint", c.constraint}, {"result", ConstraintResultName(c.result)}, {"reason", c.reason}};
     if (c.next_check_at) e["next_check_at"] = FormatTime(*c.next_check_at);
+    // The checker's reason leaves the local time now out (it is stored, and must not change
+    // every minute); shown here, live.
+    if (c.constraint == "time_window" && c.result != ConstraintResult::kSatisfied && s.constraints.time_window) {
+      e["local_now"] = LocalClock(s.constraints.time_window->timezone, in.now);
+    }
     constraints.push_back(std::move(e));
   }
   out["constraints"] = constraints;
@@ -100,7 +162,9 @@ std::string FormatExplanation(const json& e) {
     for (const auto& c : e["constraints"]) {
       std::string r = c.value("result", "");
       o << "  " << (r == "satisfied" ? "[ok]    " : r == "wait" ? "[wait]  " : "[skip]  ") << c.value("constraint", "")
-        << ": " << c.value("reason", "") << "\n";
+        << ": " << c.value("reason", "");
+      if (c.contains("local_now")) o << "; local time now " << c.value("local_now", "");
+      o << "\n";
     }
   }
   if (e.contains("next_check_at")) {
@@ -124,6 +188,8 @@ std::string FormatExplanation(const json& e) {
         for (const auto& l : entry["leaves"]) o << "; " << (l.is_string() ? l.get<std::string>() : l.dump());
       }
       if (entry.contains("run_id")) o << " run " << entry["run_id"].get<std::string>();
+      // What a launch by timeout went past (the audit of 2026-11-25: only --json showed it).
+      if (std::string ignored = IgnoredChecks(entry); !ignored.empty()) o << ", ignoring: " << ignored;
       // Waiting entries say their next check in their reason already.
       o << "\n";
     }

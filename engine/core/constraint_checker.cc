@@ -72,6 +72,17 @@ std::string FormatLocalClock(const date::time_zone* zone, TimePoint t) {
   return date::format("%H:%M", date::floor<std::chrono::minutes>(zone->to_local(t)));
 }
 
+// What a timeout does at its deadline, for the reasons that name the deadline ahead of time.
+std::string TimeoutConsequence(TimeoutAction action) {
+  return action == TimeoutAction::kDiscard
+             ? "then the job is discarded (action discard)"
+             : "then it launches regardless of its constraints and trigger (action run)";
+}
+
+const char* TimeoutActionName(TimeoutAction action) {
+  return action == TimeoutAction::kDiscard ? "discard" : "run";
+}
+
 // Instants near [from, to] where the window may begin to hold (the caller drops those before
 // the time it asks about): every instant whose local time is the window's start (none on a
 // spring-forward day when the start is skipped, two on a fall-back day when it repeats) and
@@ -130,16 +141,19 @@ ConstraintCheck CheckDelay(Millis delay, const JobFacts& job, TimePoint now) {
 ConstraintCheck CheckWindow(const TimeWindow& window, TimePoint now) {
   const date::time_zone* zone = Zone(window);
   ConstraintCheck check{"time_window", ConstraintResult::kSatisfied, "", std::nullopt};
-  std::string local_now = " (local " + FormatLocalClock(zone, now) + ")";
   if (InsideWindow(window, now)) {
-    check.reason = "inside window " + DescribeWindow(window) + local_now;
+    check.reason = "inside window " + DescribeWindow(window) + " (local " + FormatLocalClock(zone, now) + ")";
     return check;
   }
   TimePoint opens = NextWindowOpening(window, now);
   check.result =
       window.on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
-  check.reason = "outside window " + DescribeWindow(window) + local_now + "; opens " +
-                 FormatTime(opens) + " (local " + FormatLocalClock(zone, opens) + ")";
+  // No current local clock here: a waiting job's reason is stored, and its history gets an
+  // entry whenever the text changes; "(local 14:34)" changed every minute (the audit of
+  // 2026-11-25 saw a nightly window's wait push a job's first entries out of its 50).
+  // `jobs why` shows the local time now beside it (LocalClock).
+  check.reason = "outside window " + DescribeWindow(window) + "; opens " + FormatTime(opens) +
+                 " (local " + FormatLocalClock(zone, opens) + ")";
   check.next_check_at = opens;
   return check;
 }
@@ -240,6 +254,10 @@ std::optional<TimePoint> Earliest(std::optional<TimePoint> a, std::optional<Time
 
 }  // namespace
 
+std::string LocalClock(const std::string& timezone, TimePoint t) {
+  return FormatLocalClock(date::locate_zone(timezone), t);
+}
+
 bool InsideWindow(const TimeWindow& window, TimePoint now) {
   return TimeOfDayInside(window, LocalTimeOfDay(Zone(window)->to_local(now)));
 }
@@ -281,7 +299,7 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
     timed_out = now >= *deadline;
     ConstraintCheck check{"timeout", ConstraintResult::kSatisfied, "", std::nullopt};
     if (!timed_out) {
-      check.reason = "expires at " + FormatTime(*deadline);
+      check.reason = "expires at " + FormatTime(*deadline) + "; " + TimeoutConsequence(timeout.action);
     } else if (timeout.action == TimeoutAction::kDiscard) {
       check.result = ConstraintResult::kSkip;
       check.reason = "expired at " + FormatTime(*deadline) + " (" + FormatDuration(timeout.after) +
@@ -324,7 +342,10 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
     outcome.decision = Decision::kWait;
     outcome.next_check_at = deadline;
     outcome.reason = "trigger incomplete";
-    if (deadline) outcome.reason += "; times out at " + FormatTime(*deadline);
+    if (deadline) {
+      outcome.reason += "; times out at " + FormatTime(*deadline) + " (action " +
+                        TimeoutActionName(schedule.timeout->action) + ")";
+    }
     return outcome;
   }
 
@@ -364,9 +385,16 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
   // beside a next check 30 s away). The text stays the same from check to check, so a job's
   // history gets an entry when its reason changes, not at every re-check.
   const std::string recheck = " (re-checked every " + FormatDuration(kRunEndRecheck) + ")";
+  // The time may be the timeout's deadline, which ends the wait one way or the other: said, so
+  // it does not read as a chance to launch (the audit of 2026-11-25).
+  const std::string at =
+      !next ? ""
+      : deadline && *next == *deadline
+          ? FormatTime(*next) + " (timeout: " + TimeoutActionName(schedule.timeout->action) + ")"
+          : FormatTime(*next);
   outcome.reason += !next                     ? "; next check when a run ends" + recheck
-                    : outcome.wakes_on_run_end ? "; next check when a run ends, or at " + FormatTime(*next) + recheck
-                                               : "; next check " + FormatTime(*next);
+                    : outcome.wakes_on_run_end ? "; next check when a run ends, or at " + at + recheck
+                                               : "; next check " + at;
   return outcome;
 }
 

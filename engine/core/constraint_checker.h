@@ -73,4 +73,8 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
 TimePoint NextWindowOpening(const TimeWindow& window, TimePoint now);
 bool InsideWindow(const TimeWindow& window, TimePoint now);
 
+// "HH:MM", the wall clock of `timezone` (an IANA name the parser accepted) at `t`. For `jobs
+// why`, which shows the local time now beside a window's stored reason.
+std::string LocalClock(const std::string& timezone, TimePoint t);
+
 }  // namespace trigd

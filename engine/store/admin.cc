@@ -511,6 +511,13 @@ Result<JobInspection> InspectJob(const std::string& pg, int64_t id) {
     }
     ParsedSchedule parsed = ParseSchedule(json::parse(s[0][2].as<std::string>()));
     if (parsed.ok()) out.schedule = parsed.schedule;
+    // Its next fire time, for `jobs why` to show beside a time branch still waiting for its tick.
+    auto tt = tx.exec_params("SELECT leaf, CASE WHEN isfinite(next_fire_at) THEN " TRIGD_MS("next_fire_at")
+                             " END FROM time_triggers WHERE schedule_id=$1", sid);
+    if (!tt.empty()) {
+      out.time_trigger = JobInspection::TimeTriggerRow{tt[0][0].as<int>(), std::nullopt};
+      if (!tt[0][1].is_null()) out.time_trigger->next_fire_at = FromMillis(tt[0][1].as<int64_t>());
+    }
     auto rt = tx.exec_params("SELECT active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime WHERE schedule_id=$1", sid);
     if (!rt.empty()) {
       out.facts.active_runs = rt[0][0].as<int64_t>();

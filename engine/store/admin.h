@@ -75,6 +75,15 @@ struct JobInspection {
   std::string schedule_state;        // active, suspended, deleted, or "updated (vN)"
   RunFacts facts;                    // as the checker would see them now
   TimePoint now;                     // the database's clock
+  // The schedule's time trigger (table time_triggers), when `schedule` is set and has a time
+  // leaf: the leaf it ticks (depth-first number, TriggerLeaves) and its next fire time, unset
+  // when none will come (stored as 'infinity': a suspended schedule, a cron with no more fire
+  // times). Read in the same transaction as the job.
+  struct TimeTriggerRow {
+    int leaf = 0;
+    std::optional<TimePoint> next_fire_at;
+  };
+  std::optional<TimeTriggerRow> time_trigger;
 };
 Result<JobInspection> InspectJob(const std::string& pg, int64_t id);
 

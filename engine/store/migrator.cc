@@ -9,6 +9,8 @@
 
 #include <pqxx/pqxx>
 
+#include "store/pg_internal.h"
+
 namespace trigd {
 
 namespace {
@@ -43,7 +45,7 @@ Status ApplyMigrations(const std::string& pg, const std::string& schema_dir,
   try {
     conn = std::make_unique<pqxx::connection>(pg);
   } catch (const std::exception& e) {
-    return Unavailable(std::string("cannot connect to PostgreSQL: ") + e.what());
+    return Unavailable(std::string("cannot connect to PostgreSQL: ") + pg_internal::OneLine(e.what()));
   }
   for (const auto& file : files) {
     std::string name = file.filename().string();
@@ -65,7 +67,7 @@ Status ApplyMigrations(const std::string& pg, const std::string& schema_dir,
       tx.commit();
       if (applied) applied->push_back(name);
     } catch (const pqxx::broken_connection& e) {
-      return Unavailable(std::string("PostgreSQL connection lost: ") + e.what());
+      return Unavailable(std::string("PostgreSQL connection lost: ") + pg_internal::OneLine(e.what()));
     } catch (const std::exception& e) {
       return Invalid("migration " + name + " failed: " + e.what());
     }

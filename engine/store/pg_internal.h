@@ -76,24 +76,39 @@ class OpenTransaction {
 // Runs f, turning libpqxx's exceptions into statuses by what the caller does next:
 // a lost connection is kUnavailable (reconnect, retry); a serialization failure, deadlock or
 // unique violation between racing instances is kAborted (rerun the transaction).
+// libpq's message on one line: its "\n\tIs the server running...\n" layout (newlines, a tab,
+// trailing newlines) broke trigctl's one-line errors and trigd's log lines apart.
+inline std::string OneLine(std::string_view what) {
+  std::string out;
+  for (char c : what) {
+    if (c == '\n' || c == '\t' || c == '\r') {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 template <class F>
 auto Guard(F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (const pqxx::broken_connection& e) {
-    return Unavailable(std::string("PostgreSQL: ") + e.what());
+    return Unavailable(std::string("PostgreSQL: ") + OneLine(e.what()));
   } catch (const pqxx::transaction_rollback& e) {
-    return Aborted(std::string("PostgreSQL: ") + e.what());
+    return Aborted(std::string("PostgreSQL: ") + OneLine(e.what()));
   } catch (const pqxx::unique_violation& e) {
-    return Aborted(std::string("PostgreSQL: ") + e.what());
+    return Aborted(std::string("PostgreSQL: ") + OneLine(e.what()));
   } catch (const pqxx::in_doubt_error& e) {
-    return Unavailable(std::string("PostgreSQL (commit in doubt): ") + e.what());
+    return Unavailable(std::string("PostgreSQL (commit in doubt): ") + OneLine(e.what()));
   } catch (const pqxx::undefined_table& e) {
     // A database the migrations have not run on (trigctl pointed at it before trigd started).
-    return Internal(std::string("PostgreSQL: ") + e.what() +
-                    "(is the database migrated? `trigd migrate`, or start trigd, applies schema/)");
+    return Internal(std::string("PostgreSQL: ") + OneLine(e.what()) +
+                    " (is the database migrated? `trigd migrate`, or start trigd, applies schema/)");
   } catch (const std::exception& e) {
-    return Internal(std::string("PostgreSQL: ") + e.what());
+    return Internal(std::string("PostgreSQL: ") + OneLine(e.what()));
   }
 }
 
@@ -101,7 +116,7 @@ inline Result<std::unique_ptr<pqxx::connection>> Connect(const std::string& pg) 
   try {
     return std::make_unique<pqxx::connection>(pg);
   } catch (const std::exception& e) {
-    return Unavailable(std::string("cannot connect to PostgreSQL: ") + e.what());
+    return Unavailable(std::string("cannot connect to PostgreSQL: ") + OneLine(e.what()));
   }
 }
 

@@ -283,11 +283,33 @@ TEST(ConstraintCheckerTest, OutsideWindowWaitsUntilItOpensWithLocalTimesInReason
   ASSERT_NE(window, nullptr);
   EXPECT_EQ(window->result, ConstraintResult::kWait);
   EXPECT_EQ(window->reason,
-            "outside window 22:00-06:00 Europe/Berlin (local 11:00); opens "
+            "outside window 22:00-06:00 Europe/Berlin; opens "
             "2026-11-22T21:00:00Z (local 22:00)");
   EXPECT_EQ(outcome.reason,
-            "waiting for time_window (outside window 22:00-06:00 Europe/Berlin (local 11:00); "
+            "waiting for time_window (outside window 22:00-06:00 Europe/Berlin; "
             "opens 2026-11-22T21:00:00Z (local 22:00)); next check 2026-11-22T21:00:00Z");
+}
+
+// The audit (2026-11-25): the stored reason carried the local time now ("(local 14:34)"), so a
+// job waiting for a window got a history entry every minute, and the 50 kept pushed out its
+// first ones. The reason stays the same from check to check while nothing changes.
+TEST(ConstraintCheckerTest, AWindowWaitsReasonStaysTheSameFromCheckToCheck) {
+  Schedule schedule = Named();
+  schedule.constraints.time_window = Window("03:00", "04:00", "Asia/Kathmandu");
+  schedule.constraints.max_concurrent_runs = 1;
+  RunFacts runs;
+  runs.active_runs = 1;
+  TimePoint opened = At("2026-11-22T10:00:00Z");
+  CheckOutcome first = CheckJob(schedule, Job(opened, opened), true, runs, opened);
+  ASSERT_EQ(first.decision, Decision::kWait);
+  for (Millis later : {Millis(std::chrono::seconds(30)), Millis(minutes(1)), Millis(minutes(61)),
+                       Millis(hours(10))}) {
+    CheckOutcome again = CheckJob(schedule, Job(opened, opened), true, runs, opened + later);
+    EXPECT_EQ(again.reason, first.reason) << FormatDuration(later);
+    EXPECT_EQ(Find(again, "time_window")->reason, Find(first, "time_window")->reason);
+  }
+  // The local time now is still there for `jobs why` to show live.
+  EXPECT_EQ(LocalClock("Asia/Kathmandu", opened), "15:45");
 }
 
 TEST(ConstraintCheckerTest, InsideWindowLaunchesAtItsFirstInstant) {
@@ -465,7 +487,7 @@ TEST(ConstraintCheckerTest, AConcurrencyWaitWithATimeoutStillWakesOnARunsEnd) {
   EXPECT_EQ(outcome.next_check_at, At("2026-11-22T10:10:00Z"));
   EXPECT_EQ(outcome.reason,
             "waiting for max_concurrent_runs (1 of 1 runs active); next check when a run ends, or at "
-            "2026-11-22T10:10:00Z (re-checked every 30s)");
+            "2026-11-22T10:10:00Z (timeout: run) (re-checked every 30s)");
   // A wait on a clock alone is not woken by a run's end.
   Schedule delayed = Named();
   delayed.constraints.delay = std::chrono::minutes(5);
@@ -535,8 +557,40 @@ TEST(ConstraintCheckerTest, TimeoutNotYetReachedIsRecordedWithItsExpiry) {
   ASSERT_EQ(outcome.checks.size(), 1u);
   EXPECT_EQ(outcome.checks[0].constraint, "timeout");
   EXPECT_EQ(outcome.checks[0].result, ConstraintResult::kSatisfied);
-  EXPECT_EQ(outcome.checks[0].reason, "expires at 2026-11-22T10:00:00Z");
+  EXPECT_EQ(outcome.checks[0].reason,
+            "expires at 2026-11-22T10:00:00Z; then the job is discarded (action discard)");
   EXPECT_EQ(outcome.reason, "trigger complete; no constraints");
+}
+
+// The audit (2026-11-25): `[ok] timeout: expires at T` did not say what happens at T, and "next
+// check ..., or at T" read as a chance to launch when T was the discard.
+TEST(ConstraintCheckerTest, ATimeoutAheadSaysWhatItWillDoAndTheNextCheckSaysItIsTheTimeout) {
+  TimePoint opened = At("2026-11-22T04:00:00Z");
+  TimePoint now = At("2026-11-22T05:00:00Z");
+  Schedule run = WithTimeout(TimeoutAction::kRun);
+  run.constraints.time_window = Window("22:00", "23:00", "UTC");
+  CheckOutcome outcome = CheckJob(run, Job(opened, opened), true, RunFacts{}, now);
+  EXPECT_EQ(Find(outcome, "timeout")->reason,
+            "expires at 2026-11-22T10:00:00Z; then it launches regardless of its constraints and "
+            "trigger (action run)");
+  EXPECT_EQ(outcome.next_check_at, At("2026-11-22T10:00:00Z"));
+  EXPECT_EQ(outcome.reason,
+            "waiting for time_window (outside window 22:00-23:00 UTC; opens 2026-11-22T22:00:00Z "
+            "(local 22:00)); next check 2026-11-22T10:00:00Z (timeout: run)");
+
+  Schedule discard = WithTimeout(TimeoutAction::kDiscard);
+  discard.constraints.concurrency_group = ConcurrencyGroup{"heavy", 1, OnUnmet::kWait};
+  RunFacts runs;
+  runs.group_active_runs = 1;
+  outcome = CheckJob(discard, Job(opened, opened), true, runs, now);
+  EXPECT_EQ(outcome.reason,
+            "waiting for concurrency_group (1 of 1 runs active in group heavy); next check when a "
+            "run ends, or at 2026-11-22T10:00:00Z (timeout: discard) (re-checked every 30s)");
+  // A time before the deadline is not the timeout's.
+  discard.constraints.delay = hours(1);
+  outcome = CheckJob(discard, Job(opened, now), true, runs, now);
+  EXPECT_EQ(outcome.next_check_at, At("2026-11-22T06:00:00Z"));
+  EXPECT_EQ(outcome.reason.find("timeout:"), std::string::npos) << outcome.reason;
 }
 
 TEST(ConstraintCheckerTest, IncompleteTriggerWaitsUntilTheTimeout) {
@@ -550,7 +604,7 @@ TEST(ConstraintCheckerTest, IncompleteTriggerWaitsUntilTheTimeout) {
   ASSERT_NE(trigger, nullptr);
   EXPECT_EQ(trigger->result, ConstraintResult::kWait);
   EXPECT_EQ(trigger->next_check_at, At("2026-11-22T10:00:00Z"));
-  EXPECT_EQ(outcome.reason, "trigger incomplete; times out at 2026-11-22T10:00:00Z");
+  EXPECT_EQ(outcome.reason, "trigger incomplete; times out at 2026-11-22T10:00:00Z (action discard)");
 }
 
 TEST(ConstraintCheckerTest, TimeoutDiscardsAnOpenJobExactlyAtTheDeadline) {

@@ -49,8 +49,13 @@ expect 1 "trigd: unknown argument extra" "$bin/trigd" migrate extra
 expect 1 "trigd-worker: unknown argument --bogus" "$bin/trigd-worker" --bogus
 # A flag without its value says so (at the end, or followed by another flag), in every binary.
 for f in --kafka --pg --metrics --topic-prefix --group --instance-id; do
-  expect 1 "trigctl: $f needs a value" ctl lag $f
-  expect 1 "trigctl: $f needs a value" ctl $f --json lag
+  # trigd's own flags are refused by trigctl whatever follows them.
+  case $f in
+    --metrics|--instance-id) want="trigctl: $f is a flag of trigd, not of trigctl" ;;
+    *) want="trigctl: $f needs a value" ;;
+  esac
+  expect 1 "$want" ctl lag $f
+  expect 1 "$want" ctl $f --json lag
   expect 1 "trigd: $f needs a value" "$bin/trigd" $f
   expect 1 "trigd-worker: $f needs a value" "$bin/trigd-worker" $f
 done
@@ -66,6 +71,18 @@ expect 1 "trigctl: --bytes needs a value" ctl events emit partition d p --bytes
 expect 1 "trigctl: --run-id needs a value" ctl events emit program p succeeded --run-id
 expect 1 "trigctl: --attempt needs a value" ctl events emit program p succeeded --attempt
 expect 1 "trigctl: --fire-time needs a value" ctl events emit tick default/x --fire-time
+expect 1 'trigctl events emit: --fire-time: invalid time "yesterday": expected RFC 3339, e.g. 2026-11-22T10:00:00Z' ctl events emit tick default/x --fire-time yesterday
+# A flag given twice is refused (it took the first value in silence), except -f, which applies
+# every file given; an unknown flag is named with its command; a noun alone lists its verbs.
+expect 1 "trigctl: --state given more than once" ctl jobs list --state launched --state discarded
+expect 1 "trigctl: runs list: unknown flag --bogus" ctl runs list --bogus
+expect 1 "trigctl: schedules needs a verb: apply, list, show, delete, suspend or resume" ctl schedules
+expect 1 "trigctl: schedules apply: unexpected b.json (each file or folder takes its own -f: -f a.json -f b.json)" ctl schedules apply -f a.json b.json
+expect 1 "trigctl: --metrics is a flag of trigd, not of trigctl" ctl --metrics 127.0.0.1:1 lag
+expect 1 "trigctl: events emit partition needs DATASET PARTITION... (one partition at least)" ctl events emit partition d
+expect 1 "trigctl events emit: payload.status: unknown status \"done\" (expected started, heartbeat, succeeded, failed or killed)" ctl events emit program p done
+echo '[]' >"$tmp/empty.json"
+expect 1 "$tmp/empty.json: no schedule documents (an empty array)" ctl schedules apply -f "$tmp/empty.json"
 # Errors name the command, noun and verb; not-found is refused input (1), unreachable is 2.
 nopg="host=127.0.0.1 port=1 user=trigd dbname=x connect_timeout=2"
 expect 1 "trigctl schedules show: no schedule default/nope" ctl schedules show default/nope
@@ -114,7 +131,7 @@ for i in 1 2; do
 done
 sleep 2
 cat >"$tmp/watch.json" <<'DOC'
-{"name": "watch", "program": {"name": "watch.p"},
+{"name": "watch", "program": {"name": "watch.p", "args": {"since": "2026-11-22T10:00:00+01:00"}},
  "trigger": {"all": [{"partition": {"dataset": "watch.d", "count": 2}}, {"program": {"name": "watch.up"}}]},
  "constraints": {"max_concurrent_runs": 1, "delay": "1h"}, "priority": 7}
 DOC
@@ -153,9 +170,15 @@ ctl events emit partition watch.d p3 >/dev/null
 deadline=$((SECONDS + 20))
 until [[ $(ctl runs list --json | json_get 'len(d)') == 1 ]]; do ((SECONDS < deadline)) || fail "no run under v2"; sleep 0.3; done
 run_id=$(ctl runs list --json | json_get 'd[0]["run_id"]')
+# Times as trigd writes them everywhere (UTC, milliseconds, Z), in lists and in shown rows.
+ctl runs list --json | json_get 'd[0]["launched_at"]' | grep -Eqx '[0-9-]{10}T[0-9:]{8}\.[0-9]{3}Z' || fail "runs list time: $(ctl runs list)"
+ctl runs show "$run_id" --json | json_get '[h["at"] for h in d["history"]]' | grep -q '+00:00' && fail "runs show history time: $(ctl runs show "$run_id")"
 ctl runs show "$run_id" --json | json_get 'd["schedule_name"]' | grep -qx default/watch || fail "runs show"
 ctl runs list --schedule default/watch | grep -q "$run_id" || fail "runs list --schedule"
 ctl schedules show default/watch --json | json_get 'd["version"]' | grep -qx 2 || fail "schedules show version"
+# A user's own value that looks like one of PostgreSQL's times is shown as written.
+ctl schedules show default/watch --json | json_get 'd["document"]["program"]["args"]["since"]' | grep -qxF 2026-11-22T10:00:00+01:00 ||
+  fail "schedules show rewrote an arg: $(ctl schedules show default/watch)"
 ctl schedules list | grep -q "default/watch" || fail "schedules list"
 launched_job=$(ctl runs show "$run_id" --json | json_get 'd["job_id"]')
 ctl jobs why "$launched_job" | grep -q "launched" || fail "jobs why for a launched job"
@@ -217,6 +240,9 @@ ctl schedules apply -f "$tmp/bulk" >"$tmp/apply.out"
   fail "apply of 1 change in 25: $(cat "$tmp/apply.out")"
 ctl schedules apply -f "$tmp/bulk" --json | json_get '(len(d), sum(r["changed"] for r in d), [r["version"] for r in d if r["schedule"] == "default/b07"])' |
   grep -qxF "(25, 0, [2])" || fail "apply --json: $(ctl schedules apply -f "$tmp/bulk" --json)"
+# Several -f: every file applied, in one transaction.
+[[ $(ctl schedules apply -f "$tmp/bulk/b00.json" -f "$tmp/bulk/b01.json" --json | json_get 'sorted(r["schedule"] for r in d)') == "['default/b00', 'default/b01']" ]] ||
+  fail "apply with two -f: $(ctl schedules apply -f "$tmp/bulk/b00.json" -f "$tmp/bulk/b01.json")"
 # A few unchanged ones are listed.
 mkdir -p "$tmp/few" && cp "$tmp/bulk/b0"[0-2].json "$tmp/few/"
 [[ $(ctl schedules apply -f "$tmp/few") == $'unchanged  default/b00 v1\nunchanged  default/b01 v1\nunchanged  default/b02 v1\n3 schedules: 0 changed, 3 unchanged' ]] ||

@@ -451,6 +451,108 @@ TEST_F(PgStoreTest, WhyMarksBranchesACompleteTriggerDoesNotNeedAndShowDropsAStal
   EXPECT_TRUE((*shown)[0]["last_decision"].is_null()) << shown->dump();
 }
 
+// The audit (2026-11-25): a time branch that had not fired showed only "waiting for a tick (cron
+// ...)", not when the tick comes, nor that the timeout would discard the job first.
+TEST_F(PgStoreTest, WhyShowsATimeBranchsNextFireAndWhetherTheTimeoutComesFirst) {
+  json cron = {{"name", "tc"}, {"program", {{"name", "prog.tc"}}},
+               {"trigger", {{"all", {{{"time", {{"cron", "0 3 * * *"}, {"timezone", "America/New_York"}}}},
+                                     {{"partition", {{"dataset", "dc"}}}}}}}},
+               {"timeout", {{"after", "2h"}, {"action", "discard"}}}};
+  json every = {{"name", "te"}, {"program", {{"name", "prog.te"}}},
+                {"trigger", {{"all", {{{"partition", {{"dataset", "de"}}}}, {{"time", {{"every", "1h"}}}}}}}}};
+  Apply({cron, every});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "dc"), PartitionEvent("e2", "de")}, 0)).ok());
+  const int64_t job = Count("SELECT j.id FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/tc'");
+  auto next_fire = [&](const std::string& name) {
+    return TimePoint(Millis(Count("SELECT floor(extract(epoch from t.next_fire_at) * 1000)::bigint FROM time_triggers t "
+                                  "JOIN schedules s ON s.id = t.schedule_id WHERE s.name = '" + name + "'")));
+  };
+  auto explain = [&](int64_t id) {
+    auto seen = InspectJob(conn_, id);
+    EXPECT_TRUE(seen.ok()) << seen.status().ToString();
+    return seen.ok() ? ExplainJob(*seen) : json::object();
+  };
+  // The next fire after the timeout (2h after opening): the job will be discarded first.
+  Exec("UPDATE time_triggers SET next_fire_at = date_trunc('second', now()) + interval '1 day' "
+       "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/tc')");
+  TimePoint next = next_fire("default/tc");
+  json why = explain(job);
+  std::string text = FormatExplanation(why);
+  EXPECT_NE(text.find("[unmet] trigger.all[0].time: waiting for a tick (cron \"0 3 * * *\" in America/New_York; "
+                      "next fire " + FormatTime(next) + ", local " + LocalClock("America/New_York", next) +
+                      ", after the timeout)\n"),
+            std::string::npos) << text;
+  EXPECT_EQ(why["trigger"][0].value("next_fire_at", ""), FormatTime(next)) << why.dump();
+  EXPECT_EQ(why["trigger"][0].value("after_timeout", false), true) << why.dump();
+  EXPECT_NE(text.find("; then the job is discarded (action discard)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("why: trigger incomplete; times out at "), std::string::npos) << text;
+  EXPECT_NE(text.find(" (action discard)\n"), std::string::npos) << text;
+  // Before the timeout.
+  Exec("UPDATE time_triggers SET next_fire_at = date_trunc('second', now()) + interval '1 hour' "
+       "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/tc')");
+  next = next_fire("default/tc");
+  text = FormatExplanation(explain(job));
+  EXPECT_NE(text.find("in America/New_York; next fire " + FormatTime(next) + ", local " +
+                      LocalClock("America/New_York", next) + ")\n"),
+            std::string::npos) << text;
+  // An `every` branch (UTC: no local time), among other branches.
+  const int64_t every_job =
+      Count("SELECT j.id FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/te'");
+  text = FormatExplanation(explain(every_job));
+  EXPECT_NE(text.find("[unmet] trigger.all[1].time: waiting for a tick (every 1h; next fire " +
+                      FormatTime(next_fire("default/te")) + ")\n"),
+            std::string::npos) << text;
+  // Suspended (a job the suspension has not discarded yet): no tick comes.
+  Exec("UPDATE schedules SET state = 'suspended' WHERE name = 'default/tc'");
+  Exec("UPDATE time_triggers SET next_fire_at = 'infinity' "
+       "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/tc')");
+  why = explain(job);
+  text = FormatExplanation(why);
+  EXPECT_NE(text.find("(cron \"0 3 * * *\" in America/New_York; no tick will come while the schedule is suspended)"),
+            std::string::npos) << text;
+  EXPECT_TRUE(why["trigger"][0]["next_fire_at"].is_null()) << why.dump();
+}
+
+// The audit (2026-11-25): for a job a timeout launched (action run), `jobs why` printed only
+// "launched by timeout (action run)"; what the launch ignored was only in --json. And a window's
+// wait shows the local time now live (the stored reason leaves it out, so it stays the same).
+TEST_F(PgStoreTest, WhyListsWhatALaunchByTimeoutIgnored) {
+  // A window closed now: it opens two hours from now, for an hour.
+  const int64_t hour = (Count("SELECT extract(hour from now() AT TIME ZONE 'UTC')::bigint") + 2) % 24;
+  auto hh = [](int64_t h) { return std::string(h < 10 ? "0" : "") + std::to_string(h) + ":00"; };
+  json window = PartitionSchedule("w", "dw", {{"time_window", {{"start", hh(hour)}, {"end", hh((hour + 1) % 24)}}}});
+  window["timeout"] = {{"after", "1h"}, {"action", "run"}};
+  json incomplete = PartitionSchedule("i", "di");
+  incomplete["trigger"] = {{"all", {{{"partition", {{"dataset", "di"}}}}, {{"partition", {{"dataset", "dj"}}}}}}};
+  incomplete["timeout"] = {{"after", "1h"}, {"action", "run"}};
+  Apply({window, incomplete});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "dw"), PartitionEvent("e2", "di")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  auto job_of = [&](const std::string& name) {
+    return Count("SELECT j.id FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/" + name + "'");
+  };
+  auto seen = InspectJob(conn_, job_of("w"));
+  ASSERT_TRUE(seen.ok()) << seen.status().ToString();
+  json why = ExplainJob(*seen);
+  std::string text = FormatExplanation(why);
+  EXPECT_EQ(why.value("state", ""), "pending_constraint") << text;
+  EXPECT_NE(text.find("[wait]  time_window: outside window " + hh(hour) + "-" + hh((hour + 1) % 24) + " UTC; opens "),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("; local time now " + LocalClock("UTC", seen->now) + "\n"), std::string::npos) << text;
+
+  Exec("UPDATE jobs SET opened_at = now() - interval '2 hours', next_check_at = now() - interval '1 second'");
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  ASSERT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'launched' AND forced"), 2);
+  for (const std::string name : {"w", "i"}) {
+    seen = InspectJob(conn_, job_of(name));
+    ASSERT_TRUE(seen.ok()) << seen.status().ToString();
+    text = FormatExplanation(ExplainJob(*seen));
+    const std::string launched = "launched by timeout (action run) run " + seen->job.value("run_id", "") + ", ignoring: ";
+    EXPECT_NE(text.find(launched + (name == "w" ? "time_window (outside window " : "trigger (incomplete)\n")),
+              std::string::npos) << text;
+  }
+}
+
 TEST_F(PgStoreTest, ALaunchDecidedButNotYetPublishedIsShownAsSuch) {
   Apply({PartitionSchedule("s", "d")});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
