@@ -4,9 +4,11 @@
 #include <array>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -73,6 +75,7 @@ class StoreHandle {
     store_ = std::move(*s);
     store_->SetFastPath(config_.fast_path);
     store_->SetCheckerShard(shard_, shards_);
+    store_->SetConsumerGroup(config_.group);
     return store_.get();
   }
   // Called with a failed status: drops the connection when it is gone.
@@ -88,12 +91,45 @@ class StoreHandle {
   std::unique_ptr<PgStore> store_;
 };
 
+// The program topic's partitions as the ingest thread read their ends from the broker, for
+// the sweep to tell how far trigd has read workers' reports (PgStore::MarkCaughtUp). An
+// observation is used once it is kReportsSettle old: by then a healthy ingest has committed up
+// to those ends, and one still behind them has not, so the mark waits for a later one.
+class ReportWatch {
+ public:
+  static constexpr auto kReportsSettle = std::chrono::seconds(1);
+  struct Observation {
+    Clock::time_point at;
+    std::vector<PartitionRange> ranges;
+  };
+  void Add(Observation o) {
+    std::lock_guard<std::mutex> l(mu_);
+    observations_.push_back(std::move(o));
+    if (observations_.size() > 16) observations_.pop_front();
+  }
+  // The newest observation at least kReportsSettle old (older ones are dropped), if any.
+  std::optional<Observation> TakeSettled(Clock::time_point now) {
+    std::lock_guard<std::mutex> l(mu_);
+    std::optional<Observation> out;
+    while (!observations_.empty() && now - observations_.front().at >= kReportsSettle) {
+      out = std::move(observations_.front());
+      observations_.pop_front();
+    }
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<Observation> observations_;
+};
+
 struct Shared {
   const Config& config;
   const std::atomic<bool>& stop;  // set by a signal
   Metrics& metrics;
   Waker checker_wake;
   Waker relay_wake;
+  ReportWatch report_watch;
   // Set by a loop that cannot go on (Halt): every loop stops, and RunEngine returns `why`.
   std::atomic<bool> halted{false};
   std::mutex why_mu;
@@ -387,6 +423,7 @@ void IngestLoop(Shared& sh) {
   const std::string time = sh.config.topic_prefix + "events.time";
   auto last_refresh = Clock::time_point{};
   auto last_lag = Clock::time_point{};
+  auto last_watch = Clock::time_point{};
   std::set<std::pair<std::string, int>> lag_reported;
   MessageBatch messages;
   PreparedBatch next;  // polled, waiting for the batch in flight
@@ -462,6 +499,14 @@ void IngestLoop(Shared& sh) {
       }
     }
     const bool behind = messages.size() == kMaxPoll;
+    // The program topic's ends, once a second, for the sweep (ReportWatch). Asked of the broker:
+    // while it cannot be reached, no observation, and no run is declared lost for silence.
+    if (Clock::now() - last_watch >= std::chrono::seconds(1)) {
+      last_watch = Clock::now();
+      if (auto ranges = consumer->AssignedRanges(program, 1000); ranges.ok()) {
+        if (!ranges->empty()) sh.report_watch.Add({last_watch, std::move(*ranges)});
+      }
+    }
     if (Clock::now() - last_lag > std::chrono::seconds(2)) {
       // A partition this instance no longer holds (a rebalance gave it to another) reads 0 here,
       // not its last value for good: the sum over instances is the group's lag.
@@ -563,6 +608,16 @@ void CheckerLoop(Shared& sh, int index) {
       }
     }
     if (sweep_due) {
+      const auto now = Clock::now();
+      if (auto seen = sh.report_watch.TakeSettled(now)) {
+        // Backdated by the observation's age and a margin for the broker's answer in flight.
+        constexpr Millis kMargin{2000};
+        const Millis age = std::chrono::duration_cast<Millis>(now - seen->at) + kMargin;
+        if (Status m = pg->MarkCaughtUp(sh.config.group, seen->ranges, age); !m.ok()) {
+          store.Failed(m);
+          continue;
+        }
+      }
       auto sw = pg->SweepRuns();
       if (sw.ok()) {
         sh.metrics.RunOutcome("lost").Increment(sw->lost);

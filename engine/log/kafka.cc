@@ -334,6 +334,19 @@ class RdConsumer : public Consumer {
 
   std::vector<std::pair<std::string, int>> Assignment() override { return rebalancer_->assigned_; }
 
+  Result<std::vector<PartitionRange>> AssignedRanges(const std::string& topic, int timeout_ms) override {
+    std::vector<PartitionRange> out;
+    for (const auto& [t, p] : rebalancer_->assigned_) {
+      if (t != topic) continue;
+      int64_t low = 0, high = 0;
+      if (auto e = consumer_->query_watermark_offsets(t, p, &low, &high, timeout_ms); e != RdKafka::ERR_NO_ERROR) {
+        return Unavailable("watermarks of " + t + "/" + std::to_string(p) + ": " + RdKafka::err2str(e));
+      }
+      out.push_back({t, p, low, high});
+    }
+    return out;
+  }
+
   ~RdConsumer() override {
     if (queue_) rd_kafka_queue_destroy(queue_);
     if (consumer_) consumer_->close();

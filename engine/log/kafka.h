@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/partition.h"
 
 struct rd_kafka_message_s;
 
@@ -141,6 +142,10 @@ class Consumer {
   // Messages behind the end of each assigned partition, from the consumer's position and
   // librdkafka's cached high watermark (no broker round trip).
   virtual std::vector<PartitionLag> Lag() = 0;
+  // The extent of each assigned partition of `topic`, asked of the broker now (a round trip per
+  // partition, not librdkafka's cached watermarks, which go stale while the broker cannot be
+  // reached). kUnavailable when a partition's leader does not answer within timeout_ms.
+  virtual Result<std::vector<PartitionRange>> AssignedRanges(const std::string& topic, int timeout_ms) = 0;
   // Not empty once the consumer hit a fatal error (e.g. fenced by a newer member with the same
   // instance id): it consumes nothing more, and must be replaced or the process stopped.
   virtual std::string FatalError() = 0;

@@ -1698,11 +1698,51 @@ Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& 
   "ELSE jsonb_set(jsonb_set(request::jsonb, '{attempt}', to_jsonb(attempt + 1)), '{launched_at}', "              \
   "to_jsonb(" TRIGD_NOW_TEXT "))::text END"
 
+Status PgStore::MarkCaughtUp(const std::string& group, const std::vector<PartitionRange>& ranges, Millis age) {
+  if (ranges.empty()) return Status();
+  return Guard([&]() -> Status {
+    SqlArray topics, partitions, begins, ends;
+    for (const PartitionRange& r : ranges) {
+      topics.AddText(r.topic);
+      partitions.AddInt(r.partition);
+      begins.AddInt(r.begin);
+      ends.AddInt(r.end);
+    }
+    pqxx::work tx(*conn_->c);
+    // The insert's next_offset is the end read from the broker: compared with the committed
+    // position on conflict, and the position itself only for an empty partition (nothing before
+    // it to skip). A mark never moves back.
+    tx.exec_params(
+        "WITH x AS (SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[]) "
+        "AS x(topic, partition, begin_offset, end_offset)) "
+        "INSERT INTO consumer_offsets AS o (group_id, topic, partition, next_offset, caught_up_at) "
+        "SELECT $1, x.topic, x.partition, x.end_offset, now() - make_interval(secs => $6::bigint / 1000.0) FROM x "
+        "WHERE x.begin_offset >= x.end_offset OR EXISTS (SELECT 1 FROM consumer_offsets c "
+        "WHERE c.group_id = $1 AND c.topic = x.topic AND c.partition = x.partition) "
+        "ON CONFLICT (group_id, topic, partition) DO UPDATE SET caught_up_at = EXCLUDED.caught_up_at "
+        "WHERE o.next_offset >= EXCLUDED.next_offset "
+        "AND (o.caught_up_at IS NULL OR o.caught_up_at < EXCLUDED.caught_up_at)",
+        group, topics.Take(), partitions.Take(), begins.Take(), ends.Take(), static_cast<int64_t>(age.count()));
+    tx.commit();
+    return Status();
+  });
+}
+
 Result<SweepResult> PgStore::SweepRuns() {
   return Guard([&]() -> Result<SweepResult> {
     pqxx::work tx(*conn_->c);
     SweepResult out;
     const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
+    // Silence is counted up to the moment trigd had read every partition of the program topic
+    // to its end (MarkCaughtUp), at most now: reports still unread are not silence. A partition
+    // with no mark yet (a position written before migration 014, or just created) is left out
+    // of the minimum until its first mark, a second or so.
+    std::string watched = "now()";
+    if (!consumer_group_.empty()) {
+      const std::string program_topic = topic_prefix_ + "events.program";
+      watched = "(SELECT least(now(), min(caught_up_at)) FROM consumer_offsets WHERE group_id = " +
+                tx.quote(consumer_group_) + " AND topic = " + tx.quote(program_topic) + ")";
+    }
     OutboxRows outbox;
     std::vector<EndedRun> ended;
     for (const auto& r : tx.exec(
@@ -1715,11 +1755,12 @@ Result<SweepResult> PgStore::SweepRuns() {
              // Two scans, one index each (schema/007): every running run (its own timeout), and
              // of the queued ones only the range older than the queued timeout, so a backlog of
              // launch requests waiting for workers is not read on every sweep.
-             "WHERE run_id IN (SELECT run_id FROM runs WHERE state = 'running' "
-             "AND last_seen_at < now() - make_interval(secs => heartbeat_timeout_ms / 1000.0) "
+             "WHERE run_id IN (WITH w AS (SELECT " + watched + " AS t) "
+             "SELECT run_id FROM runs WHERE state = 'running' "
+             "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => heartbeat_timeout_ms / 1000.0) "
              "UNION ALL SELECT run_id FROM runs WHERE state = 'launched' "
-             "AND last_seen_at < now() - make_interval(secs => " + std::to_string(kQueuedTimeout.count()) + " / 1000.0) "
-             "AND last_seen_at < now() - make_interval(secs => "
+             "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => " + std::to_string(kQueuedTimeout.count()) + " / 1000.0) "
+             "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => "
              "greatest(heartbeat_timeout_ms, " + std::to_string(kQueuedTimeout.count()) + ") / 1000.0)) "
              "ORDER BY last_seen_at LIMIT 1000 FOR UPDATE SKIP LOCKED")) {
       ++out.lost;

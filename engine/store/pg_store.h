@@ -21,6 +21,7 @@
 #include "common/time.h"
 #include "core/accumulator.h"
 #include "model/event.h"
+#include "model/partition.h"
 
 namespace trigd {
 
@@ -165,6 +166,11 @@ class PgStore {
     shard_index_ = index;
     shard_count_ = count;
   }
+  // The consumer group whose positions in the program topic tell SweepRuns how far trigd has
+  // read workers' reports: a run is lost after heartbeat_timeout of silence counted up to the
+  // moment every partition of the topic was last read to its end (MarkCaughtUp), not up to
+  // now. Unset (tests, tools): up to now.
+  void SetConsumerGroup(std::string group) { consumer_group_ = std::move(group); }
 
   // Changes after `after_seq` (0: every active schedule, for start-up).
   Result<ScheduleChanges> LoadScheduleChanges(int64_t after_seq);
@@ -199,6 +205,13 @@ class PgStore {
   // backoff while attempts remain, else failed with a published `failed` event (reason lost).
   // Runs whose backoff passed get their next attempt's launch request (same run id).
   Result<SweepResult> SweepRuns();
+
+  // Records that `group` has committed in PostgreSQL everything produced to these partitions
+  // until `age` ago: each partition whose committed position has reached its range's end gets
+  // caught_up_at = now() - age. An empty partition (begin == end) with no position yet gets
+  // one at its end, so it counts; one with messages and no position is left alone (a
+  // position past messages never read would skip them).
+  Status MarkCaughtUp(const std::string& group, const std::vector<PartitionRange>& ranges, Millis age);
 
   // The due time ticks (SPEC §5 "Time triggers"): applied to their schedules' jobs in this
   // transaction (as ApplyBatch would, de-duplicated by the tick's id, fast path included)
@@ -275,6 +288,7 @@ class PgStore {
   int on_conflict_batches_ = 0;
   static constexpr int kOnConflictBatches = 100;
   int shard_index_ = 0, shard_count_ = 1;
+  std::string consumer_group_;  // SetConsumerGroup
   // Drops this connection's cached plans when they are kPlanLifetime old (see Connect); called
   // before the transactions that run the prepared statements.
   void RenewPlans();

@@ -174,4 +174,29 @@ attempts=$(launches | grep -c "\"run_id\":\"$doomed\"")
 [[ $attempts == 1 ]] || fail "doomed run $doomed launched $attempts times, expected once (no retry after the delete)"
 [[ $(run_field "$doomed" state) == killed ]] || fail "doomed run $doomed: $(run_field "$doomed" state) 5 s after delete"
 echo "schedule deleted during a retry wait: run $doomed killed, not launched again"
+# trigd stopped for longer than a running run's heartbeat_timeout while the worker goes on
+# heartbeating: back, trigd reads those heartbeats before it counts the run silent (the audit
+# of 2026-11-25: it swept at once, declared the healthy run lost and launched it again, so the
+# command ran twice).
+cat >"$tmp/steady.json" <<'EOF'
+{"namespace": "default", "name": "steady", "program": {"name": "steady.job", "args": {"command": "sleep 16"}},
+ "trigger": {"partition": {"dataset": "steady.raw"}}, "heartbeat_timeout": "3s", "retry": {"max_attempts": 2, "backoff": "1s"}}
+EOF
+"$bin/trigctl" schedules apply -f "$tmp/steady.json" >/dev/null || fail "apply steady"
+"$bin/trigctl" events emit partition steady.raw dt=1 >/dev/null || fail "emit steady.raw"
+steady_run() { first_run default/steady; }
+steady_is() { local id; id=$(steady_run); [[ -n $id && $(run_field "$id" state) == "$1" ]]; }
+wait_until 30 steady_is running || fail "steady run never running: $("$bin/trigctl" runs list --schedule default/steady)"
+steady=$(steady_run)
+kill -TERM "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true
+sleep 8  # the worker heartbeats every second meanwhile; trigd reads none
+"$bin/trigd" >>"$tmp/trigd.log" 2>&1 & pids[0]=$!
+wait_until 40 steady_is succeeded || fail "steady run $steady: state $(run_field "$steady" state) after trigd's return"
+story=$(run_field "$steady" history | python3 -c '
+import json, sys
+print(" ".join("%s/%s" % (e.get("status"), e.get("attempt")) for e in json.load(sys.stdin)))')
+[[ $story == "launched/1 started/1 succeeded/1" ]] || fail "steady run $steady across trigd's stop: $story"
+attempts=$(launches | grep -c "\"run_id\":\"$steady\"")
+[[ $attempts == 1 ]] || fail "steady run $steady launched $attempts times across trigd's stop, expected once"
+echo "trigd stopped 8 s under a 3 s heartbeat_timeout: run $steady $story, launched once"
 echo "lost run e2e: passed in $((SECONDS - started)) s"

@@ -1041,6 +1041,48 @@ TEST_F(PgStoreTest, AFailedAttemptIsRetriedAndOnlyTheLastFailureReachesDownstrea
                   "(SELECT id FROM schedules WHERE name = 'default/s')"), 0);
 }
 
+// The audit (2026-11-25): trigd restarted after a stop longer than heartbeat_timeout swept at
+// once, before reading the heartbeats the worker had sent meanwhile, declared the healthy run
+// lost and launched it again (two copies running). Silence counts only up to the moment trigd
+// had read every partition of the program topic to its end.
+TEST_F(PgStoreTest, ARunIsLostOnlyForSilenceUpToWhereTrigdHasReadTheProgramTopic) {
+  json doc = PartitionSchedule("s", "d");
+  doc["heartbeat_timeout"] = "1s";
+  Apply({doc});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  Exec("UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds'");
+  store_->SetConsumerGroup("g");
+  // Reports committed up to offset 5 of partition 0; read to the end a minute ago, before trigd
+  // stopped.
+  Exec("INSERT INTO consumer_offsets (group_id, topic, partition, next_offset) VALUES ('g', 't.events.program', 0, 5)");
+  const std::string p0 = "t.events.program";
+  ASSERT_TRUE(store_->MarkCaughtUp("g", {{p0, 0, 0, 5}}, std::chrono::minutes(1)).ok());
+  auto swept = store_->SweepRuns();
+  ASSERT_TRUE(swept.ok()) << swept.status().ToString();
+  EXPECT_EQ(swept->lost, 0);
+  // Back: the broker holds three reports trigd has not committed yet. Not read to the end: no mark.
+  ASSERT_TRUE(store_->MarkCaughtUp("g", {{p0, 0, 0, 8}}, Millis(0)).ok());
+  EXPECT_EQ(store_->SweepRuns()->lost, 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE caught_up_at > now() - interval '30 seconds'"), 0);
+  // An empty partition with no position gets one at its end, marked; one with messages and no
+  // position is left alone (a position there would skip them).
+  ASSERT_TRUE(store_->MarkCaughtUp("g", {{p0, 1, 4, 4}, {p0, 2, 0, 3}}, Millis(0)).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE topic = 't.events.program' AND partition = 1 "
+                  "AND next_offset = 4 AND caught_up_at IS NOT NULL"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE topic = 't.events.program' AND partition = 2"), 0);
+  EXPECT_EQ(store_->SweepRuns()->lost, 0);  // partition 0 still holds it back
+  // The reports read (no heartbeat among them, in this test): then the silence is real.
+  Exec("UPDATE consumer_offsets SET next_offset = 8 WHERE topic = 't.events.program' AND partition = 0");
+  ASSERT_TRUE(store_->MarkCaughtUp("g", {{p0, 0, 0, 8}}, Millis(0)).ok());
+  // A mark never moves back.
+  ASSERT_TRUE(store_->MarkCaughtUp("g", {{p0, 0, 0, 8}}, std::chrono::minutes(2)).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE caught_up_at < now() - interval '30 seconds'"), 0);
+  swept = store_->SweepRuns();
+  EXPECT_EQ(swept->lost, 1);
+  EXPECT_EQ(swept->failed, 1);
+}
+
 TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   json doc = PartitionSchedule("s", "d");
   doc["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
