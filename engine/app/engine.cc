@@ -245,6 +245,7 @@ void Prepare(const MessageBatch& messages, const ScheduleIndex& index, PreparedB
       case RoutedEvent::Kind::kMatch:
         out.in.schedule_ids.emplace_back(r.schedules.begin(), r.schedules.end());
         out.in.events.push_back(std::move(*r.event));
+        out.in.sources.push_back({std::string(m.topic), m.partition, m.offset});
         break;
     }
   });
@@ -341,7 +342,12 @@ class IngestCommitter {
     // Counted and woken here, as soon as the transaction is durable.
     sh_.metrics.IngestTransactions().Increment();
     for (const std::string& reason : batch.dead_reasons) sh_.metrics.DeadLetter(reason).Increment();
-    for (size_t i = 0; i < batch.in.events.size(); ++i) counters_.Get(batch.in.events[i].type, r->outcome[i]).Increment();
+    for (const std::string& reason : r->dead_reasons) sh_.metrics.DeadLetter(reason).Increment();
+    if (!r->dead_reasons.empty()) sh_.relay_wake.Wake();
+    for (size_t i = 0; i < batch.in.events.size(); ++i) {
+      // A dead letter is counted as one (above), not as an event.
+      if (r->outcome[i] != "dead") counters_.Get(batch.in.events[i].type, r->outcome[i]).Increment();
+    }
     for (EventType type : {EventType::kPartition, EventType::kProgram, EventType::kTick}) {
       if (int64_t n = batch.no_match[static_cast<size_t>(type)]) counters_.Get(type, "no_match").Increment(static_cast<double>(n));
     }

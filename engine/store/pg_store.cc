@@ -876,8 +876,8 @@ bool PgStore::RetryFailedAttempt(const TxContext& ctx, const RunReport& rep) {
       // its retry policy is gone with its document: the failure is final.
       "JOIN schedules s ON s.id = r.schedule_id "
       "WHERE r.run_id = $1 AND r.state IN ('launched', 'running') AND ($2 = 0 OR r.attempt = $2) "
-      "AND r.attempt < r.max_attempts FOR UPDATE OF r",
-      rep.run_id, rep.attempt);
+      "AND r.program = $3 AND r.attempt < r.max_attempts FOR UPDATE OF r",
+      rep.run_id, rep.attempt, rep.program);
   if (r.empty()) return false;
   const int64_t attempt = r[0][0].as<int64_t>();
   RetryPolicy retry;
@@ -922,7 +922,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
         continue;
       }
       if (e.type == EventType::kProgram && !e.program.run_id.empty()) {
-        reports.push_back({e.program.run_id, e.program.status, e.program.attempt, i,
+        reports.push_back({e.program.run_id, e.program.program, e.program.status, e.program.attempt, i,
                            e.id.starts_with("lost:") && e.program.reason == "lost"});
       }
       if (!batch.schedule_ids[i].empty()) {
@@ -980,6 +980,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
     // launched the downstream schedule again, and a late failure of a retried attempt killed
     // it). A report for a run trigd does not know (a program it did not launch) counts as sent.
     std::vector<EndedRun> ended;
+    std::vector<DeadLetter> refused_letters;  // reports refused here (another program's run)
     // A worker's `failed` report of an attempt that its retry policy retries: applied to the
     // run (retry_wait), but no `program` trigger sees it, as for a lost run's attempts; the last
     // attempt's failure is the one downstream schedules see.
@@ -1001,9 +1002,9 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
             "finished_at = CASE WHEN $3 THEN now() END, reason = CASE WHEN $3 THEN $2 ELSE reason END, "
             "history = CASE WHEN $2 = 'heartbeat' THEN history ELSE trigd_append_history(history, "
             "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", 'status', $2::text, 'attempt', attempt))) END "
-            "WHERE run_id = $1 AND state IN ('launched', 'running') AND ($4 = 0 OR attempt = $4) "
+            "WHERE run_id = $1 AND state IN ('launched', 'running') AND ($4 = 0 OR attempt = $4) AND program = $5 "
             "RETURNING schedule_id, concurrency_group",
-            rep.run_id, status, final_status, rep.attempt);
+            rep.run_id, status, final_status, rep.attempt, rep.program);
         if (r.empty()) {
           if (!rep.own) unmoved.push_back(k);
           continue;
@@ -1017,17 +1018,35 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       if (!unmoved.empty()) {
         SqlArray run_ids;
         for (size_t k : unmoved) run_ids.AddText(reports[k].run_id);
-        std::unordered_set<std::string> known;
-        for (const auto& r : tx.exec_params("SELECT run_id FROM runs WHERE run_id = ANY($1::text[])", run_ids.Take())) {
-          known.insert(r[0].as<std::string>());
+        std::unordered_map<std::string, std::string> known;  // run id -> its program
+        for (const auto& r : tx.exec_params("SELECT run_id, program FROM runs WHERE run_id = ANY($1::text[])", run_ids.Take())) {
+          known.emplace(r[0].as<std::string>(), r[1].as<std::string>());
         }
-        std::set<size_t> stale;
+        std::set<size_t> stale, refused;
         for (size_t k : unmoved) {
-          if (!known.count(reports[k].run_id)) continue;
+          auto run = known.find(reports[k].run_id);
+          if (run == known.end()) continue;
+          if (run->second != reports[k].program) {
+            // Another program's run: applied, it ended that run and sent its outcome down the
+            // wrong DAG (the audit of 2026-11-25). Not a report of an unknown run either (those
+            // count for triggers as sent): a dead letter, naming both programs.
+            const size_t i = reports[k].event;
+            const Event& e = batch.events[i];
+            const Status why = Invalid("bad_field: payload.program: run " + reports[k].run_id + " is a run of " +
+                                       run->second + ", not of " + reports[k].program);
+            const IngestBatch::Source source = i < batch.sources.size() ? batch.sources[i] : IngestBatch::Source{};
+            refused_letters.push_back({e.program.program, DeadLetterJson(why, source.topic, source.partition, source.offset,
+                                                                         EnvelopeToJson(e).dump())});
+            result.dead_reasons.push_back(DeadLetterReason(why));
+            refused.insert(i);
+            result.outcome[i] = "dead";
+            continue;
+          }
           stale.insert(reports[k].event);
           result.outcome[reports[k].event] = "duplicate";
         }
         drop_duplicates(stale);
+        drop_inputs(refused, "dead");
       }
       drop_inputs(retried, "applied");
     }
@@ -1156,6 +1175,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
     OutboxRows outbox;
     // The key as Kafka delivered it, made storable (the payload is JSON trigd wrote).
     for (const DeadLetter& d : batch.dead) outbox.Add(topic_prefix_ + "dead", ValidText(d.key), d.payload);
+    for (const DeadLetter& d : refused_letters) outbox.Add(topic_prefix_ + "dead", d.key, d.payload);
     for (const Event& e : acc.published) {
       outbox.Add(topic_prefix_ + "events.program", e.program.program, EnvelopeToJson(e).dump());
     }

@@ -65,6 +65,7 @@ struct ConsumedPosition {
 // A worker's report about one of trigd's runs (a program event with a run id).
 struct RunReport {
   std::string run_id;
+  std::string program;  // the report's payload.program: must be the run's
   ProgramStatus status = ProgramStatus::kStarted;
   int64_t attempt = 0;  // 0: any attempt
   size_t event = 0;      // its index in the batch
@@ -82,6 +83,14 @@ struct IngestBatch {
   std::vector<Event> events;                      // well-formed events
   std::vector<std::vector<int64_t>> schedule_ids;  // per event: reached through the index
   std::vector<DeadLetter> dead;
+  // Where each event came from (parallel to `events`), for a dead letter decided in the
+  // transaction (a report naming another program than its run's); may be left empty.
+  struct Source {
+    std::string topic;
+    int partition = 0;
+    int64_t offset = 0;
+  };
+  std::vector<Source> sources;
   // Set for trigd's own ticks (model/event.h, OwnTickId), which their time trigger's row lock
   // makes unique: no de-duplication record is written or looked up for them.
   bool own_ticks = false;
@@ -105,7 +114,10 @@ struct IngestResult {
   // The batch was routed with a reverse index older than the change log (IngestBatch::index_seq):
   // nothing applied; refresh the index, rewind and route the events again.
   bool stale_index = false;
-  std::vector<std::string> outcome;  // per event: applied, duplicate or no_match
+  std::vector<std::string> outcome;  // per event: applied, duplicate, no_match, or dead (see dead_reasons)
+  // Reasons of the events this transaction sent to the dead-letter topic (outcome "dead"): a
+  // run's report that names another program than the run's.
+  std::vector<std::string> dead_reasons;
   int jobs_opened = 0;
   int jobs_ready = 0;
   int jobs_discarded = 0;

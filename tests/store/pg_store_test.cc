@@ -1083,6 +1083,43 @@ TEST_F(PgStoreTest, ARunIsLostOnlyForSilenceUpToWhereTrigdHasReadTheProgramTopic
   EXPECT_EQ(swept->failed, 1);
 }
 
+// The audit (2026-11-25): a report with a run's id but another program's name ended that run
+// (succeeded), launched the other program's downstream schedule, and the real report was then
+// a duplicate: the run's own downstream never ran. Such a report is a dead letter, naming both.
+TEST_F(PgStoreTest, AReportNamingAnotherProgramThanItsRunsIsADeadLetter) {
+  json upstream = PartitionSchedule("s", "d");
+  upstream["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
+  json mine = {{"name", "mine"}, {"program", {{"name", "prog.mine"}}},
+               {"trigger", {{"program", {{"name", "prog.s"}, {"status", {"succeeded", "failed"}}}}}}};
+  json other = {{"name", "other"}, {"program", {{"name", "prog.other"}}},
+                {"trigger", {{"program", {{"name", "prog.x"}, {"status", {"succeeded", "failed"}}}}}}};
+  Apply({upstream, mine, other});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  const std::string run = pqxx::work(*std::make_unique<pqxx::connection>(conn_)).exec1("SELECT run_id FROM runs")[0].as<std::string>();
+  // Succeeded and failed (the failed one would be retried first) under the wrong name.
+  IngestBatch b = Batch({ProgramEvent("x1", "prog.x", run, ProgramStatus::kSucceeded),
+                         ProgramEvent("x2", "prog.x", run, ProgramStatus::kFailed)}, 1);
+  b.sources = {{"t.events.program", 3, 41}, {"t.events.program", 3, 42}};
+  auto r = store_->ApplyBatch(b);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outcome, (std::vector<std::string>{"dead", "dead"}));
+  EXPECT_EQ(r->dead_reasons, (std::vector<std::string>{"bad_field", "bad_field"}));
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'launched' AND attempt = 1"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/other'"), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.dead' AND key = 'prog.x' "
+                  "AND payload::jsonb->>'reason' = 'bad_field: payload.program: run " + run +
+                  " is a run of prog.s, not of prog.x' AND payload::jsonb->>'topic' = 't.events.program' "
+                  "AND (payload::jsonb->>'offset')::int IN (41, 42) AND payload::jsonb->>'original' LIKE '%\"id\":\"x%'"),
+            2);
+  // The run's own report still moves it and reaches its own downstream schedule.
+  r = store_->ApplyBatch(Batch({ProgramEvent("s1", "prog.s", run, ProgramStatus::kSucceeded)}, 3));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outcome, (std::vector<std::string>{"applied"}));
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'succeeded'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/mine'"), 1);
+}
+
 TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   json doc = PartitionSchedule("s", "d");
   doc["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
@@ -1394,7 +1431,7 @@ TEST_F(PgStoreTest, FastPathLeavesAJobThatMustWaitToTheChecker) {
   // The run's end frees the slot and the same transaction launches the waiting job.
   pqxx::connection c(conn_);
   auto run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
-  r = store->ApplyBatch(Batch({ProgramEvent("done", "p", run, ProgramStatus::kSucceeded)}, 2));
+  r = store->ApplyBatch(Batch({ProgramEvent("done", "prog.s", run, ProgramStatus::kSucceeded)}, 2));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->checker.launched, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='launched'"), 1);
