@@ -772,10 +772,35 @@ void RelayLoop(Shared& sh) {
   }
 }
 
+// The topics trigd reads and the dead-letter topic must exist before it starts: one started
+// with a mistyped --topic-prefix ran against the shared database, took fire times from the real
+// instances and published their launch requests where no worker reads (the broker made the
+// topics on the first produce), and those runs failed as lost 10 minutes later (the audit of
+// 2026-11-25). Missing: refused (kInvalid). Kafka not reachable yet: waits, saying so.
+Status CheckTopics(const Config& config, const std::atomic<bool>& stop) {
+  const std::string& p = config.topic_prefix;
+  const std::vector<std::string> needed = {p + "events.data", p + "events.program", p + "events.time", p + "dead"};
+  auto said = Clock::time_point{};
+  while (!stop.load()) {
+    auto missing = MissingTopics(config.kafka, needed);
+    if (missing.ok()) {
+      if (missing->empty()) return Status();
+      return Invalid(NoSuchTopics(*missing, config.kafka));
+    }
+    if (Clock::now() - said >= std::chrono::seconds(30)) {
+      Log(missing.status().message() + " (looking up trigd's topics); retrying");
+      said = Clock::now();
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
   if (Status s = ApplyMigrations(config.pg, DefaultSchemaDir(), nullptr); !s.ok()) return s;
+  if (Status s = CheckTopics(config, stop); !s.ok() || stop.load()) return s;
   Metrics metrics;
   if (Status s = metrics.Serve(config.metrics); !s.ok()) return s;
   Shared shared{config, stop, metrics, {}, {}};

@@ -287,15 +287,6 @@ std::optional<size_t> Limit(const Args& a, size_t otherwise = 100) {
   return static_cast<size_t>(*n);
 }
 
-// Topics the broker does not have, said so that the user can fix it.
-std::string NoSuchTopics(const std::vector<std::string>& missing, const std::string& kafka) {
-  std::string names;
-  for (const auto& t : missing) names += (names.empty() ? "" : ", ") + t;
-  return missing.size() == 1
-             ? "topic " + names + " does not exist at " + kafka + " (create it with trigctl topics create, or check --topic-prefix)"
-             : "topics " + names + " do not exist at " + kafka + " (create them with trigctl topics create, or check --topic-prefix)";
-}
-
 constexpr const char* kJobStates[] = {"pending_trigger", "pending_constraint", "launched", "discarded"};
 
 int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
@@ -370,7 +361,7 @@ int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
   // never came and read as Kafka unreachable.
   auto missing = trigd::MissingTopics(config.kafka, {topic});
   if (!missing.ok()) return Fail(missing.status(), "events emit");
-  if (!missing->empty()) return Refuse("events emit", NoSuchTopics(*missing, config.kafka));
+  if (!missing->empty()) return Refuse("events emit", trigd::NoSuchTopics(*missing, config.kafka));
   auto producer = trigd::Producer::Create(config.kafka);
   if (!producer.ok()) return Fail(producer.status(), "events emit");
   auto ok = (*producer)->ProduceAndWait({{topic, key, e.dump()}}, 10000);
@@ -393,8 +384,8 @@ int Lag(const trigd::Config& config, bool as_json) {
   // table and "total lag: 0".
   auto missing = trigd::MissingTopics(config.kafka, topics);
   if (!missing.ok()) return Fail(missing.status(), "lag");
-  if (missing->size() == topics.size()) return Refuse("lag", NoSuchTopics(*missing, config.kafka));
-  if (!missing->empty()) std::cerr << "trigctl lag: " << NoSuchTopics(*missing, config.kafka) << "\n";
+  if (missing->size() == topics.size()) return Refuse("lag", trigd::NoSuchTopics(*missing, config.kafka));
+  if (!missing->empty()) std::cerr << "trigctl lag: " << trigd::NoSuchTopics(*missing, config.kafka) << "\n";
   auto ends = trigd::QueryEndOffsets(config.kafka, topics);
   if (!ends.ok()) return Fail(ends.status(), "lag");
   auto stored = trigd::QueryOffsets(config.pg);

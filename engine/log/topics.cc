@@ -15,6 +15,14 @@
 
 namespace trigd {
 
+std::string NoSuchTopics(const std::vector<std::string>& missing, const std::string& kafka) {
+  std::string names;
+  for (const auto& t : missing) names += (names.empty() ? "" : ", ") + t;
+  return missing.size() == 1
+             ? "topic " + names + " does not exist at " + kafka + " (create it with trigctl topics create, or check --topic-prefix)"
+             : "topics " + names + " do not exist at " + kafka + " (create them with trigctl topics create, or check --topic-prefix)";
+}
+
 std::string DefaultTopicsDir() {
   if (const char* env = std::getenv("TRIGD_TOPICS_DIR"); env && *env) return env;
   return TRIGD_DEFAULT_TOPICS_DIR;

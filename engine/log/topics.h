@@ -38,6 +38,10 @@ Result<std::vector<std::string>> MissingTopics(const std::string& bootstrap,
                                                const std::vector<std::string>& names,
                                                int timeout_ms = 5000);
 
+// Topics the broker does not have (MissingTopics), said so that the user can fix it: their
+// names, the broker, and the two usual causes (topics not created, a wrong --topic-prefix).
+std::string NoSuchTopics(const std::vector<std::string>& missing, const std::string& kafka);
+
 // The topic directory baked in at build time (the source tree's topics/), or $TRIGD_TOPICS_DIR.
 std::string DefaultTopicsDir();
 

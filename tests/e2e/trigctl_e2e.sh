@@ -45,6 +45,10 @@ for b in trigd trigd-worker trigctl; do
   done
 done
 expect 1 "trigd: unknown argument --bogus" "$bin/trigd" --bogus
+# A mistyped topic prefix is refused before trigd reads or publishes anything (it took the real
+# instances' fire times and published their launches where no worker reads).
+expect 1 "trigd: invalid: topics nosuch.events.data, nosuch.events.program, nosuch.events.time, nosuch.dead do not exist at $TRIGD_KAFKA (create them with trigctl topics create, or check --topic-prefix)" \
+  "$bin/trigd" --topic-prefix nosuch. --metrics "127.0.0.1:$(free_port)"
 expect 1 "trigd: unknown argument extra" "$bin/trigd" migrate extra
 expect 1 "trigd-worker: unknown argument --bogus" "$bin/trigd-worker" --bogus
 # A flag without its value says so (at the end, or followed by another flag), in every binary.
