@@ -36,7 +36,7 @@ using nlohmann::json;
 constexpr const char* kUsage =
     "usage: trigctl [--json] [--kafka H:P] [--pg CONNSTR] [--topic-prefix P] [--group G] COMMAND\n"
     "  topics create\n"
-    "  schedules apply -f FILE|DIR\n"
+    "  schedules apply -f FILE|DIR|- [-f ...]   (- reads standard input)\n"
     "  schedules list [--limit N] | show NAME | delete NAME | suspend NAME | resume NAME\n"
     "  jobs list [--state S] [--schedule NAME] [--limit N] | show ID | why ID\n"
     "  runs list [--schedule NAME] [--limit N] | show RUN_ID\n"
@@ -196,13 +196,16 @@ int TopicsCreate(const trigd::Config& config, bool as_json) {
 // `schedules apply` lists the unchanged schedules up to this many.
 constexpr size_t kUnchangedListed = 20;
 
-// Every document of the files and folders (-f, once or more, as kubectl apply) is validated
-// first; any problem refuses them all, and they are applied in one transaction.
+// Every document of the files and folders (-f, once or more, as kubectl apply; "-" is standard
+// input) is validated first; any problem refuses them all, and they are applied in one
+// transaction. A file named twice (directly or through a folder) is read once.
 int SchedulesApply(const trigd::Config& config, const std::vector<std::string>& paths, bool as_json) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   for (const auto& path : paths) {
-    if (std::filesystem::is_directory(path, ec)) {
+    if (path == "-") {
+      files.push_back(path);
+    } else if (std::filesystem::is_directory(path, ec)) {
       std::vector<std::filesystem::path> in_folder;
       for (const auto& e : std::filesystem::recursive_directory_iterator(path, ec))
         if (e.is_regular_file() && e.path().extension() == ".json") in_folder.push_back(e.path());
@@ -215,16 +218,27 @@ int SchedulesApply(const trigd::Config& config, const std::vector<std::string>& 
       return Refuse("schedules apply", path + ": no such file or folder");
     }
   }
+  {
+    // `-f a.json -f a.json` reported its schedules as defined twice, in a.json and in a.json.
+    std::set<std::filesystem::path> read;
+    std::erase_if(files, [&](const std::filesystem::path& f) {
+      return !read.insert(f == "-" ? f : std::filesystem::weakly_canonical(f, ec)).second;
+    });
+  }
   std::vector<trigd::Schedule> schedules;
   std::vector<std::string> errors;
   std::map<std::string, std::string> seen;  // schedule name -> the file that defines it first
   for (const auto& f : files) {
-    std::ifstream in(f);
     std::stringstream text;
-    text << in.rdbuf();
-    if (!in) {
-      errors.push_back(f.string() + ": cannot read");
-      continue;
+    if (f == "-") {
+      text << std::cin.rdbuf();
+    } else {
+      std::ifstream in(f);
+      text << in.rdbuf();
+      if (!in) {
+        errors.push_back(f.string() + ": cannot read");
+        continue;
+      }
     }
     auto parsed_file = trigd::ParseScheduleFile(text.str());
     // An empty array applied nothing and said nothing, where an empty folder is refused.
@@ -473,7 +487,7 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
     if (!limit) return Refuse(w[0] + " list", "--limit must be a positive integer, got \"" + *a.Flag("--limit") + "\"");
     auto r = trigd::QuerySchedules(config.pg, *limit == SIZE_MAX ? std::nullopt : std::optional<size_t>(*limit));
     if (!r.ok()) return Fail(r.status(), "schedules list");
-    PrintRows(*r, {"name", "version", "state", "open_jobs", "active_runs", "updated_at"}, as_json);
+    PrintRows(*r, {"name", "version", "state", "open_jobs", "active_runs", "next_fire_at", "updated_at"}, as_json);
     return 0;
   }
   if (is({"schedules", "show"}) && w.size() == 3) {

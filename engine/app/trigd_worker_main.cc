@@ -90,11 +90,15 @@ struct Request {
   std::string schedule;
   int64_t attempt = 1;
   std::optional<std::string> command;  // nullopt: no command, succeeds at once
+  // Why the request cannot be run although it names its run (reported failed at once); empty:
+  // it can.
+  std::string unrunnable;
   std::chrono::milliseconds heartbeat_every{};
   std::string Key() const { return run_id + "#" + std::to_string(attempt); }
 };
 
-// Validates a launch request; an error message when it cannot be run.
+// Validates a launch request; an error message when it names no run to report on (anything else
+// that keeps it from running is Request::unrunnable).
 std::variant<Request, std::string> ParseRequest(const std::string& value) {
   json req = json::parse(value, nullptr, false);
   if (req.is_discarded() || !req.is_object()) return std::string("not a JSON object");
@@ -112,7 +116,7 @@ std::variant<Request, std::string> ParseRequest(const std::string& value) {
   if (req.contains("attempt") && req["attempt"].is_number_integer()) r.attempt = req["attempt"].get<int64_t>();
   const json& args = req["program"].value("args", json::object());
   if (args.is_object() && args.contains("command")) {
-    if (!args["command"].is_string()) return std::string("program.args.command is not a string");
+    if (!args["command"].is_string()) r.unrunnable = "program.args.command is not a string";
     if (!args["command"].get<std::string>().empty()) r.command = args["command"].get<std::string>();
   }
   std::chrono::milliseconds timeout = kDefaultHeartbeatTimeout;
@@ -181,6 +185,15 @@ class Worker {
     Request& r = std::get<Request>(parsed);
     if (active_.count(r.Key()) || finished_set_.count(r.Key())) {
       Log("run " + r.run_id + " attempt " + std::to_string(r.attempt) + " delivered again: ignored");
+      return;
+    }
+    if (!r.unrunnable.empty()) {
+      // Reported at once: skipped, the run waited 10 minutes to fail as lost (the audit of
+      // 2026-11-25); failed, its retry policy and downstream schedules see it now.
+      Log("run " + r.run_id + " attempt " + std::to_string(r.attempt) + " (" + r.program + "): cannot run: " +
+          r.unrunnable + "; reported failed");
+      Send({Report(events_topic_, r, "failed")});
+      Remember(r.Key());
       return;
     }
     Send({Report(events_topic_, r, "started")});

@@ -440,7 +440,10 @@ ListStatement SchedulesListStatement(std::optional<size_t> limit) {
           "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = 'pending_trigger') + "
           "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = 'pending_constraint') AS open_jobs, "
           "(SELECT count(*) FROM runs r WHERE r.schedule_id = s.id AND r.state IN "
-          "('launched','running','retry_wait')) AS active_runs FROM schedules s ORDER BY s.name" +
+          "('launched','running','retry_wait')) AS active_runs, "
+          // A time trigger's next fire time (none while suspended): a cron or every schedule has
+          // no job to ask `jobs why` about before its first tick (the audit of 2026-11-25).
+          "(SELECT CASE WHEN isfinite(t.next_fire_at) THEN t.next_fire_at END FROM time_triggers t WHERE t.schedule_id = s.id) AS next_fire_at FROM schedules s ORDER BY s.name" +
               (limit ? " LIMIT " + std::to_string(*limit) : std::string()),
           {}};
 }
@@ -472,7 +475,8 @@ Result<nlohmann::json> QuerySchedules(const std::string& pg, std::optional<size_
 }
 
 Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name) {
-  return QueryJson(pg, "SELECT name, version, state, created_at, updated_at, document FROM schedules WHERE name = $1",
+  return QueryJson(pg, "SELECT s.name, s.version, s.state, s.created_at, s.updated_at, (SELECT CASE WHEN isfinite(t.next_fire_at) THEN t.next_fire_at END FROM time_triggers t WHERE t.schedule_id = s.id) AS next_fire_at, s.document "
+                       "FROM schedules s WHERE s.name = $1",
                    {name});
 }
 

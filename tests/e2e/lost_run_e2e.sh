@@ -199,4 +199,16 @@ print(" ".join("%s/%s" % (e.get("status"), e.get("attempt")) for e in json.load(
 attempts=$(launches | grep -c "\"run_id\":\"$steady\"")
 [[ $attempts == 1 ]] || fail "steady run $steady launched $attempts times across trigd's stop, expected once"
 echo "trigd stopped 8 s under a 3 s heartbeat_timeout: run $steady $story, launched once"
+# A launch request the worker cannot run (its command is not a string) is reported failed at
+# once: it was skipped, and the run failed as lost 10 minutes later (the audit of 2026-11-25).
+cat >"$tmp/badcmd.json" <<'EOF'
+{"namespace": "default", "name": "badcmd", "program": {"name": "badcmd.job", "args": {"command": ["echo", "hi"]}},
+ "trigger": {"partition": {"dataset": "badcmd.raw"}}}
+EOF
+"$bin/trigctl" schedules apply -f "$tmp/badcmd.json" >/dev/null || fail "apply badcmd"
+"$bin/trigctl" events emit partition badcmd.raw dt=1 >/dev/null || fail "emit badcmd.raw"
+badcmd_failed() { local id; id=$(first_run default/badcmd); [[ -n $id && $(run_field "$id" state) == failed ]]; }
+wait_until 20 badcmd_failed || fail "unrunnable request: $("$bin/trigctl" runs list --schedule default/badcmd)"
+grep -q "cannot run: program.args.command is not a string; reported failed" "$tmp/worker3.log" || fail "worker3 did not say why it cannot run"
+echo "unrunnable launch request: run $(first_run default/badcmd) failed at once"
 echo "lost run e2e: passed in $((SECONDS - started)) s"

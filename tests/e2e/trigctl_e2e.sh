@@ -244,6 +244,10 @@ ctl schedules apply -f "$tmp/bulk" >"$tmp/apply.out"
   fail "apply of 1 change in 25: $(cat "$tmp/apply.out")"
 ctl schedules apply -f "$tmp/bulk" --json | json_get '(len(d), sum(r["changed"] for r in d), [r["version"] for r in d if r["schedule"] == "default/b07"])' |
   grep -qxF "(25, 0, [2])" || fail "apply --json: $(ctl schedules apply -f "$tmp/bulk" --json)"
+# A file given twice is read once; -f - reads standard input (as kubectl apply -f -).
+[[ $(ctl schedules apply -f "$tmp/bulk/b00.json" -f "$tmp/bulk/b00.json") == "unchanged  default/b00 v1" ]] ||
+  fail "apply of one file twice: $(ctl schedules apply -f "$tmp/bulk/b00.json" -f "$tmp/bulk/b00.json" 2>&1)"
+ctl schedules apply -f - <"$tmp/bulk/b01.json" | grep -q "unchanged  default/b01 v1" || fail "apply -f -: $(ctl schedules apply -f - <"$tmp/bulk/b01.json" 2>&1)"
 # Several -f: every file applied, in one transaction.
 [[ $(ctl schedules apply -f "$tmp/bulk/b00.json" -f "$tmp/bulk/b01.json" --json | json_get 'sorted(r["schedule"] for r in d)') == "['default/b00', 'default/b01']" ]] ||
   fail "apply with two -f: $(ctl schedules apply -f "$tmp/bulk/b00.json" -f "$tmp/bulk/b01.json")"

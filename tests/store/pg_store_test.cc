@@ -14,6 +14,7 @@
 #include <pqxx/pqxx>
 
 #include "core/envelope.h"
+#include "core/envelope_time.h"
 #include "core/schedule_parser.h"
 #include "app/why.h"
 #include "store/admin.h"
@@ -511,6 +512,16 @@ TEST_F(PgStoreTest, WhyShowsATimeBranchsNextFireAndWhetherTheTimeoutComesFirst) 
   EXPECT_NE(text.find("(cron \"0 3 * * *\" in America/New_York; no tick will come while the schedule is suspended)"),
             std::string::npos) << text;
   EXPECT_TRUE(why["trigger"][0]["next_fire_at"].is_null()) << why.dump();
+  // `schedules show` and `list` say the next fire time too (none while suspended): a cron
+  // schedule has no job to ask about before its first tick.
+  auto next_shown = [&](const std::string& name) {
+    auto shown = QuerySchedule(conn_, name);
+    EXPECT_TRUE(shown.ok() && shown->size() == 1);
+    return shown.ok() && !shown->empty() ? (*shown)[0]["next_fire_at"] : json();
+  };
+  EXPECT_TRUE(next_shown("default/tc").is_null());
+  ASSERT_TRUE(next_shown("default/te").is_string());
+  EXPECT_EQ(ParseEnvelopeTime(next_shown("default/te").get<std::string>()), next_fire("default/te"));
 }
 
 // The audit (2026-11-25): for a job a timeout launched (action run), `jobs why` printed only
