@@ -41,6 +41,7 @@
 #include "app/config.h"
 #include "common/log.h"
 #include "common/time.h"
+#include "core/schedule_parser.h"
 #include "log/kafka.h"
 
 extern char** environ;
@@ -116,8 +117,11 @@ std::variant<Request, std::string> ParseRequest(const std::string& value) {
   if (req.contains("attempt") && req["attempt"].is_number_integer()) r.attempt = req["attempt"].get<int64_t>();
   const json& args = req["program"].value("args", json::object());
   if (args.is_object() && args.contains("command")) {
-    if (!args["command"].is_string()) r.unrunnable = "program.args.command is not a string";
-    if (!args["command"].get<std::string>().empty()) r.command = args["command"].get<std::string>();
+    if (!args["command"].is_string()) {
+      r.unrunnable = "program.args.command is not a string";
+    } else if (!args["command"].get<std::string>().empty()) {
+      r.command = args["command"].get<std::string>();
+    }
   }
   std::chrono::milliseconds timeout = kDefaultHeartbeatTimeout;
   if (req.contains("heartbeat_timeout") && req["heartbeat_timeout"].is_string()) {
@@ -332,6 +336,7 @@ int main(int argc, char** argv) {
   }
   if (!args.empty()) return Usage("unknown argument " + args.front());
   if (target.empty()) return Usage("--target must not be empty");
+  if (trigd::Status t = trigd::CheckTarget(target); !t.ok()) return Usage("--target: " + t.message());
 
   struct sigaction sa {};
   sa.sa_handler = OnSignal;

@@ -213,6 +213,8 @@ Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes) {
     return Reject("oversized", std::to_string(bytes.size()) + " bytes, more than the limit of " +
                                    std::to_string(max_bytes));
   }
+  // A tombstone (null value) or an empty produce: said as such, not as a JSON syntax error.
+  if (bytes.empty()) return Reject("bad_json", "empty message (no value)");
   if (NestsDeeperThan(bytes, kMaxNesting)) {
     return Reject("bad_json", "nested deeper than " + std::to_string(kMaxNesting) + " levels");
   }

@@ -151,6 +151,11 @@ bool IsIdentifier(std::string_view s, bool lowercase_only) {
                      [lowercase_only](char c) { return IsIdentifierChar(c, lowercase_only); });
 }
 
+std::string IdentifierRule(bool lowercase_only) {
+  return "use 1 to " + std::to_string(kMaxIdentifierLength) + (lowercase_only ? " lowercase letters" : " letters") +
+         ", digits, '.', '_' or '-'";
+}
+
 std::string FormatTimeOfDay(int minute_of_day) {
   // A model built in code may hold any int; only 0..1439 round-trips.
   char buf[32];
@@ -349,10 +354,7 @@ class DocumentParser {
     auto s = ReadString(value, path);
     if (!s) return std::nullopt;
     if (!IsIdentifier(*s, lowercase_only)) {
-      Error(path, "invalid " + std::string(what) + " " + Quote(*s) + ": use 1 to " +
-                      std::to_string(kMaxIdentifierLength) +
-                      (lowercase_only ? " lowercase letters" : " letters") +
-                      ", digits, '.', '_' or '-'");
+      Error(path, "invalid " + std::string(what) + " " + Quote(*s) + ": " + IdentifierRule(lowercase_only));
       return std::nullopt;
     }
     return s;
@@ -1115,6 +1117,11 @@ nlohmann::json ScheduleToJson(const Schedule& s) {
   j["heartbeat_timeout"] = FormatDuration(s.heartbeat_timeout);
   j["enabled"] = s.enabled;
   return j;
+}
+
+Status CheckTarget(std::string_view target) {
+  if (IsIdentifier(target, true)) return Status();
+  return Invalid("invalid target \"" + std::string(target) + "\": " + IdentifierRule(true));
 }
 
 }  // namespace trigd

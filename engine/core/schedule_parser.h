@@ -39,4 +39,9 @@ std::vector<ParsedSchedule> ParseScheduleFile(std::string_view text);
 // shortest form. ParseSchedule(ScheduleToJson(s)).schedule == s.
 nlohmann::json ScheduleToJson(const Schedule& schedule);
 
+// Whether `target` is one a schedule document may name (program.target: it names the topic
+// trigd.launch.<target>); an error naming the rule when not. For trigd-worker's --target, which
+// waited forever on a topic no schedule can reach.
+Status CheckTarget(std::string_view target);
+
 }  // namespace trigd

@@ -1,6 +1,7 @@
 #include "core/trigger_eval.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace trigd {
 namespace {
@@ -47,7 +48,12 @@ bool ApplyPartition(const PartitionTrigger& leaf, const PartitionPayload& event,
     counted = true;
   }
   if (!counted) return false;
-  if (event.bytes) state.bytes += *event.bytes;
+  // Saturating: two partitions of 5e18 bytes wrapped the sum negative, so the leaf never held
+  // (the audit of 2026-11-25). Envelope bytes are never negative.
+  if (event.bytes) {
+    state.bytes = *event.bytes > std::numeric_limits<int64_t>::max() - state.bytes ? std::numeric_limits<int64_t>::max()
+                                                                                   : state.bytes + *event.bytes;
+  }
   if (PartitionSatisfied(leaf, state)) state.satisfied = true;
   return true;
 }

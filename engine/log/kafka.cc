@@ -183,6 +183,7 @@ class Rebalancer : public RdKafka::RebalanceCb {
     // no instance held it.
     std::string which;
     for (auto* p : parts) which += (which.empty() ? "" : ", ") + p->topic() + "[" + std::to_string(p->partition()) + "]";
+    if (which.empty()) which = "no partitions";  // a rebalance that moved none of this member's
     LogLine(std::string("consumer: ") + (err == RdKafka::ERR__ASSIGN_PARTITIONS ? "assigned " : "revoked ") + which +
             " (" + std::to_string(assigned_.size()) + " held)");
   }

@@ -516,17 +516,23 @@ void pg_internal::DecrementRunCounters(pqxx::transaction_base& tx, const std::ve
 
 namespace {
 
-// Makes the waiting jobs of ended runs' schedules and groups due now. Waiting jobs a checker
-// holds right now are skipped: that checker is queued behind the counter locks of the
-// transaction that ends the runs and will see the freed slots.
-void WakeWaitingJobs(pqxx::transaction_base& tx, const EndedRuns& e) {
+// Makes the waiting jobs of ended runs' schedules and groups due now (those not due already, nor
+// in `claimed`, which the caller decides itself). Waiting jobs another transaction holds right
+// now are skipped, so this never waits; that is safe only once the caller holds the counter rows
+// of the ended runs: a checker holding such a job then either committed first (and the job is
+// free here) or is queued behind those locks and will see the freed slots. Woken before the
+// counters were locked (to let the fast path's claim take them), a job held by another
+// instance's check that had read the counters full was skipped and written back to wait 30 s,
+// while the slot stayed free (the audit of 2026-11-25): the fast path wakes again after.
+void WakeWaitingJobs(pqxx::transaction_base& tx, const EndedRuns& e, const std::vector<int64_t>& claimed = {}) {
   std::vector<int64_t> ids;
   for (const auto& [id, n] : e.per_schedule) ids.push_back(id);
   json groups = json::array();
   for (const auto& [name, n] : e.per_group) groups.push_back(name);
   tx.exec_params("UPDATE jobs SET next_check_at = now() WHERE id IN (SELECT id FROM jobs WHERE state = 'pending_constraint' "
+                 "AND next_check_at > now() AND id <> ALL($3::bigint[]) "
                  "AND (schedule_id = ANY($1::bigint[]) OR concurrency_group IN (SELECT jsonb_array_elements_text($2::jsonb))) "
-                 "FOR UPDATE SKIP LOCKED)", IntArray(ids), groups.dump());
+                 "FOR UPDATE SKIP LOCKED)", IntArray(ids), groups.dump(), IntArray(claimed));
 }
 
 // Frees the slots of ended runs and wakes the jobs waiting on them, in a transaction that
@@ -1165,7 +1171,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
     }
     // With the fast path, the check below frees the ended runs' slots once it holds every
     // counter row it needs (see ReleaseRuns); their waiting jobs are woken first, so the check
-    // can claim them.
+    // can claim them, and again once the counters are held (WakeWaitingJobs).
     const bool fast_path = fast_path_ && (result.jobs_ready > 0 || !ended.empty());
     if (!fast_path) {
       ReleaseRuns(tx, ended);
@@ -1328,8 +1334,12 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         filter && filter->ended && !filter->ended->empty() ? std::optional<EndedRuns>(*filter->ended) : std::nullopt;
     if (due.empty() && undecided.empty()) {
       // Nothing to check: the ended runs' counters, schedules then groups (the claim locked
-      // no group row, and the schedule rows it locked include these).
-      if (ended) DecrementCounters(tx, *ended);
+      // no group row, and the schedule rows it locked include these); held, their waiting jobs
+      // are woken again.
+      if (ended) {
+        DecrementCounters(tx, *ended);
+        WakeWaitingJobs(tx, *ended);
+      }
       return result;
     }
     std::map<int64_t, ScheduleView> schedules;
@@ -1404,6 +1414,11 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     // the counts the checks below use (its writes set the counters it changes absolutely).
     if (ended) {
       DecrementCounters(tx, *ended);
+      std::vector<int64_t> claimed_ids;
+      for (const Due& d : due) {
+        if (!d.fresh) claimed_ids.push_back(d.id);
+      }
+      WakeWaitingJobs(tx, *ended, claimed_ids);
       for (const auto& [id, n] : ended->per_schedule) {
         if (auto it = sched_rt.find(id); it != sched_rt.end()) it->second.active = std::max<int64_t>(it->second.active - n, 0);
       }

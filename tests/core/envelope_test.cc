@@ -171,7 +171,9 @@ TEST(EnvelopeTest, RejectsOversizedBeforeParsing) {
 }
 
 TEST(EnvelopeTest, RejectsBadJson) {
-  EXPECT_EQ(Rejection(""), "bad_json: not valid JSON (or not valid UTF-8)");
+  // An empty value (a tombstone, an empty produce) says so (the audit of 2026-11-25: a JSON error).
+  EXPECT_EQ(Rejection(""), "bad_json: empty message (no value)");
+  EXPECT_EQ(Rejection("{\"id\""), "bad_json: not valid JSON (or not valid UTF-8)");
   EXPECT_EQ(Reason("{"), "bad_json");
   EXPECT_EQ(Reason("{\"id\": \"x\",}"), "bad_json");
   EXPECT_EQ(Reason("{'id': 'x'}"), "bad_json");

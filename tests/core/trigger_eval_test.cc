@@ -1,5 +1,7 @@
 #include "core/trigger_eval.h"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -164,6 +166,19 @@ TEST(TriggerEvalTest, MinBytesAloneCountsOnlyBytes) {
   EXPECT_FALSE(state.leaves[0].satisfied);
   ApplyEvent(trigger, kSchedule, PartitionEvent("d", {"c"}, 1), state);
   EXPECT_EQ(state.leaves[0].bytes, 100);
+  EXPECT_TRUE(state.leaves[0].satisfied);
+}
+
+// The audit (2026-11-25): two partitions of 5e18 bytes wrapped the sum negative and the leaf
+// never held; the sum saturates.
+TEST(TriggerEvalTest, HugeBytesSaturateInsteadOfWrapping) {
+  const int64_t min_bytes = 9'000'000'000'000'000'000;
+  const Trigger trigger = PartitionLeaf("d", std::nullopt, min_bytes);
+  TriggerState state = NewTriggerState(trigger);
+  ApplyEvent(trigger, kSchedule, PartitionEvent("d", {"a"}, 5'000'000'000'000'000'000), state);
+  EXPECT_FALSE(state.leaves[0].satisfied);
+  ApplyEvent(trigger, kSchedule, PartitionEvent("d", {"b"}, 5'000'000'000'000'000'000), state);
+  EXPECT_EQ(state.leaves[0].bytes, std::numeric_limits<int64_t>::max());
   EXPECT_TRUE(state.leaves[0].satisfied);
 }
 

@@ -67,6 +67,9 @@ for f in --target --group-id --concurrency; do
   expect 1 "trigd-worker: $f needs a value" "$bin/trigd-worker" $f
   expect 1 "trigd-worker: $f needs a value" "$bin/trigd-worker" $f --kafka 127.0.0.1:9092
 done
+# A target no schedule can name (a launch topic no request reaches) is refused, with the rule.
+expect 1 "trigd-worker: --target: invalid target \"Bad/Target\": use 1 to 128 lowercase letters, digits, '.', '_' or '-'" \
+  "$bin/trigd-worker" --target Bad/Target
 expect 1 "trigctl: -f needs a value" ctl schedules apply -f
 expect 1 "trigctl: --state needs a value" ctl jobs list --state
 expect 1 "trigctl: --schedule needs a value" ctl runs list --schedule --limit 3

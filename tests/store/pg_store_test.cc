@@ -1378,6 +1378,48 @@ TEST_F(PgStoreTest, AnIngestThatEndsARunAndChecksAJobTakesCounterLocksInTheCheck
   EXPECT_EQ(Count("SELECT active_runs FROM group_runtime WHERE name = 'g'"), 1);
 }
 
+// The audit (2026-11-25), two instances: a batch that ended a run of a group woke the group's
+// waiting jobs before it held the group's counter, skipping one another instance's check held;
+// that check had read the group full and wrote the job back to wait 30 s, and the freed slot
+// stayed idle until some other run ended. The batch wakes again once it holds the counter.
+TEST_F(PgStoreTest, ARunsEndWakesAWaitingJobAnotherInstanceHeldWhileCheckingIt) {
+  json group = {{"concurrency_group", {{"name", "g"}, {"max", 1}}}};
+  Apply({PartitionSchedule("a", "d.a", group), PartitionSchedule("b", "d.b", group)});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d.a")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e2", "d.b")}, 1)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  const int64_t waiting = Count("SELECT id FROM jobs WHERE state = 'pending_constraint'");
+  ASSERT_EQ(Count("SELECT count(*) FROM jobs WHERE id = " + std::to_string(waiting) + " AND next_check_at > now()"), 1);
+  pqxx::connection c(conn_);
+  const std::string run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
+  // The other instance's check: it holds the waiting job and the group's counter (read full).
+  pqxx::connection other_conn(conn_);
+  pqxx::work other(other_conn);
+  other.exec("SELECT 1 FROM jobs WHERE id = " + std::to_string(waiting) + " FOR UPDATE");
+  other.exec("SELECT 1 FROM group_runtime WHERE name = 'g' FOR UPDATE");
+  // This instance's batch ends a's run, the group's one active run.
+  auto store = NewStore(/*fast_path=*/true);
+  std::optional<Result<IngestResult>> r;
+  std::thread batch([&] { r = store->ApplyBatch(Batch({ProgramEvent("f1", "prog.a", run, ProgramStatus::kSucceeded)}, 2)); });
+  const std::string blocked =
+      "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+      "WHERE NOT l.granted AND a.datname = current_database()";
+  for (int i = 0; i < 100 && Count(blocked) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const bool waited = Count(blocked) > 0;
+  // The other check decides to wait (the group was full when it read it) and commits.
+  other.exec("UPDATE jobs SET next_check_at = now() + interval '30 seconds', last_decision = 'waiting for concurrency_group' "
+             "WHERE id = " + std::to_string(waiting));
+  other.commit();
+  batch.join();
+  ASSERT_TRUE(waited) << "the batch did not wait for the group's counter";
+  ASSERT_TRUE(r->ok()) << r->status().ToString();
+  EXPECT_EQ(Count("SELECT active_runs FROM group_runtime WHERE name = 'g'"), 0);
+  // Woken: due now, for the checker loop (which the engine wakes on a run's end).
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE id = " + std::to_string(waiting) + " AND next_check_at <= now()"), 1);
+  EXPECT_EQ(store_->CheckDueJobs(100)->launched, 1);
+}
+
 // A change locks its schedule, then the schedule's open jobs; a checker has claimed a job
 // first and then share-locks its schedule (CheckJobs). The two can meet in a deadlock, which
 // PostgreSQL breaks after deadlock_timeout by aborting the one whose check finds it: the change,
