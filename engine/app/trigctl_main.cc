@@ -20,6 +20,7 @@
 
 #include "app/config.h"
 #include "app/why.h"
+#include "common/log.h"
 #include "common/time.h"
 #include "core/envelope.h"
 #include "core/envelope_time.h"
@@ -419,6 +420,20 @@ int Lag(const trigd::Config& config, bool as_json) {
   }
   PrintRows(rows, {"group", "topic", "partition", "committed", "end", "lag"}, as_json);
   if (!as_json) std::cout << "total lag: " << total << "\n";
+  // A mistyped --group read as a backlog of every message ever produced (the audit of
+  // 2026-11-25): said, with the groups that have positions.
+  bool known = false;
+  std::set<std::string> groups;
+  for (const auto& s : *stored) {
+    known = known || s.value("group", "") == config.group;
+    groups.insert(s.value("group", ""));
+  }
+  if (!known) {
+    std::string others;
+    for (const auto& g : groups) others += (others.empty() ? "" : ", ") + g;
+    std::cerr << "trigctl lag: group " << config.group << " has no positions in PostgreSQL (trigd has not consumed as it"
+              << (others.empty() ? "" : ", or check --group: groups with positions: " + others) << ")\n";
+  }
   return 0;
 }
 
@@ -589,6 +604,7 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  trigd::SetLogLines(false);  // trigctl's output is its tables and its errors
   std::vector<std::string> raw(argv + 1, argv + argc);
   // The engine's own flags, which LoadConfig reads for every binary, mean nothing here: refused,
   // not ignored.

@@ -9,5 +9,8 @@
 namespace trigd {
 
 void LogLine(std::string_view what);
+// Off: LogLine prints nothing. trigctl turns it off: its errors say what failed, and a line from
+// the Kafka adapter ("cannot reach Kafka ... retrying") came before them (the audit of 2026-11-25).
+void SetLogLines(bool on);
 
 }  // namespace trigd

@@ -41,7 +41,10 @@ Status Metrics::Serve(const std::string& address) {
     exposer_->RegisterCollectable(registry_);
     return Status::Ok();
   } catch (const std::exception& e) {
-    return Unavailable("cannot serve metrics on " + address + ": " + e.what());
+    // prometheus-cpp says "null context when constructing CivetServer. Possible problem binding
+    // to port." for both causes.
+    return Unavailable("cannot serve metrics on " + address +
+                       ": not a HOST:PORT this machine can listen on, or the port is in use (--metrics, TRIGD_METRICS)");
   }
 }
 

@@ -50,6 +50,13 @@ expect 1 "trigd: unknown argument --bogus" "$bin/trigd" --bogus
 expect 1 "trigd: invalid: topics nosuch.events.data, nosuch.events.program, nosuch.events.time, nosuch.dead do not exist at $TRIGD_KAFKA (create them with trigctl topics create, or check --topic-prefix)" \
   "$bin/trigd" --topic-prefix nosuch. --metrics "127.0.0.1:$(free_port)"
 expect 1 "trigd: unknown argument extra" "$bin/trigd" migrate extra
+# A metrics address trigd cannot listen on is named with the usual causes (it printed
+# prometheus-cpp's "null context when constructing CivetServer").
+expect 2 "trigd: unavailable: cannot serve metrics on notanaddr: not a HOST:PORT this machine can listen on, or the port is in use (--metrics, TRIGD_METRICS)" \
+  "$bin/trigd" --metrics notanaddr
+# A group with no positions is said to be one, not shown as a backlog alone.
+ctl --group nosuchgroup lag >/dev/null 2>"$tmp/lag.err" || fail "lag of an unknown group: $(cat "$tmp/lag.err")"
+grep -q "^trigctl lag: group nosuchgroup has no positions in PostgreSQL" "$tmp/lag.err" || fail "lag of an unknown group: $(cat "$tmp/lag.err")"
 expect 1 "trigd-worker: unknown argument --bogus" "$bin/trigd-worker" --bogus
 # A flag without its value says so (at the end, or followed by another flag), in every binary.
 for f in --kafka --pg --metrics --topic-prefix --group --instance-id; do
