@@ -514,7 +514,7 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
                   : w[1] == "suspend" ? trigd::ScheduleAction::kSuspend : trigd::ScheduleAction::kResume;
     if (auto bad = takes({})) return *bad;
     bool changed = false;
-    trigd::Status st = trigd::ChangeSchedule(config.pg, w[2], action, &changed);
+    trigd::Status st = trigd::ChangeSchedule(config.pg, config.topic_prefix, w[2], action, &changed);
     if (!st.ok()) return Fail(st, "schedules " + w[1]);
     std::string done = !changed                       ? (w[1] == "suspend" ? "already suspended" : "already active")
                        : w[1] == "delete"             ? "deleted"

@@ -276,7 +276,8 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
   });
 }
 
-Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAction action, bool* changed) {
+Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, const std::string& name,
+                      ScheduleAction action, bool* changed) {
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
   if (changed) *changed = false;
@@ -319,18 +320,18 @@ Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAc
                        "'what', 'discarded: schedule deleted before its launch request was published'))) WHERE id=$1", job);
         auto run = tx.exec_params(
             "UPDATE runs SET " TRIGD_KILLED_BY_DELETE
-            "WHERE job_id=$1 AND state='launched' RETURNING concurrency_group", job);
+            "WHERE job_id=$1 AND state='launched' " TRIGD_KILLED_BY_DELETE_RETURNING, job);
         if (!run.empty()) release(run[0][0]);
+        pg_internal::KillByDeleteEvents(tx, topic_prefix, run);
       }
       // Runs waiting for their next attempt are not retried either (the audit of 2026-11-25
       // saw a deleted schedule's failed run launched twice more, with the default backoff:
       // its retry policy was gone with its document). A run still running goes on; its
       // failure is final (PgStore::RetryFailedAttempt, SweepRuns).
-      for (const auto& run : tx.exec_params(
-               "UPDATE runs SET " TRIGD_KILLED_BY_DELETE
-               "WHERE schedule_id=$1 AND state='retry_wait' RETURNING concurrency_group", id)) {
-        release(run[0]);
-      }
+      const pqxx::result waiting = tx.exec_params(
+          "UPDATE runs SET " TRIGD_KILLED_BY_DELETE "WHERE schedule_id=$1 AND state='retry_wait' " TRIGD_KILLED_BY_DELETE_RETURNING, id);
+      for (const auto& run : waiting) release(run[0]);
+      pg_internal::KillByDeleteEvents(tx, topic_prefix, waiting);
       killed = static_cast<int64_t>(ended.size());
       pg_internal::DecrementRunCounters(tx, ended);
       // Its version goes on counting if the name is applied again (schema/013; the greatest: a

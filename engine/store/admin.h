@@ -29,11 +29,13 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
 
 enum class ScheduleAction { kDelete, kSuspend, kResume };
 // One transaction. Delete and suspend discard the schedule's open and waiting jobs; delete
-// also withdraws launch requests not yet published, so no job of it launches afterwards.
+// also withdraws launch requests not yet published, so no job of it launches afterwards, and
+// kills its runs not yet started or waiting for a retry, each announced by a `killed` event
+// (reason schedule_deleted) on <topic_prefix>events.program.
 // Resume starts afresh (time triggers count from now). kNotFound for an unknown name.
 // Suspending a suspended schedule or resuming an active one changes nothing (its open job and
 // its time trigger's phase stay): `*changed` (if given) says whether anything changed.
-Status ChangeSchedule(const std::string& pg, const std::string& name, ScheduleAction action,
+Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, const std::string& name, ScheduleAction action,
                       bool* changed = nullptr);
 
 // Read-only queries: rows as JSON objects (column -> value).

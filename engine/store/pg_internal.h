@@ -14,6 +14,8 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "core/envelope.h"
+#include "model/event.h"
 
 namespace trigd {
 struct EndedRun;  // pg_store.h
@@ -139,6 +141,32 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
   "state='killed', reason='schedule deleted', finished_at=now(), next_attempt_at=NULL, "         \
   "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "   \
   "'status', 'killed', 'reason', 'schedule deleted', 'attempt', attempt))) "
+// What such an UPDATE returns for KillByDeleteEvents.
+#define TRIGD_KILLED_BY_DELETE_RETURNING "RETURNING concurrency_group, run_id, attempt, program, schedule_name "
+
+// trigd's own `killed` report for each run a schedule delete killed (rows with run_id, attempt,
+// program and schedule_name from column `first`, as TRIGD_KILLED_BY_DELETE_RETURNING gives them
+// from column 1), written to the outbox for the program
+// topic, as a lost run's `failed` is: downstream schedules see the run end
+// (on_upstream_failure), where they saw nothing (the audit of 2026-11-25). Reason
+// schedule_deleted; id killed:<run>:<attempt>, which ingestion counts although the run ended.
+inline void KillByDeleteEvents(pqxx::transaction_base& tx, const std::string& topic_prefix, const pqxx::result& killed,
+                               int first = 1) {
+  if (killed.empty()) return;
+  const TimePoint now = FromMillis(tx.exec1("SELECT floor(extract(epoch from now()) * 1000)::bigint")[0].as<int64_t>());
+  for (const auto& r : killed) {
+    Event e;
+    const std::string run_id = r[first].as<std::string>(), program = r[first + 2].as<std::string>();
+    const int64_t attempt = r[first + 1].as<int64_t>();
+    e.id = "killed:" + run_id + ":" + std::to_string(attempt);
+    e.type = EventType::kProgram;
+    e.time = now;
+    e.payload = {{"program", program}, {"run_id", run_id}, {"status", "killed"}, {"attempt", attempt},
+                 {"reason", "schedule_deleted"}, {"schedule", r[first + 3].as<std::string>()}};
+    tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topic_prefix + "events.program",
+                   program, EnvelopeToJson(e).dump());
+  }
+}
 
 // A UUIDv7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits. Runs launched
 // close in time get ids that sort together, so inserting a run touches the right edge of the

@@ -929,7 +929,8 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       }
       if (e.type == EventType::kProgram && !e.program.run_id.empty()) {
         reports.push_back({e.program.run_id, e.program.program, e.program.status, e.program.attempt, i,
-                           e.id.starts_with("lost:") && e.program.reason == "lost"});
+                           (e.id.starts_with("lost:") && e.program.reason == "lost") ||
+                               (e.id.starts_with("killed:") && e.program.reason == "schedule_deleted")});
       }
       if (!batch.schedule_ids[i].empty()) {
         inputs.push_back({&e, batch.schedule_ids[i]});
@@ -1832,13 +1833,15 @@ Result<SweepResult> PgStore::SweepRuns() {
     // A run waiting for its next attempt when its schedule was deleted: `trigctl schedules
     // delete` kills those it sees, and this catches one whose retry was decided by a
     // transaction that committed after the delete's. Nothing of a deleted schedule launches.
-    for (const auto& r : tx.exec(
+    const pqxx::result killed_by_delete = tx.exec(
              "UPDATE runs SET " TRIGD_KILLED_BY_DELETE "WHERE run_id IN (SELECT run_id FROM runs WHERE state='retry_wait' AND next_attempt_at <= now() "
              "AND NOT EXISTS (SELECT 1 FROM schedules s WHERE s.id = runs.schedule_id) "
-             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING schedule_id, concurrency_group")) {
+             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING schedule_id, concurrency_group, run_id, attempt, program, schedule_name");
+    for (const auto& r : killed_by_delete) {
       ++out.killed;
       ended.push_back({r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
     }
+    pg_internal::KillByDeleteEvents(tx, topic_prefix_, killed_by_delete, 2);
     for (const auto& r : tx.exec(
              "UPDATE runs SET state='launched', attempt = attempt + 1, last_seen_at = now(), attempt_started_at = NULL, "
              "next_attempt_at = NULL, request = " TRIGD_RETRIED_REQUEST ", "

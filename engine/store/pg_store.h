@@ -69,7 +69,7 @@ struct RunReport {
   ProgramStatus status = ProgramStatus::kStarted;
   int64_t attempt = 0;  // 0: any attempt
   size_t event = 0;      // its index in the batch
-  bool own = false;      // trigd's own report (a lost run's failed event), published after the run moved
+  bool own = false;      // trigd's own report (a lost run's failed, a deleted schedule's killed), published after the run moved
 };
 
 struct DeadLetter {

@@ -101,7 +101,7 @@ TEST_F(AdminListsTest, ADeletedAndReappliedNameListsTheJobsAndRunsOfEveryIncarna
   std::vector<int64_t> jobs;
   for (int m : {1, 2, 3}) jobs.push_back(Launch(first, "default/s", 1, m));
   Launch(other, "default/other", 1, 4);
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
   // Deleted and not applied again: the name still lists its history.
   auto gone = QueryJobs(conn_, std::nullopt, "default/s", 100);
   ASSERT_TRUE(gone.ok()) << gone.status().ToString();
@@ -146,7 +146,7 @@ TEST_F(AdminListsTest, ADeletedAndReappliedNameListsTheJobsAndRunsOfEveryIncarna
   EXPECT_EQ(pending->size(), 0u);
 
   // A third incarnation: the deletes recorded both earlier ids; the version still counts.
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
   Apply({Parse("s", 2)});
   EXPECT_EQ(Version("default/s"), 3);
   EXPECT_EQ(One("SELECT ids::text FROM deleted_schedule_versions WHERE name = 'default/s'"),
@@ -220,7 +220,7 @@ TEST_F(AdminListsTest, TheMigrationRecordsTheIdsOfNamesDeletedBeforeIt) {
   EXPECT_EQ(gone->size(), 2u);
   // Deleted now (at version 1, below the 4 its first incarnation reached) and applied again:
   // the version goes on from the greatest, and the ids add up.
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/a", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/a", ScheduleAction::kDelete).ok());
   EXPECT_EQ(One("SELECT version || ' ' || ids::text FROM deleted_schedule_versions WHERE name = 'default/a'"),
             "4 {9001," + std::to_string(a) + "}");
   Apply({Parse("a")});
@@ -234,7 +234,7 @@ TEST_F(AdminListsTest, ListsReadThroughIndexesOnALongHistory) {
   std::vector<Schedule> schedules;
   for (int i = 0; i < 300; ++i) schedules.push_back(Parse("p" + std::to_string(i)));
   Apply(schedules);
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/p7", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/p7", ScheduleAction::kDelete).ok());
   Apply({Parse("p7", 1)});
   // Ids lo .. lo+299, default/p7's first one deleted, its second lo+300: the history has jobs
   // and runs of both.

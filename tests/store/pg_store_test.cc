@@ -586,7 +586,7 @@ TEST_F(PgStoreTest, ALaunchDecidedButNotYetPublishedIsShownAsSuch) {
   summary = ExplainJob(*seen)["summary"];
   EXPECT_EQ(summary, "launched as run " + (*seen).job["run_id"].get<std::string>());
   // Published: a delete now leaves the launched job and its run alone.
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='launched'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='launched'"), 1);
 }
@@ -796,10 +796,13 @@ TEST_F(PgStoreTest, DeleteWithdrawsALaunchRequestNotYetPublished) {
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
   ASSERT_EQ(Count("SELECT count(*) FROM outbox WHERE job_id IS NOT NULL"), 1);
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kDelete).ok());
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
+  // The request is withdrawn; its run, killed, is announced instead.
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic LIKE 't.launch.%'"), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.events.program' "
+                  "AND payload::jsonb->'payload'->>'reason' = 'schedule_deleted'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='discarded'"), 1);
-  EXPECT_EQ(ChangeSchedule(conn_, "default/s", ScheduleAction::kDelete).code(), StatusCode::kNotFound);
+  EXPECT_EQ(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).code(), StatusCode::kNotFound);
   // For trigd's counters, taken once.
   auto counts = store_->TakeChangeCounts();
   ASSERT_TRUE(counts.ok()) << counts.status().ToString();
@@ -817,7 +820,7 @@ TEST_F(PgStoreTest, JobsDiscardedBySuspendAndUpdateAreCountedOnceForTrigd) {
   other["trigger"] = {{"partition", {{"dataset", "d2"}, {"count", 2}}}};
   Apply({doc, other});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e2", "d2")}, 0)).ok());
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kSuspend).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend).ok());
   other["priority"] = 3;
   Apply({other});
   auto second = NewStore();
@@ -936,8 +939,8 @@ TEST_F(FireTimeIdentityTest, ACronTriggerKeepsItsDecidedFireTimesAcrossASuspensi
   const TimePoint minute = TimePoint(Millis(minute_ms));
   Exec("UPDATE time_triggers SET anchor = to_timestamp(" + std::to_string(minute_ms) + " / 1000.0) - interval '10 minutes', "
        "last_fire_time = to_timestamp(" + std::to_string(minute_ms) + " / 1000.0) - interval '3 minutes'");
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/c", ScheduleAction::kSuspend).ok());
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/c", ScheduleAction::kResume).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/c", ScheduleAction::kSuspend).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/c", ScheduleAction::kResume).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE last_fire_time > now() - interval '5 seconds' "
                   "AND next_fire_at > now()"), 1);
   EXPECT_EQ(Outcome(TickEvent("before", "default/c", minute - std::chrono::minutes(3)), 0), "duplicate");
@@ -956,12 +959,12 @@ TEST_F(PgStoreTest, SuspendedScheduleLeavesTheDueRangeAndResumeCountsFromThen) {
                   "WHERE s.name = 'default/off' AND t.next_fire_at = 'infinity'"), 1);
   Exec("UPDATE time_triggers SET anchor = now() - interval '90 seconds', next_fire_at = now() - interval '30 seconds' "
        "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/t')");
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/t", ScheduleAction::kSuspend).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kSuspend).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at <= now()"), 0);
   auto r = store_->TickTimeTriggers(100);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->produced, 0);
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/t", ScheduleAction::kResume).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kResume).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
                   "WHERE s.name = 'default/t' AND t.next_fire_at > now() AND t.next_fire_at <= now() + interval '1 minute'"),
             1);
@@ -976,14 +979,14 @@ TEST_F(PgStoreTest, ResumeOfAnActiveScheduleAndSuspendOfASuspendedOneChangeNothi
   Apply({doc});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a")}, 0)).ok());
   bool changed = true;
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kResume, &changed).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kResume, &changed).ok());
   EXPECT_FALSE(changed);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_trigger'"), 1);
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kSuspend, &changed).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend, &changed).ok());
   EXPECT_TRUE(changed);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_trigger'"), 0);
   const int64_t changes = Count("SELECT count(*) FROM schedule_changes");
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kSuspend, &changed).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend, &changed).ok());
   EXPECT_FALSE(changed);
   EXPECT_EQ(Count("SELECT count(*) FROM schedule_changes"), changes);
 }
@@ -991,7 +994,7 @@ TEST_F(PgStoreTest, ResumeOfAnActiveScheduleAndSuspendOfASuspendedOneChangeNothi
 TEST_F(PgStoreTest, AnUpdateKeepsASuspensionByCommandUntilTheDocumentChangesEnabled) {
   json doc = {{"name", "t"}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"every", "1m"}}}}}};
   Apply({doc});
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/t", ScheduleAction::kSuspend).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kSuspend).ok());
   doc["trigger"]["time"]["every"] = "2m";
   Apply({doc});
   EXPECT_EQ(Count("SELECT count(*) FROM schedules WHERE state='suspended' AND version=2"), 1);
@@ -1008,7 +1011,7 @@ TEST_F(PgStoreTest, AnUpdateKeepsASuspensionByCommandUntilTheDocumentChangesEnab
   // enabled: false: it stays active.
   doc["enabled"] = false;
   Apply({doc});
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/t", ScheduleAction::kResume).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kResume).ok());
   doc["trigger"]["time"]["every"] = "3m";
   Apply({doc});
   EXPECT_EQ(Count("SELECT count(*) FROM schedules WHERE state='active' AND version=6"), 1);
@@ -1131,6 +1134,45 @@ TEST_F(PgStoreTest, AReportNamingAnotherProgramThanItsRunsIsADeadLetter) {
   EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/mine'"), 1);
 }
 
+// The audit (2026-11-25): a run killed by `schedules delete` published nothing, so a downstream
+// schedule with on_upstream_failure: discard never learned its upstream ended. It is announced
+// by a `killed` event (reason schedule_deleted), which reaches downstream although the run ended.
+TEST_F(PgStoreTest, ARunKilledByADeleteIsAnnouncedToDownstreamSchedules) {
+  json upstream = PartitionSchedule("s", "d");
+  upstream["retry"] = {{"max_attempts", 2}, {"backoff", "1h"}};
+  json down = {{"name", "down"}, {"program", {{"name", "prog.down"}}},
+               {"trigger", {{"program", {{"name", "prog.s"}, {"count", 2}, {"on_upstream_failure", "discard"}}}}}};
+  Apply({upstream, down});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  pqxx::connection c(conn_);
+  const std::string run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
+  // Its first attempt fails (a retry waits an hour); another run of prog.s opens down's job.
+  ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f1", "prog.s", run, ProgramStatus::kFailed),
+                                        ProgramEvent("x1", "prog.s", "ext-1", ProgramStatus::kSucceeded)}, 1)).ok());
+  ASSERT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'retry_wait'"), 1);
+  ASSERT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'pending_trigger'"), 1);
+  Exec("DELETE FROM outbox");
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'killed'"), 1);
+  auto killed = pqxx::work(c).exec("SELECT key, payload FROM outbox WHERE topic = 't.events.program'");
+  ASSERT_EQ(killed.size(), 1u);
+  EXPECT_EQ(killed[0][0].as<std::string>(), "prog.s");
+  Result<Event> e = ParseEnvelope(killed[0][1].as<std::string>());
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->id, "killed:" + run + ":1");
+  EXPECT_EQ(e->program.status, ProgramStatus::kKilled);
+  EXPECT_EQ(e->program.reason, "schedule_deleted");
+  // Read back, it reaches down (the run it names has ended, as a lost run's failed has).
+  Exec("DELETE FROM outbox");
+  auto r = store_->ApplyBatch(Batch({*e}, 3));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'discarded' AND discard_reason LIKE '%upstream%'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.events.program' AND key = 'prog.down' "
+                  "AND payload::jsonb->'payload'->>'reason' = 'upstream_failed'"), 1);
+}
+
 TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   json doc = PartitionSchedule("s", "d");
   doc["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
@@ -1233,7 +1275,7 @@ TEST_F(PgStoreTest, ADeletedSchedulesRunsAreNotRetried) {
   ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f1", "prog.waiting", waiting, ProgramStatus::kFailed)}, 1)).ok());
   ASSERT_EQ(state(waiting), "retry_wait/failed");
   store_->TakeChangeCounts();
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/waiting", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/waiting", ScheduleAction::kDelete).ok());
   EXPECT_EQ(state(waiting), "killed/schedule deleted");
   EXPECT_EQ(store_->TakeChangeCounts()->runs_killed, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE history->-1->>'status' = 'killed' AND next_attempt_at IS NULL"), 1);
@@ -1242,8 +1284,8 @@ TEST_F(PgStoreTest, ADeletedSchedulesRunsAreNotRetried) {
   // Running when it is deleted: its worker's failure is final, and so is a heartbeat timeout.
   const std::string failing = launch("failing", 2);
   const std::string silent = launch("silent", 3);
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/failing", ScheduleAction::kDelete).ok());
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/silent", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/failing", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/silent", ScheduleAction::kDelete).ok());
   auto f = store_->ApplyBatch(Batch({ProgramEvent("f2", "prog.failing", failing, ProgramStatus::kFailed)}, 4));
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->run_outcomes["failed"], 1);
@@ -1265,7 +1307,10 @@ TEST_F(PgStoreTest, ADeletedSchedulesRunsAreNotRetried) {
   EXPECT_EQ(sw->retried, 0);
   EXPECT_EQ(sw->killed, 1);
   EXPECT_EQ(state(raced), "killed/schedule deleted");
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
+  // No further attempt; the kill is announced.
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic LIKE 't.launch.%'"), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.events.program' AND payload::jsonb->>'id' = 'killed:" +
+                  raced + ":1'"), 1);
 }
 
 // The second audit of 2026-11-25: a name deleted and applied again started at version 1, so two
@@ -1275,7 +1320,7 @@ TEST_F(PgStoreTest, AScheduleVersionKeepsCountingAcrossADelete) {
   Apply({doc});
   doc["priority"] = 2;
   Apply({doc});
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
   doc["priority"] = 3;
   auto applied = ApplySchedules(conn_, {Parse(doc)});
   ASSERT_TRUE(applied.ok()) << applied.status().ToString();
@@ -1432,7 +1477,7 @@ TEST_F(PgStoreTest, AScheduleChangeAbortedByADeadlockRunsAgain) {
   pqxx::work checker(checker_conn);
   checker.exec("SELECT id FROM jobs WHERE state = 'pending_constraint' FOR UPDATE");  // the claim
   std::optional<Status> changed;
-  std::thread change([&] { changed = ChangeSchedule(conn_, "default/s", ScheduleAction::kSuspend); });
+  std::thread change([&] { changed = ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend); });
   // The change holds the schedule's row and waits for the job.
   const std::string waiting =
       "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "

@@ -142,13 +142,13 @@ TEST_F(RetentionTest, KeepsTheRunsAMaxRunsPerPeriodStillCounts) {
   EXPECT_TRUE(RunExists(counted));
   EXPECT_FALSE(RunExists(older));
   // A suspended schedule's period still counts (a resume makes it apply again).
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kSuspend).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend).ok());
   auto suspended = PruneHistory(conn_, 30 * kDay, false);
   ASSERT_TRUE(suspended.ok());
   EXPECT_EQ(suspended->runs, 0);
   EXPECT_TRUE(RunExists(counted));
   // Once no schedule has the constraint, the retention alone decides.
-  ASSERT_TRUE(ChangeSchedule(conn_, "default/s", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
   auto deleted = PruneHistory(conn_, 30 * kDay, false);
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(deleted->runs, 1);
