@@ -431,8 +431,8 @@ int Lag(const trigd::Config& config, bool as_json) {
   if (!known) {
     std::string others;
     for (const auto& g : groups) others += (others.empty() ? "" : ", ") + g;
-    std::cerr << "trigctl lag: group " << config.group << " has no positions in PostgreSQL (trigd has not consumed as it"
-              << (others.empty() ? "" : ", or check --group: groups with positions: " + others) << ")\n";
+    std::cerr << "trigctl lag: group " << config.group << " has no positions in PostgreSQL (no trigd has consumed in it yet"
+              << (others.empty() ? "" : "; check --group: groups with positions: " + others) << ")\n";
   }
   return 0;
 }

@@ -11,6 +11,13 @@
 #include "store/pg_internal.h"
 #include "store/pg_store.h"
 
+// A schedule's time trigger's next fire time, for `schedules list` and `show` (none while
+// suspended, or without a time trigger): a cron or every schedule has no job to ask `jobs why`
+// about before its first tick (the audit of 2026-11-25). For rows of schedules aliased s.
+#define TRIGD_NEXT_FIRE_AT \
+  "(SELECT CASE WHEN isfinite(t.next_fire_at) THEN t.next_fire_at END FROM time_triggers t " \
+  "WHERE t.schedule_id = s.id) AS next_fire_at"
+
 namespace trigd {
 
 using nlohmann::json;
@@ -442,9 +449,7 @@ ListStatement SchedulesListStatement(std::optional<size_t> limit) {
           "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = 'pending_constraint') AS open_jobs, "
           "(SELECT count(*) FROM runs r WHERE r.schedule_id = s.id AND r.state IN "
           "('launched','running','retry_wait')) AS active_runs, "
-          // A time trigger's next fire time (none while suspended): a cron or every schedule has
-          // no job to ask `jobs why` about before its first tick (the audit of 2026-11-25).
-          "(SELECT CASE WHEN isfinite(t.next_fire_at) THEN t.next_fire_at END FROM time_triggers t WHERE t.schedule_id = s.id) AS next_fire_at FROM schedules s ORDER BY s.name" +
+          TRIGD_NEXT_FIRE_AT " FROM schedules s ORDER BY s.name" +
               (limit ? " LIMIT " + std::to_string(*limit) : std::string()),
           {}};
 }
@@ -476,7 +481,7 @@ Result<nlohmann::json> QuerySchedules(const std::string& pg, std::optional<size_
 }
 
 Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name) {
-  return QueryJson(pg, "SELECT s.name, s.version, s.state, s.created_at, s.updated_at, (SELECT CASE WHEN isfinite(t.next_fire_at) THEN t.next_fire_at END FROM time_triggers t WHERE t.schedule_id = s.id) AS next_fire_at, s.document "
+  return QueryJson(pg, "SELECT s.name, s.version, s.state, s.created_at, s.updated_at, " TRIGD_NEXT_FIRE_AT ", s.document "
                        "FROM schedules s WHERE s.name = $1",
                    {name});
 }
