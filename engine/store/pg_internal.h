@@ -153,7 +153,7 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
 inline void KillByDeleteEvents(pqxx::transaction_base& tx, const std::string& topic_prefix, const pqxx::result& killed,
                                int first = 1) {
   if (killed.empty()) return;
-  const TimePoint now = FromMillis(tx.exec1("SELECT floor(extract(epoch from now()) * 1000)::bigint")[0].as<int64_t>());
+  const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
   for (const auto& r : killed) {
     Event e;
     const std::string run_id = r[first].as<std::string>(), program = r[first + 2].as<std::string>();

@@ -1137,7 +1137,7 @@ TEST_F(PgStoreTest, AReportNamingAnotherProgramThanItsRunsIsADeadLetter) {
 // The audit (2026-11-25): a run killed by `schedules delete` published nothing, so a downstream
 // schedule with on_upstream_failure: discard never learned its upstream ended. It is announced
 // by a `killed` event (reason schedule_deleted), which reaches downstream although the run ended.
-TEST_F(PgStoreTest, ARunKilledByADeleteIsAnnouncedToDownstreamSchedules) {
+TEST_F(PgStoreTest, ARunKilledByADeleteIsAnnouncedForDownstreamSchedules) {
   json upstream = PartitionSchedule("s", "d");
   upstream["retry"] = {{"max_attempts", 2}, {"backoff", "1h"}};
   json down = {{"name", "down"}, {"program", {{"name", "prog.down"}}},
