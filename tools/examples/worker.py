@@ -46,13 +46,11 @@ def seconds(duration, default=300.0):
 
 
 class Reporter:
-    """Sends program events through one long-lived `kcat -P` (key and value per line)."""
+    """Sends each program event with its own `kcat -P` (kcat reads standard input in blocks, so
+    one long-lived kcat would hold heartbeats back until its buffer filled)."""
 
     def __init__(self, brokers, topic):
-        self.lock = threading.Lock()
-        self.kcat = subprocess.Popen(
-            ["kcat", "-P", "-b", brokers, "-t", topic, "-K", "\t", "-X", "linger.ms=5"],
-            stdin=subprocess.PIPE, text=True)
+        self.brokers, self.topic = brokers, topic
 
     def report(self, request, status):
         event = {
@@ -62,13 +60,14 @@ class Reporter:
             "payload": {"program": request["program"]["name"], "run_id": request["run_id"],
                         "status": status, "attempt": request.get("attempt", 1)},
         }
-        with self.lock:
-            self.kcat.stdin.write(request["program"]["name"] + "\t" + json.dumps(event) + "\n")
-            self.kcat.stdin.flush()
+        sent = subprocess.run(["kcat", "-P", "-b", self.brokers, "-t", self.topic, "-k", request["program"]["name"]],
+                              input=json.dumps(event), text=True, capture_output=True, timeout=30)
+        if sent.returncode != 0:
+            print(f"worker.py: report {status} of run {request['run_id']} not sent: {sent.stderr.strip()}",
+                  file=sys.stderr, flush=True)
 
     def close(self):
-        self.kcat.stdin.close()
-        self.kcat.wait(timeout=30)
+        pass
 
 
 def run(request, reporter):
