@@ -18,7 +18,7 @@ enum class StatusCode { kOk, kInvalid, kNotFound, kUnavailable, kAborted, kInter
 
 const char* StatusCodeName(StatusCode code);
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -42,7 +42,7 @@ inline Status Internal(std::string m) { return Status(StatusCode::kInternal, std
 
 // Result<T> holds a T or a non-ok Status.
 template <class T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {       // NOLINT: implicit by design
