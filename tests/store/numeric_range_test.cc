@@ -3,6 +3,7 @@
 // (ApplyBatch), the job checked and launched (CheckDueJobs), the run's report applied (a
 // retry scheduled), ticks and the run sweep. A value the parser passed but a column could not
 // hold failed every ingest transaction that reached its schedule, and stalled all others.
+#include <filesystem>
 #include <limits>
 #include <string>
 
@@ -136,9 +137,10 @@ TEST_F(NumericRangeTest, EveryFieldAtTheTopAndBottomOfItsRangeGoesThroughIngestC
   // Events that count towards the leaves that wait (bytes at the top of theirs) and events that
   // complete each schedule's trigger, in one batch.
   const int64_t most_bytes = std::numeric_limits<int64_t>::max();
+  // (The bottom schedule's wait leaf would complete at once: its events come later, when a
+  // second job of its may be forced past max_concurrent_runs by its 1ms timeout, action run.)
   Ingest({Partition("w1", "ds.top.wait", most_bytes), Partition("w2", "ds.top.wait", most_bytes),
-          Partition("w3", "ds.bottom.wait", most_bytes), Partition("t1", "ds.top", 0), Partition("b1", "ds.bottom", 1)});
-  // The bottom schedule's min_bytes of 1 completed its wait leaf too; any one leaf launches.
+          Partition("t1", "ds.top", 0), Partition("b1", "ds.bottom", 1)});
   auto checked = store_->CheckDueJobs(100);
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
   EXPECT_EQ(checked->launched, 2);
@@ -158,7 +160,8 @@ TEST_F(NumericRangeTest, EveryFieldAtTheTopAndBottomOfItsRangeGoesThroughIngestC
             "default/bottom:failed,default/top:retry_wait");
 
   // More events after: nothing stalls. Ticks and the run sweep read the stored durations too.
-  Ingest({Partition("t2", "ds.top", 0), Partition("b2", "ds.bottom", 1), Partition("w4", "ds.top.wait", most_bytes)});
+  Ingest({Partition("t2", "ds.top", 0), Partition("b2", "ds.bottom", 1), Partition("w3", "ds.top.wait", most_bytes),
+          Partition("w4", "ds.bottom.wait", most_bytes)});
   checked = store_->CheckDueJobs(100);
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
   auto ticks = store_->TickTimeTriggers(100);
@@ -183,6 +186,52 @@ TEST_F(NumericRangeTest, TheColumnsHoldTheWholeRangeOfWhatTheyStore) {
   EXPECT_GE(max_of("schedule_runtime", "active_runs"), kConcurrencyRange.max);
   EXPECT_GE(max_of("group_runtime", "active_runs"), kConcurrencyRange.max);
   EXPECT_GE(max_of("runs", "heartbeat_timeout_ms"), kMaxDuration.count());
+}
+
+// A document stored before the ranges, with counts past int4 (accepted then), is brought into
+// them by migration 015, so that it still parses when read back; program.args is not touched.
+TEST(NumericRangeMigrationTest, StoredCountsBeyondTheirRangeAreBroughtIntoIt) {
+  const std::string conn = test::FreshDatabase("trigd_numeric_range_migration_test");
+  namespace fs = std::filesystem;
+  const fs::path before = fs::temp_directory_path() / "trigd_numeric_range_schema";
+  fs::remove_all(before);
+  fs::create_directories(before);
+  for (const auto& entry : fs::directory_iterator(TRIGD_SOURCE_DIR "/schema")) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() == ".sql" && name < "015") fs::copy_file(entry.path(), before / name);
+  }
+  ASSERT_TRUE(ApplyMigrations(conn, before.string(), nullptr).ok());
+  const std::string huge = "5000000000";
+  const json stored = json::parse(
+      R"({"name": "old", "program": {"name": "p", "args": {"max": )" + huge + R"(, "count": )" + huge + R"(}},
+          "trigger": {"any": [{"partition": {"dataset": "d", "count": )" + huge + R"(, "min_bytes": )" + huge + R"(}},
+                              {"all": [{"program": {"name": "up", "count": )" + huge + R"(}}]}]},
+          "constraints": {"max_concurrent_runs": )" + huge + R"(, "concurrency_group": {"name": "g", "max": )" + huge + R"(},
+                          "max_runs_per": {"count": )" + huge + R"(, "period": "1h"}},
+          "retry": {"max_attempts": )" + huge + R"(}})");
+  {
+    pqxx::connection c(conn);
+    pqxx::work tx(c);
+    tx.exec_params("INSERT INTO schedules (name, version, doc_hash, document) VALUES ('default/old', 1, 'h', $1::jsonb)",
+                   stored.dump());
+    tx.commit();
+  }
+  EXPECT_FALSE(ParseSchedule(stored).ok());
+  ASSERT_TRUE(ApplyMigrations(conn, TRIGD_SOURCE_DIR "/schema", nullptr).ok());
+  pqxx::connection c(conn);
+  const json migrated = json::parse(pqxx::work(c).exec1("SELECT document::text FROM schedules")[0].as<std::string>());
+  ParsedSchedule parsed = ParseSchedule(migrated);
+  ASSERT_TRUE(parsed.ok()) << parsed.errors[0].ToString();
+  const Schedule& s = parsed.schedule;
+  EXPECT_EQ(s.retry.max_attempts, kPgIntegerMax);
+  EXPECT_EQ(s.constraints.max_concurrent_runs, kPgIntegerMax);
+  EXPECT_EQ(s.constraints.concurrency_group->max, kPgIntegerMax);
+  EXPECT_EQ(s.constraints.max_runs_per->count, kPgIntegerMax);
+  EXPECT_EQ(s.trigger.children[0].partition.count, kPgIntegerMax);
+  EXPECT_EQ(s.trigger.children[0].partition.min_bytes, 5000000000);  // bigint: kept
+  EXPECT_EQ(s.trigger.children[1].children[0].program.count, kPgIntegerMax);
+  EXPECT_EQ(s.program.args, stored["program"]["args"]);
+  fs::remove_all(before);
 }
 
 }  // namespace
