@@ -77,19 +77,25 @@ class PathTracker {
     using Event = nlohmann::json::parse_event_t;
     switch (event) {
       case Event::object_start:
-      case Event::array_start:
+      case Event::array_start: {
         EnterElement();
-        stack_.push_back(Container{event == Event::array_start, 0, {}, {}});
+        // Containers are reused level by level: their key lists keep their capacity.
+        if (depth_ == stack_.size()) stack_.emplace_back();
+        Container& c = stack_[depth_++];
+        c.is_array = event == Event::array_start;
+        c.next_index = 0;
+        c.keys.clear();
         break;
+      }
       case Event::object_end:
       case Event::array_end:
-        stack_.pop_back();
+        --depth_;
         break;
       case Event::key: {
-        Container& top = stack_.back();
+        Container& top = stack_[depth_ - 1];
         top.key = parsed.get<std::string>();
         if (duplicate_.empty() && std::find(top.keys.begin(), top.keys.end(), top.key) != top.keys.end()) {
-          duplicate_ = Path(stack_.size());
+          duplicate_ = Path(depth_);
           duplicate_key_ = top.key;
         }
         top.keys.push_back(top.key);
@@ -103,20 +109,20 @@ class PathTracker {
   }
 
   // The path of the value being read (after its key or array separator), "" at the top.
-  std::string PendingPath() const { return Path(stack_.size()); }
+  std::string PendingPath() const { return Path(depth_); }
   const std::string& duplicate() const { return duplicate_; }
   const std::string& duplicate_key() const { return duplicate_key_; }
 
  private:
   struct Container {
-    bool is_array;
-    size_t next_index;  // arrays: the index of the next element
-    std::string key;    // objects: the key being read
+    bool is_array = false;
+    size_t next_index = 0;  // arrays: the index of the next element
+    std::string key;        // objects: the key being read
     std::vector<std::string> keys;
   };
 
   void EnterElement() {
-    if (!stack_.empty() && stack_.back().is_array) ++stack_.back().next_index;
+    if (depth_ > 0 && stack_[depth_ - 1].is_array) ++stack_[depth_ - 1].next_index;
   }
 
   // Path of the innermost `depth` containers' current member or element. An array's element is
@@ -137,7 +143,8 @@ class PathTracker {
     return path;
   }
 
-  std::vector<Container> stack_;
+  std::vector<Container> stack_;  // [0, depth_): the containers being read
+  size_t depth_ = 0;
   std::string duplicate_;
   std::string duplicate_key_;
 };
