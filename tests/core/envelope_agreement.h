@@ -51,7 +51,7 @@ inline std::string VariantDisagreement(std::string_view bytes) {
   // Built from the canonical dump, whose first byte opens the envelope and whose payload
   // object is written `"payload":{`.
   const std::string dumped = EnvelopeToJson(*event).dump();
-  variants.push_back({"{\"id\":\"dup\"," + dumped.substr(1), "bad_json: id: duplicate key \"id\""});
+  variants.push_back({"{\"id\":\"dup\"," + dumped.substr(1), "bad_json: id: duplicate key \"id\" "});
   const nlohmann::json& payload = event->payload;
   if (!payload.empty()) {
     const std::string key = payload.begin().key();
@@ -60,7 +60,8 @@ inline std::string VariantDisagreement(std::string_view bytes) {
     if (at != std::string::npos) {
       std::string text = dumped;
       text.insert(at + marker.size(), nlohmann::json(key).dump() + ":null,");
-      variants.push_back({text, "bad_json: payload." + key + ": duplicate key " + nlohmann::json(key).dump()});
+      // The key itself is quoted after this, cut when long.
+      variants.push_back({text, "bad_json: payload." + key + ": duplicate key \""});
     }
   }
   for (const Variant& v : variants) {
