@@ -52,6 +52,16 @@ Result<Millis> ParseRetention(const std::string& text) {
   return *d;
 }
 
+Result<int> ParseCheckers(const std::string& text) {
+  const bool digits = !text.empty() && text.size() <= 9 &&
+                      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const long n = digits ? std::stol(text) : 0;
+  if (n < 1 || n > kMaxCheckers) {
+    return Invalid("TRIGD_CHECKERS must be an integer from 1 to " + std::to_string(kMaxCheckers) + ", got \"" + text + "\"");
+  }
+  return static_cast<int>(n);
+}
+
 Config LoadConfig(std::vector<std::string>& args, std::string* refused) {
   Config c;
   FromEnv("TRIGD_KAFKA", c.kafka);
@@ -61,7 +71,11 @@ Config LoadConfig(std::vector<std::string>& args, std::string* refused) {
   FromEnv("TRIGD_GROUP", c.group);
   FromEnv("TRIGD_INSTANCE_ID", c.instance_id);
   if (const char* v = std::getenv("TRIGD_FAST_PATH"); v && std::string(v) == "0") c.fast_path = false;
-  if (const char* v = std::getenv("TRIGD_CHECKERS"); v && *v) c.checkers = std::clamp(std::atoi(v), 1, 16);
+  // trigd refuses a TRIGD_CHECKERS that ParseCheckers refuses; the other binaries run no
+  // checker and keep the default.
+  if (const char* v = std::getenv("TRIGD_CHECKERS"); v && *v) {
+    if (auto n = ParseCheckers(v); n.ok()) c.checkers = *n;
+  }
   struct Flag { const char* name; std::string* out; };
   const Flag flags[] = {{"--kafka", &c.kafka}, {"--pg", &c.pg}, {"--metrics", &c.metrics},
                         {"--topic-prefix", &c.topic_prefix}, {"--group", &c.group},

@@ -39,9 +39,17 @@ struct Config {
 // a duration of at least a day ("90d"). kInvalid naming what is wrong.
 Result<Millis> ParseRetention(const std::string& text);
 
+// The most checker loops a process runs (each holds a PostgreSQL connection).
+inline constexpr int kMaxCheckers = 16;
+
+// TRIGD_CHECKERS: an integer from 1 to kMaxCheckers; kInvalid naming the range otherwise (a
+// value out of range is refused, not silently capped).
+Result<int> ParseCheckers(const std::string& text);
+
 // Reads the environment, then consumes --kafka, --pg, --metrics, --topic-prefix, --group and
 // --instance-id (as "--flag value" or "--flag=value") from args, leaving the other arguments in
 // place. One of them without a value is dropped and sets *refused (see TakeFlag) when given.
+// A TRIGD_CHECKERS that ParseCheckers refuses leaves the default (trigd itself refuses it).
 Config LoadConfig(std::vector<std::string>& args, std::string* refused = nullptr);
 
 // Removes "--name value" or "--name=value" from args and returns the value (the last given),

@@ -2,6 +2,7 @@
 // for scripts. Exit codes: 0 ok, 1 refused input, 2 cannot reach Kafka or PostgreSQL.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -285,10 +286,13 @@ int SchedulesApply(const trigd::Config& config, const std::vector<std::string>& 
   return 0;
 }
 
+// A decimal integer; nothing for anything else, one past long long's range included (strtoll
+// would give its limit).
 std::optional<long long> ParseId(const std::string& s) {
   char* end = nullptr;
+  errno = 0;
   long long id = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || !end || *end) return std::nullopt;
+  if (s.empty() || !end || *end || errno == ERANGE) return std::nullopt;
   return id;
 }
 

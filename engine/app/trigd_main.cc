@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
   if (const char* v = std::getenv("TRIGD_RETENTION")) retention = v;
   if (auto v = trigd::TakeFlag(args, "--retention", refused)) retention = *v;
   if (!refused.empty()) return Usage(refused);
+  if (const char* v = std::getenv("TRIGD_CHECKERS"); v && *v) {
+    if (auto n = trigd::ParseCheckers(v); !n.ok()) return Usage(n.status().message());
+  }
   if (auto keep = trigd::ParseRetention(retention); keep.ok()) {
     config.retention = *keep;
   } else {

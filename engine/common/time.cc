@@ -22,17 +22,30 @@ const Clock& SystemClock::Get() {
 
 Result<Millis> ParseDuration(std::string_view text) {
   if (text.empty()) return Invalid("empty duration");
-  Millis total{0};
+  const long long max = kMaxDuration.count();
+  auto too_long = [&] {
+    std::string shown(text.substr(0, 40));
+    if (text.size() > 40) shown += "...";
+    return Invalid("duration \"" + shown + "\" is longer than the maximum of " + FormatDuration(kMaxDuration));
+  };
+  long long total = 0;
   size_t i = 0;
   while (i < text.size()) {
     size_t start = i;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    // Each step stays within kMaxDuration (3.2e11), so n * 10 + 9 cannot overflow.
+    long long n = 0;
+    bool over = false;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      if (!over) {
+        n = n * 10 + (text[i] - '0');
+        over = n > max;
+      }
+      ++i;
+    }
     if (i == start) {
       return Invalid("invalid duration \"" + std::string(text) +
                      "\": expected a number followed by ms, s, m, h or d");
     }
-    if (i - start > 12) return Invalid("duration \"" + std::string(text) + "\" is too large");
-    long long n = std::stoll(std::string(text.substr(start, i - start)));
     size_t ustart = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     std::string_view unit = text.substr(ustart, i - ustart);
@@ -45,9 +58,11 @@ Result<Millis> ParseDuration(std::string_view text) {
     else
       return Invalid("invalid duration \"" + std::string(text) + "\": unknown unit \"" +
                      std::string(unit) + "\" (use ms, s, m, h or d)");
-    total += Millis(n * ms);
+    // Checked as divisions: n * ms and total + part are only computed when they fit.
+    if (over || n > (max - total) / ms) return too_long();
+    total += n * ms;
   }
-  return total;
+  return Millis(total);
 }
 
 std::string FormatDuration(Millis d) {

@@ -40,7 +40,14 @@ class ManualClock : public Clock {
   TimePoint now_;
 };
 
-// Parses "90s", "10m", "4h", "1d" (also "500ms" and compound "1h30m").
+// The longest duration trigd reads anywhere (schedule documents, trigctl flags, TRIGD_RETENTION):
+// ten years. Longer ones are typos in practice, and the cap keeps every TimePoint +/- duration
+// and every duration * factor the engine computes far from int64 overflow (3650d is 3.2e11 ms).
+inline constexpr Millis kMaxDuration = std::chrono::hours(24 * 3650);
+
+// Parses "90s", "10m", "4h", "1d" (also "500ms" and compound "1h30m"): the one duration parser
+// of every path. Each number, product and sum is checked, so a duration longer than
+// kMaxDuration is refused as such ("... is longer than the maximum of 3650d"), never wrapped.
 // Returns kInvalid naming what is wrong.
 Result<Millis> ParseDuration(std::string_view text);
 // Formats the shortest exact form: 90000ms -> "90s", 600000 -> "10m", 86400000 -> "1d".

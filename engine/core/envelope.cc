@@ -67,6 +67,88 @@ bool NestsDeeperThan(std::string_view text, int limit) {
   return false;
 }
 
+// Follows nlohmann's parse events to know where the parser is, as a path ("payload.dataset",
+// "payload.partitions[2]"): the first key that an object holds twice is kept, and the path of
+// the value being read names a number too large for a double. nlohmann keeps the last of
+// repeated keys without a word, so `"dataset":"a","dataset":"b"` read as dataset "b".
+class PathTracker {
+ public:
+  bool Handle(nlohmann::json::parse_event_t event, const nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start: {
+        EnterElement();
+        // Containers are reused level by level: their key lists keep their capacity.
+        if (depth_ == stack_.size()) stack_.emplace_back();
+        Container& c = stack_[depth_++];
+        c.is_array = event == Event::array_start;
+        c.next_index = 0;
+        c.keys.clear();
+        break;
+      }
+      case Event::object_end:
+      case Event::array_end:
+        --depth_;
+        break;
+      case Event::key: {
+        Container& top = stack_[depth_ - 1];
+        top.key = parsed.get<std::string>();
+        if (duplicate_.empty() && std::find(top.keys.begin(), top.keys.end(), top.key) != top.keys.end()) {
+          duplicate_ = Path(depth_);
+          duplicate_key_ = top.key;
+        }
+        top.keys.push_back(top.key);
+        break;
+      }
+      case Event::value:
+        EnterElement();
+        break;
+    }
+    return true;
+  }
+
+  // The path of the value being read (after its key or array separator), "" at the top.
+  std::string PendingPath() const { return Path(depth_); }
+  const std::string& duplicate() const { return duplicate_; }
+  const std::string& duplicate_key() const { return duplicate_key_; }
+
+ private:
+  struct Container {
+    bool is_array = false;
+    size_t next_index = 0;  // arrays: the index of the next element
+    std::string key;        // objects: the key being read
+    std::vector<std::string> keys;
+  };
+
+  void EnterElement() {
+    if (depth_ > 0 && stack_[depth_ - 1].is_array) ++stack_[depth_ - 1].next_index;
+  }
+
+  // Path of the innermost `depth` containers' current member or element. An array's element is
+  // the one before next_index once its value event came, the pending one before that; a key
+  // names the pending member either way.
+  std::string Path(size_t depth) const {
+    std::string path;
+    for (size_t i = 0; i < depth; ++i) {
+      const Container& c = stack_[i];
+      if (c.is_array) {
+        // Containers below the top are inside an element already entered.
+        const size_t index = i + 1 < depth ? c.next_index - 1 : c.next_index;
+        path += "[" + std::to_string(index) + "]";
+      } else {
+        path += (path.empty() ? "" : ".") + c.key;
+      }
+    }
+    return path;
+  }
+
+  std::vector<Container> stack_;  // [0, depth_): the containers being read
+  size_t depth_ = 0;
+  std::string duplicate_;
+  std::string duplicate_key_;
+};
+
 // A required, non-empty string member of `object`; `path` names it in messages.
 Result<std::string> RequiredString(const nlohmann::json& object, const char* key,
                                    const std::string& path) {
@@ -218,11 +300,35 @@ Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes) {
   if (NestsDeeperThan(bytes, kMaxNesting)) {
     return Reject("bad_json", "nested deeper than " + std::to_string(kMaxNesting) + " levels");
   }
-  // No exceptions: a syntax error or ill-formed UTF-8 gives a discarded value.
-  nlohmann::json document = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr,
-                                                   /*allow_exceptions=*/false);
-  if (document.is_discarded()) {
+  // nlohmann takes a NUL byte for the end of its input: `{...}\0garbage` parsed as `{...}`. JSON
+  // text has no place for a raw NUL (not between tokens, not inside a string), so any is refused.
+  if (const size_t nul = bytes.find('\0'); nul != std::string_view::npos) {
+    return Reject("bad_json", "a NUL byte at byte " + std::to_string(nul) + " (JSON text cannot contain one)");
+  }
+  PathTracker tracker;
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(
+        bytes.begin(), bytes.end(),
+        [&tracker](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+          return tracker.Handle(event, parsed);
+        });
+  } catch (const nlohmann::json::parse_error&) {
+    // A syntax error or ill-formed UTF-8.
     return Reject("bad_json", "not valid JSON (or not valid UTF-8)");
+  } catch (const nlohmann::json::out_of_range& e) {
+    // Valid JSON, but a number beyond a double ("bytes": 1e400): said where it is. nlohmann's
+    // message ends "number overflow parsing '<token>'".
+    const std::string what = e.what();
+    const size_t open = what.find('\''), close = what.rfind('\'');
+    const std::string token = open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : "";
+    const std::string path = tracker.PendingPath();
+    return Reject("bad_field", (path.empty() ? std::string("value") : path) + ": number " + Quote(token) +
+                                   " is out of range (beyond a double)");
+  }
+  if (!tracker.duplicate().empty()) {
+    return Reject("bad_json", tracker.duplicate() + ": duplicate key " + Quote(tracker.duplicate_key()) +
+                                  " (a key appears at most once in an object)");
   }
   if (!document.is_object()) {
     return Reject("not_object", std::string("expected a JSON object, got ") +

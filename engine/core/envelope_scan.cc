@@ -33,8 +33,31 @@ struct Value {
   std::string_view text;  // string: the raw characters between the quotes; number: the token
 };
 
-// The members of the envelope and of its payload that ParseEnvelope reads. A member seen twice
-// makes the scan "not sure" (nlohmann keeps the last; simpler to let it decide).
+// The keys of the objects being scanned, innermost last: ParseEnvelope refuses an object that
+// holds a key twice, at any depth, so the scanner answers "not sure" for one. Objects of
+// envelopes have a handful of keys; more than kMaxOpenKeys open at once is "not sure" too.
+class OpenKeys {
+ public:
+  // Where the keys of an object that starts now begin.
+  size_t Open() const { return size_; }
+  // False when `key` is already a key of the object opened at `base`, or when full.
+  bool Add(size_t base, std::string_view key) {
+    for (size_t i = base; i < size_; ++i) {
+      if (keys_[i] == key) return false;
+    }
+    if (size_ == kMaxOpenKeys) return false;
+    keys_[size_++] = key;
+    return true;
+  }
+  void Close(size_t base) { size_ = base; }
+
+ private:
+  static constexpr size_t kMaxOpenKeys = 64;
+  std::string_view keys_[kMaxOpenKeys];
+  size_t size_ = 0;
+};
+
+// The members of the envelope and of its payload that ParseEnvelope reads.
 struct Fields {
   Value id, type, time, payload;
   Value dataset, partitions, bytes;
@@ -148,21 +171,19 @@ class Scanner {
       ++p_;
       return true;
     }
+    const size_t keys = keys_.Open();
     while (true) {
       if (p_ == end_ || *p_ != '"') return false;
       Value key;
       if (!String(key)) return false;
+      // An escaped key could spell another ("a" and "\u0061"): not compared, "not sure".
+      if (key.escaped || !keys_.Add(keys, key.text)) return false;
       SkipSpace();
       if (p_ == end_ || *p_ != ':') return false;
       ++p_;
       SkipSpace();
       Value* slot = nullptr;
-      if (top || payload) {
-        // An escaped key could spell a member ParseEnvelope reads.
-        if (key.escaped) return false;
-        slot = top ? TopSlot(*top, key.text) : PayloadSlot(*payload, key.text);
-        if (slot && slot->kind != Value::kNone) return false;  // duplicate member
-      }
+      if (top || payload) slot = top ? TopSlot(*top, key.text) : PayloadSlot(*payload, key.text);
       Value scratch;
       Value& value = slot ? *slot : scratch;
       Fields* nested_payload = top && slot == &top->payload ? top : nullptr;
@@ -176,6 +197,7 @@ class Scanner {
       }
       if (*p_ != '}') return false;
       ++p_;
+      keys_.Close(keys);
       return true;
     }
   }
@@ -381,6 +403,7 @@ class Scanner {
 
   const unsigned char* p_;
   const unsigned char* end_;
+  OpenKeys keys_;
 };
 
 // An input of plain ASCII (AllPlain: printable, no backslash, no whitespace but spaces): a string
@@ -435,9 +458,10 @@ class PlainScanner {
       return true;
     }
     bool ok = true;
+    const size_t keys = keys_.Open();
     do {
       std::string_view key;
-      if (p_ == end_ || *p_ != '"' || !String(key)) return false;
+      if (p_ == end_ || *p_ != '"' || !String(key) || !keys_.Add(keys, key)) return false;
       Space();
       if (p_ == end_ || *p_ != ':') return false;
       ++p_;
@@ -446,8 +470,6 @@ class PlainScanner {
       Value* slot = top ? TopSlot(f, key) : PayloadSlot(f, key);
       if (!slot) {
         if (!Skip(top ? 1 : 2)) return false;
-      } else if (slot->kind != Value::kNone) {
-        return false;  // duplicate member
       } else if (slot == &f.payload) {
         // ParseEnvelope refuses a payload that is not an object, whatever the type.
         if (*p_ != '{') return false;
@@ -458,6 +480,7 @@ class PlainScanner {
         return false;
       }
     } while (Next('}', ok));
+    keys_.Close(keys);
     return ok;
   }
 
@@ -518,15 +541,17 @@ class PlainScanner {
           return true;
         }
         bool ok = true;
+        const size_t keys = keys_.Open();
         do {
           std::string_view key;
-          if (p_ == end_ || *p_ != '"' || !String(key)) return false;
+          if (p_ == end_ || *p_ != '"' || !String(key) || !keys_.Add(keys, key)) return false;
           Space();
           if (p_ == end_ || *p_ != ':') return false;
           ++p_;
           Space();
           if (p_ == end_ || !Skip(depth + 1)) return false;
         } while (Next('}', ok));
+        keys_.Close(keys);
         return ok;
       }
       case '[': {
@@ -563,6 +588,7 @@ class PlainScanner {
 
   const char* p_;
   const char* const end_;
+  OpenKeys keys_;
 };
 
 // Whether every byte is printable ASCII (0x20-0x7E, or DEL, which JSON allows in strings) other

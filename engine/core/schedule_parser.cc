@@ -24,9 +24,6 @@ using OrderedJson = nlohmann::ordered_json;
 // keys, Kafka keys and topic names, so they are kept to a portable alphabet.
 constexpr size_t kMaxIdentifierLength = 128;
 constexpr size_t kMaxDatasetLength = 256;
-constexpr int64_t kMinPriority = -1000;
-constexpr int64_t kMaxPriority = 1000;
-constexpr int64_t kMaxInteger = std::numeric_limits<int64_t>::max();
 // "Any depth" in SPEC §4 in practice: real conditions are a few levels deep, and the cap keeps
 // the recursive walk far from exhausting the stack on a hostile document.
 constexpr int kMaxTriggerDepth = 32;
@@ -34,9 +31,6 @@ constexpr int kMaxTriggerDepth = 32;
 // document nested 10,000 deep overflowed the stack (found by fuzzing). Deep enough for any
 // args and for triggers nested past kMaxTriggerDepth to get that limit's clearer message.
 constexpr size_t kMaxJsonNesting = 128;
-// Longer durations are typos in practice, and the cap keeps TimePoint + duration arithmetic
-// (and ParseDuration's own multiplication) far from int64 overflow.
-constexpr Millis kMaxDuration = std::chrono::hours(24 * 3650);
 // Values quoted in messages are cut so that one absurd field cannot flood a terminal.
 constexpr size_t kMaxQuotedLength = 80;
 
@@ -151,9 +145,20 @@ bool IsIdentifier(std::string_view s, bool lowercase_only) {
                      [lowercase_only](char c) { return IsIdentifierChar(c, lowercase_only); });
 }
 
+// "." and ".." read as paths (and Kafka refuses them as topic names), and a name of dots says
+// nothing of what it names.
+bool IsOnlyDots(std::string_view s) { return !s.empty() && s.find_first_not_of('.') == std::string_view::npos; }
+
 std::string IdentifierRule(bool lowercase_only) {
   return "use 1 to " + std::to_string(kMaxIdentifierLength) + (lowercase_only ? " lowercase letters" : " letters") +
          ", digits, '.', '_' or '-'";
+}
+
+// Why `s` is no identifier, after "invalid <what> \"s\"": "" when it is one.
+std::string IdentifierProblem(std::string_view s, bool lowercase_only) {
+  if (!IsIdentifier(s, lowercase_only)) return ": " + IdentifierRule(lowercase_only);
+  if (IsOnlyDots(s)) return ": must not be only dots";
+  return "";
 }
 
 std::string FormatTimeOfDay(int minute_of_day) {
@@ -176,31 +181,6 @@ bool HasDurationShape(std::string_view text) {
     if (letters == digits || i == letters) return false;
   }
   return true;
-}
-
-// Sums a duration's parts in floating point before ParseDuration multiplies them in int64,
-// so that "999999999999d" is refused instead of overflowing. Malformed parts are left for
-// ParseDuration to name.
-bool DurationExceedsMaximum(std::string_view text) {
-  long double total_ms = 0;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t start = i;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
-    // ParseDuration itself refuses empty and over-long numbers with a clearer message.
-    if (i == start || i - start > 12) return false;
-    long double n = std::stold(std::string(text.substr(start, i - start)));
-    size_t unit_start = i;
-    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
-    std::string_view unit = text.substr(unit_start, i - unit_start);
-    if (unit == "ms") total_ms += n;
-    else if (unit == "s") total_ms += n * 1e3L;
-    else if (unit == "m") total_ms += n * 6e4L;
-    else if (unit == "h") total_ms += n * 3.6e6L;
-    else if (unit == "d") total_ms += n * 8.64e7L;
-    else return false;
-  }
-  return total_ms > static_cast<long double>(kMaxDuration.count());
 }
 
 // Walks one schedule document and fills a Schedule, appending every problem to `errors`.
@@ -237,7 +217,7 @@ class DocumentParser {
         s.timeout.emplace();
         ParseTimeout(*value, path, *s.timeout);
       } else if (key == "priority") {
-        if (auto v = ReadInteger(*value, path, kMinPriority, kMaxPriority)) s.priority = *v;
+        if (auto v = ReadInteger(*value, path, kPriorityRange)) s.priority = *v;
       } else if (key == "retry") {
         ParseRetry(*value, path, s.retry);
       } else if (key == "heartbeat_timeout") {
@@ -353,23 +333,25 @@ class DocumentParser {
                                             std::string_view what, bool lowercase_only) {
     auto s = ReadString(value, path);
     if (!s) return std::nullopt;
-    if (!IsIdentifier(*s, lowercase_only)) {
-      Error(path, "invalid " + std::string(what) + " " + Quote(*s) + ": " + IdentifierRule(lowercase_only));
+    if (std::string problem = IdentifierProblem(*s, lowercase_only); !problem.empty()) {
+      Error(path, "invalid " + std::string(what) + " " + Quote(*s) + problem);
       return std::nullopt;
     }
     return s;
   }
 
-  std::optional<int64_t> ReadInteger(const Json& value, const std::string& path, int64_t min,
-                                     int64_t max) {
+  // A range with a negative minimum (priority) is stated whole; a count's is stated by the
+  // end that was crossed ("must be at least 1", "must be at most 2147483647").
+  std::optional<int64_t> ReadInteger(const Json& value, const std::string& path, IntegerRange range) {
+    const int64_t min = range.min, max = range.max;
     auto out_of_range = [&](const std::string& got, bool too_large) {
-      if (max == kMaxInteger && too_large) {
-        Error(path, "must be at most " + std::to_string(max) + ", got " + got);
-      } else if (max == kMaxInteger) {
-        Error(path, "must be at least " + std::to_string(min) + ", got " + got);
-      } else {
+      if (min < 0) {
         Error(path, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
                         ", got " + got);
+      } else if (too_large) {
+        Error(path, "must be at most " + std::to_string(max) + ", got " + got);
+      } else {
+        Error(path, "must be at least " + std::to_string(min) + ", got " + got);
       }
       return std::nullopt;
     };
@@ -419,19 +401,10 @@ class DocumentParser {
                       ": expected numbers with units ms, s, m, h or d, e.g. \"90s\" or \"1h30m\"");
       return std::nullopt;
     }
-    if (DurationExceedsMaximum(text)) {
-      Error(path, "duration " + Quote(text) + " is longer than the maximum of " +
-                      FormatDuration(kMaxDuration));
-      return std::nullopt;
-    }
+    // ParseDuration refuses what is longer than kMaxDuration, checked, naming the maximum.
     Result<Millis> d = ParseDuration(text);
     if (!d.ok()) {
       Error(path, d.status().message());
-      return std::nullopt;
-    }
-    if (*d > kMaxDuration) {
-      Error(path, "duration " + Quote(text) + " is longer than the maximum of " +
-                      FormatDuration(kMaxDuration));
       return std::nullopt;
     }
     if (!allow_zero && d->count() == 0) {
@@ -621,9 +594,9 @@ class DocumentParser {
           }
         }
       } else if (key == "count") {
-        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.count = *v;
+        if (auto v = ReadInteger(*field, p, kTriggerCountRange)) out.count = *v;
       } else if (key == "min_bytes") {
-        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.min_bytes = *v;
+        if (auto v = ReadInteger(*field, p, kMinBytesRange)) out.min_bytes = *v;
       } else {
         UnknownField(key, p, kPartitionTriggerFields);
       }
@@ -640,7 +613,7 @@ class DocumentParser {
       } else if (key == "status") {
         ReadStatuses(*field, p, out.statuses);
       } else if (key == "count") {
-        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.count = *v;
+        if (auto v = ReadInteger(*field, p, kTriggerCountRange)) out.count = *v;
       } else if (key == "on_upstream_failure") {
         if (auto v = ReadEnum(*field, p, "on_upstream_failure", kUpstreamFailurePolicies)) {
           out.on_upstream_failure = *v;
@@ -699,7 +672,7 @@ class DocumentParser {
     for (const auto& [key, field] : Fields(value, kConstraintFields)) {
       std::string p = FieldPath(path, key);
       if (key == "max_concurrent_runs") {
-        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.max_concurrent_runs = *v;
+        if (auto v = ReadInteger(*field, p, kConcurrencyRange)) out.max_concurrent_runs = *v;
       } else if (key == "concurrency_group") {
         ParseConcurrencyGroup(*field, p, out.concurrency_group.emplace());
       } else if (key == "delay") {
@@ -724,7 +697,7 @@ class DocumentParser {
       if (key == "name") {
         if (auto v = ReadIdentifier(*field, p, "group name", false)) out.name = *v;
       } else if (key == "max") {
-        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.max = *v;
+        if (auto v = ReadInteger(*field, p, kConcurrencyRange)) out.max = *v;
       } else if (key == "on_unmet") {
         if (auto v = ReadEnum(*field, p, "on_unmet", kOnUnmetPolicies)) out.on_unmet = *v;
       } else {
@@ -783,7 +756,7 @@ class DocumentParser {
     for (const auto& [key, field] : Fields(value, kMaxRunsPerFields)) {
       std::string p = FieldPath(path, key);
       if (key == "count") {
-        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.count = *v;
+        if (auto v = ReadInteger(*field, p, kMaxRunsPerCountRange)) out.count = *v;
       } else if (key == "period") {
         if (auto v = ReadDuration(*field, p, /*allow_zero=*/false)) out.period = *v;
       } else if (key == "on_unmet") {
@@ -818,7 +791,7 @@ class DocumentParser {
     for (const auto& [key, field] : Fields(value, kRetryFields)) {
       std::string p = FieldPath(path, key);
       if (key == "max_attempts") {
-        if (auto v = ReadInteger(*field, p, 1, kMaxInteger)) out.max_attempts = *v;
+        if (auto v = ReadInteger(*field, p, kMaxAttemptsRange)) out.max_attempts = *v;
       } else if (key == "backoff") {
         backoff = ReadDuration(*field, p, /*allow_zero=*/false);
         if (backoff) out.backoff = *backoff;
@@ -919,6 +892,22 @@ class DuplicateKeyFinder {
 
   std::vector<Container> stack_;
   std::vector<Found> found_;
+
+ public:
+  // The path of the value being read when the parser stopped: the pending member of the
+  // innermost object, or the next element of the innermost array.
+  std::string PendingPath() const {
+    std::string path;
+    for (size_t i = 0; i < stack_.size(); ++i) {
+      const Container& c = stack_[i];
+      if (!c.is_array) {
+        path = FieldPath(path, c.key);
+      } else {
+        path = ElementPath(path, i + 1 < stack_.size() ? c.current_index : c.next_index);
+      }
+    }
+    return path;
+  }
 };
 
 // "invalid JSON at line 3, column 5 (byte 42): syntax error while parsing object - ...".
@@ -951,6 +940,14 @@ ParsedSchedule ParseSchedule(const nlohmann::json& document) {
 }
 
 std::vector<ParsedSchedule> ParseScheduleFile(std::string_view text) {
+  // nlohmann takes a NUL byte for the end of its input, so `{...}\0garbage` read as `{...}`;
+  // JSON text has no place for a raw NUL.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    ParsedSchedule failed;
+    failed.errors.push_back(
+        ScheduleError{"", "invalid JSON at byte " + std::to_string(nul) + ": a NUL byte (JSON text cannot contain one)"});
+    return {std::move(failed)};
+  }
   DuplicateKeyFinder duplicates;
   OrderedJson root;
   try {
@@ -970,10 +967,13 @@ std::vector<ParsedSchedule> ParseScheduleFile(std::string_view text) {
                 " levels at " + Quote(e.path)});
     return {std::move(failed)};
   } catch (const nlohmann::json::out_of_range& e) {
-    // A number beyond a double ("1e400") is not a parse_error (found by fuzzing).
+    // A number beyond a double ("min_bytes": 1e400) is valid JSON, but no field's range holds
+    // it: said at its path, as out of range. nlohmann's message ends "parsing '<token>'".
     std::string what = e.what();
+    size_t open = what.find('\''), close = what.rfind('\'');
+    std::string token = open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : what;
     ParsedSchedule failed;
-    failed.errors.push_back(ScheduleError{"", "invalid JSON: " + what.substr(what.find(']') + 2)});
+    failed.errors.push_back(ScheduleError{duplicates.PendingPath(), "number " + token + " is out of range (beyond a double)"});
     return {std::move(failed)};
   }
 
@@ -1120,8 +1120,9 @@ nlohmann::json ScheduleToJson(const Schedule& s) {
 }
 
 Status CheckTarget(std::string_view target) {
-  if (IsIdentifier(target, true)) return Status();
-  return Invalid("invalid target \"" + std::string(target) + "\": " + IdentifierRule(true));
+  std::string problem = IdentifierProblem(target, true);
+  if (problem.empty()) return Status();
+  return Invalid("invalid target \"" + std::string(target) + "\"" + problem);
 }
 
 }  // namespace trigd

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,34 @@ namespace trigd {
 
 // "namespace/name".
 using ScheduleName = NamedType<std::string, struct ScheduleNameTag>;
+
+// The one range of each integer field of a schedule document (SPEC §4): the parser refuses what
+// lies outside it, naming the field and the limit, and every place the value is stored holds
+// the whole range. A value that passed the parser but not its column failed every ingest
+// transaction of the event that touched the schedule. Durations have theirs in common/time.h
+// (kMaxDuration, stored as bigint milliseconds).
+struct IntegerRange {
+  int64_t min;
+  int64_t max;
+};
+// A PostgreSQL `integer` column (int4).
+inline constexpr int64_t kPgIntegerMax = std::numeric_limits<int32_t>::max();
+// priority: jobs.priority (integer); the bounds keep priorities comparable across teams.
+inline constexpr IntegerRange kPriorityRange{-1000, 1000};
+// retry.max_attempts: runs.max_attempts and runs.attempt (integer).
+inline constexpr IntegerRange kMaxAttemptsRange{1, kPgIntegerMax};
+// trigger.partition.count and trigger.program.count: the document and a job's trigger state
+// (jsonb), counted in int64; int4's range so that no count is ever larger than a column of
+// counts (runs, active_runs) could hold.
+inline constexpr IntegerRange kTriggerCountRange{1, kPgIntegerMax};
+// trigger.partition.min_bytes: byte totals are int64 (saturating, core/trigger_eval.cc) and
+// bigint wherever stored; a partition of many terabytes is meaningful.
+inline constexpr IntegerRange kMinBytesRange{1, std::numeric_limits<int64_t>::max()};
+// constraints.max_concurrent_runs and constraints.concurrency_group.max: compared with
+// schedule_runtime.active_runs and group_runtime.active_runs (integer).
+inline constexpr IntegerRange kConcurrencyRange{1, kPgIntegerMax};
+// constraints.max_runs_per.count: compared with a count of runs launched in the period.
+inline constexpr IntegerRange kMaxRunsPerCountRange{1, kPgIntegerMax};
 
 enum class CatchupPolicy { kAll, kLatest, kNone };
 enum class ProgramStatus { kStarted, kHeartbeat, kSucceeded, kFailed, kKilled };

@@ -264,12 +264,13 @@ std::shared_ptr<const Schedule> ScheduleCache::Get(int64_t id, int version, cons
 
 namespace {
 
-// The wait before attempt `attempt` + 1: exponential from `backoff`, capped at `max_backoff`
-// (the shift is bounded so it cannot overflow).
+// The wait before attempt `attempt` + 1: exponential from `backoff`, capped at `max_backoff`.
+// The product is only computed when it is below the cap (backoff can be kMaxDuration, 3.2e11 ms,
+// which times 2^30 would wrap int64).
 Millis RetryWait(const RetryPolicy& retry, int64_t attempt) {
-  Millis wait = retry.backoff * (int64_t{1} << std::min<int64_t>(attempt - 1, 30));
-  if (wait > retry.max_backoff || wait.count() < 0) wait = retry.max_backoff;
-  return wait;
+  const int shift = static_cast<int>(std::clamp<int64_t>(attempt - 1, 0, 30));
+  if (retry.backoff.count() < 0 || retry.backoff.count() > (retry.max_backoff.count() >> shift)) return retry.max_backoff;
+  return retry.backoff * (int64_t{1} << shift);
 }
 
 // The time trigger a time_triggers row names (its leaf, in TriggerLeaves' numbering); null when

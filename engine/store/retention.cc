@@ -23,6 +23,10 @@ Result<std::unique_ptr<HistoryPruner>> HistoryPruner::Start(const std::string& p
   if (keep < kMinRetention) {
     return Invalid("retention must be at least " + FormatDuration(kMinRetention) + ", got " + FormatDuration(keep));
   }
+  // now - keep must not wrap: a cutoff in the future would delete every finished job.
+  if (keep > kMaxDuration) {
+    return Invalid("retention must be at most " + FormatDuration(kMaxDuration) + ", got " + FormatDuration(keep));
+  }
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
   std::unique_ptr<HistoryPruner> p(new HistoryPruner());

@@ -32,7 +32,8 @@ struct PruneTotals {
 // One pass over the jobs, oldest id first, with the cutoffs fixed when it starts.
 class HistoryPruner {
  public:
-  // kInvalid when `keep` is shorter than kMinRetention; kUnavailable without PostgreSQL.
+  // kInvalid when `keep` is shorter than kMinRetention or longer than kMaxDuration (now - keep
+  // must not wrap); kUnavailable without PostgreSQL.
   // `dry_run`: Step counts what it would delete and deletes nothing.
   static Result<std::unique_ptr<HistoryPruner>> Start(const std::string& pg, Millis keep, bool dry_run = false);
   ~HistoryPruner();

@@ -22,6 +22,36 @@ TEST(DurationTest, RefusesBadInputWithReason) {
   EXPECT_FALSE(ParseDuration("-5m").ok());
 }
 
+// The one duration parser of every path (documents, trigctl flags, TRIGD_RETENTION): days were
+// multiplied into milliseconds unchecked, so "213503982336d" wrapped to 33.6 h and a prune
+// deleted history 3 days old. Every product and sum is checked against kMaxDuration.
+TEST(DurationTest, TheMaximumIsAcceptedAndOneMillisecondMoreIsRefusedNamingIt) {
+  EXPECT_EQ(kMaxDuration, std::chrono::hours(24 * 3650));
+  EXPECT_EQ(ParseDuration("3650d").value(), kMaxDuration);
+  EXPECT_EQ(ParseDuration("315360000000ms").value(), kMaxDuration);
+  EXPECT_EQ(ParseDuration("3649d23h59m59s1000ms").value(), kMaxDuration);
+  EXPECT_EQ(ParseDuration("0d0ms").value(), Millis(0));
+  EXPECT_EQ(ParseDuration("0000000000000000000000001s").value(), Millis(1000));
+  for (const char* text : {"3651d", "315360000001ms", "3650d1ms", "3649d23h59m59s1001ms", "87601h"}) {
+    Result<Millis> d = ParseDuration(text);
+    ASSERT_FALSE(d.ok()) << text;
+    EXPECT_EQ(d.status().message(), std::string("duration \"") + text + "\" is longer than the maximum of 3650d");
+  }
+}
+
+TEST(DurationTest, ValuesThatWouldOverflowInt64AreRefusedNotWrapped) {
+  for (const char* text : {"213503982336d", "999999999999d", "106751991167d", "9223372036854775807ms",
+                           "9223372036854775808ms", "99999999999999999999999999999d", "3650d3650d3650d"}) {
+    Result<Millis> d = ParseDuration(text);
+    ASSERT_FALSE(d.ok()) << text << " gave " << d->count() << "ms";
+    EXPECT_EQ(d.status().message(), std::string("duration \"") + text + "\" is longer than the maximum of 3650d");
+  }
+  // A long text is cut in the message.
+  const std::string huge(200, '9');
+  EXPECT_EQ(ParseDuration(huge + "d").status().message(),
+            "duration \"" + std::string(40, '9') + "...\" is longer than the maximum of 3650d");
+}
+
 TEST(DurationTest, FormatsShortestExactForm) {
   EXPECT_EQ(FormatDuration(Millis(90'000)), "90s");
   EXPECT_EQ(FormatDuration(Millis(600'000)), "10m");

@@ -1,9 +1,11 @@
 // Checks that ScanEnvelope (the ingest fast path) agrees with ParseEnvelope (the authority):
-// whatever the scanner accepts, the parser accepts, with the same id, type, time and key.
+// whatever the scanner accepts, the parser accepts, with the same id, type, time and key; and
+// both refuse an accepted envelope made ambiguous (a key twice) or followed by other bytes.
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/envelope.h"
 #include "core/envelope_scan.h"
@@ -27,6 +29,49 @@ inline std::string ScanDisagreement(std::string_view bytes, size_t max_bytes = k
   }
   if (event->EventKey() != scan.EventKey()) {
     return "key: parser " + event->EventKey() + ", scanner " + scan.EventKey();
+  }
+  return "";
+}
+
+// For `bytes` that ParseEnvelope accepts: "" when the parser refuses, and the scanner does not
+// accept, each of its variants with a key twice (in the envelope, in the payload) or with a byte
+// after the value (a NUL, which nlohmann takes for the end of its input, or another); else what
+// differs. The parser's refusal of a duplicate names the key.
+inline std::string VariantDisagreement(std::string_view bytes) {
+  Result<Event> event = ParseEnvelope(bytes);
+  if (!event.ok()) return "";
+  struct Variant {
+    std::string text;
+    std::string reason;  // the start of the parser's message
+  };
+  std::vector<Variant> variants;
+  for (std::string_view tail : {std::string_view("\0", 1), std::string_view("x"), std::string_view(" \0", 2)}) {
+    variants.push_back({std::string(bytes) + std::string(tail), "bad_json: "});
+  }
+  // Built from the canonical dump, whose first byte opens the envelope and whose payload
+  // object is written `"payload":{`.
+  const std::string dumped = EnvelopeToJson(*event).dump();
+  variants.push_back({"{\"id\":\"dup\"," + dumped.substr(1), "bad_json: id: duplicate key \"id\" "});
+  const nlohmann::json& payload = event->payload;
+  if (!payload.empty()) {
+    const std::string key = payload.begin().key();
+    const std::string marker = "\"payload\":{";
+    const size_t at = dumped.find(marker);
+    if (at != std::string::npos) {
+      std::string text = dumped;
+      text.insert(at + marker.size(), nlohmann::json(key).dump() + ":null,");
+      // The key itself is quoted after this, cut when long.
+      variants.push_back({text, "bad_json: payload." + key + ": duplicate key \""});
+    }
+  }
+  for (const Variant& v : variants) {
+    Result<Event> parsed = ParseEnvelope(v.text);
+    if (parsed.ok()) return "parser accepted " + v.text;
+    if (parsed.status().message().rfind(v.reason, 0) != 0) {
+      return "parser refused " + v.text + " with " + parsed.status().message() + ", expected " + v.reason + "...";
+    }
+    EnvelopeScan scan;
+    if (ScanEnvelope(v.text, scan)) return "scanner accepted " + v.text;
   }
   return "";
 }

@@ -120,11 +120,24 @@ TEST(EnvelopeScanTest, LeavesWhatItCannotReadAsIsToTheParser) {
   ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "note": "a\u0000"})"), false);
   // An escaped member name could spell one the parser reads.
   ExpectSlow(Envelope("partition", R"({"d\u0061taset": "d", "partitions": ["p"]})"), true);
-  // Duplicate members: nlohmann keeps the last.
+  // Duplicate members, which the parser refuses (nlohmann alone keeps the last): read or not,
+  // in the envelope, the payload or deeper.
   ExpectSlow(Envelope("partition", R"({"dataset": "a", "dataset": "b", "partitions": ["p"]})"),
-             true);
+             false);
   ExpectSlow(R"({"id": "a", "id": "b", "type": "partition", "time": "2026-11-22T10:00:00Z",
-                 "payload": {"dataset": "d", "partitions": ["p"]}})", true);
+                 "payload": {"dataset": "d", "partitions": ["p"]}})", false);
+  ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "x": 1, "x": 1})"), false);
+  ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "x": [{"k": 1, "k": 2}]})"), false);
+  ExpectSlow(R"({"x": 1, "id": "a", "type": "partition", "time": "2026-11-22T10:00:00Z", "x": 2,
+                 "payload": {"dataset": "d", "partitions": ["p"]}})", false);
+  // The same key in two objects is no duplicate, on either scanner (the second is not ASCII).
+  ExpectFast(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "x": {"dataset": 1}, "y": {"dataset": 2}})"));
+  ExpectFast(Envelope("partition", "{\"dataset\": \"\xC3\xA4\", \"partitions\": [\"p\"], \"x\": {\"k\": 1}, \"y\": {\"k\": 2}}"));
+  // Bytes after the envelope: a NUL (nlohmann's end of input) or any other.
+  const std::string ok = Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})");
+  ExpectSlow(ok + std::string(1, '\0'), false);
+  ExpectSlow(ok + " " + std::string(1, '\0') + "x", false);
+  ExpectSlow(ok + "x", false);
   // Numbers it would have to convert, an exponent anywhere, a negative count.
   ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "bytes": 1e3})"),
              false);
@@ -205,9 +218,22 @@ TEST(EnvelopeScanTest, AgreesWithTheParserOnTheFuzzCorpus) {
   for (const std::string& bytes : corpus) {
     bool scanned = false;
     EXPECT_EQ(ScanDisagreement(bytes, kMaxEventBytes, &scanned), "") << bytes;
+    EXPECT_EQ(VariantDisagreement(bytes), "") << bytes;
     fast += scanned;
   }
   EXPECT_GT(fast, 3);
+}
+
+// The fuzzer's check on each accepted envelope: with a key twice (envelope, payload) or a byte
+// after it, both refuse, and the parser names the key.
+TEST(EnvelopeScanTest, BothRefuseAnAcceptedEnvelopeWithAKeyTwiceOrBytesAfterIt) {
+  for (const std::string& bytes :
+       {Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "bytes": 7})"),
+        Envelope("program", R"({"program": "p", "run_id": "r", "status": "killed", "attempt": 2})"),
+        Envelope("tick", R"({"schedule": "a/b", "fire_time": "2026-11-22T05:00:00Z"})")}) {
+    ASSERT_TRUE(ParseEnvelope(bytes).ok()) << bytes;
+    EXPECT_EQ(VariantDisagreement(bytes), "") << bytes;
+  }
 }
 
 // Deterministic mutations of valid envelopes and of the fuzz corpus: bytes flipped, dropped,

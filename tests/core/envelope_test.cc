@@ -178,7 +178,7 @@ TEST(EnvelopeTest, RejectsBadJson) {
   EXPECT_EQ(Reason("{\"id\": \"x\",}"), "bad_json");
   EXPECT_EQ(Reason("{'id': 'x'}"), "bad_json");
   EXPECT_EQ(Reason("{} {}"), "bad_json");
-  EXPECT_EQ(Reason("{\"a\": 1e400}"), "bad_json");
+  EXPECT_EQ(Reason("{\"a\": 1e400}"), "bad_field");  // valid JSON, out of range: see below
   EXPECT_EQ(Reason(std::string("{\"id\": \"x\0\"}", 12)), "bad_json");
 }
 
@@ -196,6 +196,44 @@ TEST(EnvelopeTest, RejectsNulCharacterAsBadJson) {
       Parse(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "note": "a\\u0000\u0041"})"));
   ASSERT_TRUE(literal.ok()) << literal.status().ToString();
   EXPECT_EQ(literal->payload["note"], "a\\u0000A");
+}
+
+// nlohmann keeps the last of repeated keys: `"dataset":"p2.ds","dataset":"other"` was read as
+// dataset "other" and launched another schedule. A key twice, at any depth, is refused, naming
+// where.
+TEST(EnvelopeTest, RejectsAKeyTwiceInAnyObjectNamingIt) {
+  EXPECT_EQ(Rejection(Envelope("partition", R"({"dataset": "p2.ds", "dataset": "other", "partitions": ["p"]})")),
+            "bad_json: payload.dataset: duplicate key \"dataset\" (a key appears at most once in an object)");
+  EXPECT_EQ(Rejection(R"({"id": "a", "type": "tick", "id": "b", "time": "2026-11-22T10:00:00Z",
+                          "payload": {"schedule": "a/b", "fire_time": "2026-11-22T05:00:00Z"}})"),
+            "bad_json: id: duplicate key \"id\" (a key appears at most once in an object)");
+  EXPECT_EQ(Rejection(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "note": 1, "note": 1})")),
+            "bad_json: payload.note: duplicate key \"note\" (a key appears at most once in an object)");
+  EXPECT_EQ(Rejection(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "m": [0, {"k": 1, "k": 2}]})")),
+            "bad_json: payload.m[1].k: duplicate key \"k\" (a key appears at most once in an object)");
+  // The same key in different objects is fine.
+  EXPECT_TRUE(Parse(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "a": {"dataset": 1}})")).ok());
+}
+
+// nlohmann reads a NUL byte as the end of its input: `{...}\0` was accepted while `{...}x` was
+// refused.
+TEST(EnvelopeTest, RejectsANulByteAfterTheValueAsAnyOtherTrailingByte) {
+  const std::string ok = Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})");
+  ASSERT_TRUE(Parse(ok).ok());
+  EXPECT_EQ(Rejection(ok + std::string(1, '\0')),
+            "bad_json: a NUL byte at byte " + std::to_string(ok.size()) + " (JSON text cannot contain one)");
+  EXPECT_EQ(DeadLetterReason(ParseEnvelope(ok + std::string(1, '\0') + "garbage").status()), "bad_json");
+  EXPECT_EQ(DeadLetterReason(ParseEnvelope(ok + "x").status()), "bad_json");
+  EXPECT_TRUE(Parse(ok + " \n").ok());
+}
+
+// A number beyond a double is valid JSON: refused as out of range where it is, not as "not
+// valid JSON".
+TEST(EnvelopeTest, RejectsANumberBeyondADoubleAsOutOfRangeNamingTheField) {
+  EXPECT_EQ(Rejection(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "bytes": 1e400})")),
+            "bad_field: payload.bytes: number \"1e400\" is out of range (beyond a double)");
+  EXPECT_EQ(Rejection(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "x": [1, -1e999]})")),
+            "bad_field: payload.x[1]: number \"-1e999\" is out of range (beyond a double)");
 }
 
 TEST(EnvelopeTest, RejectsInvalidUtf8AsBadJson) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -472,6 +473,116 @@ TEST(ScheduleParserTest, HugeDurationIsRefusedWithoutOverflowing) {
   EXPECT_TRUE(ParseSchedule(doc).ok());
 }
 
+// Each integer field has one range (model/schedule.h), that of the column it is stored in:
+// retry.max_attempts 2147483648 passed, and every ingest transaction that reached the schedule
+// then failed on runs.max_attempts (integer), stalling all data partitions.
+TEST(ScheduleParserTest, IssueReproductionMaxAttemptsBeyondItsColumnIsRefused) {
+  std::vector<ParsedSchedule> parsed = ParseScheduleFile(
+      R"({"name":"r","program":{"name":"x"},"trigger":{"partition":{"dataset":"x.ds"}},)"
+      R"("retry":{"max_attempts":2147483648,"backoff":"1m","max_backoff":"1h"}})");
+  EXPECT_EQ(ErrorLines(parsed), std::vector<std::string>{"retry.max_attempts: must be at most 2147483647, got 2147483648"});
+}
+
+struct IntegerField {
+  const char* path;  // as the parser names it
+  IntegerRange range;
+  json pointer_doc;  // Base() with the field set to null, to be filled
+  std::string pointer;
+};
+
+std::vector<IntegerField> IntegerFields() {
+  json group = Base();
+  group["constraints"] = {{"concurrency_group", {{"name", "g"}, {"max", nullptr}}}};
+  json runs_per = Base();
+  runs_per["constraints"] = {{"max_runs_per", {{"count", nullptr}, {"period", "1h"}}}};
+  json program = Base();
+  program["trigger"] = {{"program", {{"name", "up"}, {"count", nullptr}}}};
+  return {
+      {"priority", kPriorityRange, Base(), "/priority"},
+      {"retry.max_attempts", kMaxAttemptsRange, Base(), "/retry/max_attempts"},
+      {"trigger.partition.count", kTriggerCountRange, Base(), "/trigger/partition/count"},
+      {"trigger.partition.min_bytes", kMinBytesRange, Base(), "/trigger/partition/min_bytes"},
+      {"trigger.program.count", kTriggerCountRange, program, "/trigger/program/count"},
+      {"constraints.max_concurrent_runs", kConcurrencyRange, Base(), "/constraints/max_concurrent_runs"},
+      {"constraints.concurrency_group.max", kConcurrencyRange, group, "/constraints/concurrency_group/max"},
+      {"constraints.max_runs_per.count", kMaxRunsPerCountRange, runs_per, "/constraints/max_runs_per/count"},
+  };
+}
+
+TEST(ScheduleParserTest, EveryIntegerFieldTakesItsRangeAndRefusesOneBeyondNamingFieldAndLimit) {
+  for (const IntegerField& f : IntegerFields()) {
+    for (int64_t value : {f.range.min, f.range.max}) {
+      json doc = f.pointer_doc;
+      doc[json::json_pointer(f.pointer)] = value;
+      ParsedSchedule p = ParseText(doc.dump());
+      EXPECT_TRUE(p.ok()) << f.path << " " << value << ": " << (p.errors.empty() ? "" : p.errors[0].ToString());
+    }
+    // One beyond each end; past int64 as unsigned when the range ends there.
+    json above = f.pointer_doc;
+    if (f.range.max == std::numeric_limits<int64_t>::max()) {
+      above[json::json_pointer(f.pointer)] = static_cast<uint64_t>(f.range.max) + 1;
+    } else {
+      above[json::json_pointer(f.pointer)] = f.range.max + 1;
+    }
+    const std::string got_above = above[json::json_pointer(f.pointer)].dump();
+    const std::string stated_max = f.range.min < 0 ? "must be between " + std::to_string(f.range.min) + " and " +
+                                                         std::to_string(f.range.max)
+                                                   : "must be at most " + std::to_string(f.range.max);
+    EXPECT_EQ(ErrorLines(ParseText(above.dump())), std::vector<std::string>{std::string(f.path) + ": " + stated_max + ", got " + got_above});
+    json below = f.pointer_doc;
+    below[json::json_pointer(f.pointer)] = f.range.min - 1;
+    const std::string stated_min = f.range.min < 0 ? stated_max : "must be at least " + std::to_string(f.range.min);
+    EXPECT_EQ(ErrorLines(ParseText(below.dump())),
+              std::vector<std::string>{std::string(f.path) + ": " + stated_min + ", got " + std::to_string(f.range.min - 1)});
+  }
+}
+
+TEST(ScheduleParserTest, IntegerRangesFitTheColumnsTheyAreStoredIn) {
+  // int4 columns: jobs.priority, runs.max_attempts and runs.attempt, active_runs.
+  for (IntegerRange r : {kPriorityRange, kMaxAttemptsRange, kTriggerCountRange, kConcurrencyRange, kMaxRunsPerCountRange}) {
+    EXPECT_GE(r.min, std::numeric_limits<int32_t>::min());
+    EXPECT_LE(r.max, std::numeric_limits<int32_t>::max());
+  }
+  EXPECT_EQ(kMaxAttemptsRange.max, 2147483647);
+}
+
+// A number beyond a double is valid JSON: said as out of range at its path, not as a JSON error.
+TEST(ScheduleParserTest, NumberBeyondADoubleIsOutOfRangeAtItsPath) {
+  EXPECT_EQ(ErrorLines(ParseText(R"({"name": "s", "program": {"name": "p"},
+                                     "trigger": {"partition": {"dataset": "d", "min_bytes": 1e400}}})")),
+            std::vector<std::string>{"trigger.partition.min_bytes: number 1e400 is out of range (beyond a double)"});
+  EXPECT_EQ(ErrorLines(ParseScheduleFile(R"({"name": "s", "program": {"name": "p", "args": {"a": [0, 1, -1e999]}}})")),
+            std::vector<std::string>{"program.args.a[2]: number -1e999 is out of range (beyond a double)"});
+}
+
+// nlohmann takes a NUL byte for the end of its input.
+TEST(ScheduleParserTest, NulByteAfterTheDocumentIsRefused) {
+  const std::string doc = Base().dump();
+  EXPECT_EQ(ErrorLines(ParseScheduleFile(doc + std::string(1, '\0') + "garbage")),
+            std::vector<std::string>{"invalid JSON at byte " + std::to_string(doc.size()) +
+                                     ": a NUL byte (JSON text cannot contain one)"});
+}
+
+// "." and ".." read as paths and say nothing of what they name.
+TEST(ScheduleParserTest, IdentifiersMadeOnlyOfDotsAreRefused) {
+  for (const char* dots : {".", "..", "..."}) {
+    json doc = Base();
+    doc["name"] = dots;
+    doc["namespace"] = dots;
+    doc["program"] = {{"name", dots}, {"target", dots}};
+    doc["constraints"] = {{"concurrency_group", {{"name", dots}}}};
+    const std::string why = std::string(" \"") + dots + "\": must not be only dots";
+    EXPECT_EQ(ErrorLines(ParseSchedule(doc)),
+              (std::vector<std::string>{"namespace: invalid namespace" + why, "name: invalid name" + why,
+                                        "program.name: invalid program name" + why, "program.target: invalid target" + why,
+                                        "constraints.concurrency_group.name: invalid group name" + why}));
+    EXPECT_EQ(CheckTarget(dots).message(), "invalid target" + why);
+  }
+  json doc = Base();
+  doc["name"] = ".a.";
+  EXPECT_TRUE(ParseSchedule(doc).ok());
+}
+
 TEST(ScheduleParserTest, SecondTimeTriggerIsRefusedBecauseTicksCannotTellThemApart) {
   json doc = Base();
   doc["trigger"] = {{"all",
@@ -666,6 +777,7 @@ class RandomScheduleMaker {
     const std::string& alphabet = lowercase_only ? kLower : kAll;
     std::string out(static_cast<size_t>(Int(1, 24)), ' ');
     for (char& c : out) c = alphabet[static_cast<size_t>(Int(0, alphabet.size() - 1))];
+    if (out.find_first_not_of('.') == std::string::npos) out.back() = '_';  // only dots: refused
     return out;
   }
 

@@ -3,7 +3,8 @@
 # two of them are made 40 days old in PostgreSQL. `trigctl history prune --dry-run` counts them
 # and deletes nothing; trigd started with TRIGD_RETENTION=30d deletes them (log line, metric)
 # and keeps the recent one; `trigctl history prune` deletes the third once it is old too. Bad
-# retentions are refused by trigctl and trigd alike.
+# retentions (too short, too long to subtract from now) are refused by trigctl and trigd alike,
+# deleting nothing.
 set -euo pipefail
 src=$1; bin=$2
 source "$src/tests/e2e/lib.sh"
@@ -23,6 +24,10 @@ expect 1 "trigctl history prune: retention must be at least 1d, got 1h" ctl hist
 expect 1 "trigctl: --older-than needs a value" ctl history prune --older-than
 expect 1 "trigctl: runs list does not take --dry-run" ctl runs list --dry-run
 expect 1 "trigd: retention must be at least 1d (or 0: keep everything), got 12h" env TRIGD_RETENTION=12h "$bin/trigd"
+# Too large is said as such (999999999999d wrapped to a negative duration: "at least 1d").
+expect 1 "trigd: retention: duration \"999999999999d\" is longer than the maximum of 3650d" \
+  env TRIGD_RETENTION=999999999999d "$bin/trigd"
+expect 1 "trigd: TRIGD_CHECKERS must be an integer from 1 to 16, got \"1000\"" env TRIGD_CHECKERS=1000 "$bin/trigd"
 ctl history prune --older-than x >/dev/null 2>"$tmp/err" && fail "--older-than x accepted"
 grep -q "^trigctl history prune: --older-than: " "$tmp/err" || fail "--older-than x: $(cat "$tmp/err")"
 
@@ -54,6 +59,14 @@ age() {
         WHERE id = (SELECT job_id FROM runs WHERE run_id = '$1')"
 }
 for r in "${old[@]}"; do age "$r" "40 days"; done
+
+# A retention too large to be a time before now is refused and deletes nothing: 213503982336d
+# wrapped to 33.6 h, and the prune deleted the two runs of 40 days.
+for v in 213503982336d 999999999999d; do
+  expect 1 "trigctl history prune: --older-than: duration \"$v\" is longer than the maximum of 3650d" \
+    ctl history prune --older-than "$v"
+done
+[[ $(ctl runs list --json | json_get 'len(d)') == 3 ]] || fail "a refused prune deleted runs: $(ctl runs list)"
 
 ctl history prune --older-than 30d --dry-run >"$tmp/out"
 grep -Eqx "would delete 2 jobs and 2 runs that finished before 20[0-9-]+T[0-9:.]+Z" "$tmp/out" || fail "dry run: $(cat "$tmp/out")"

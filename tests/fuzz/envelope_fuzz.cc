@@ -4,7 +4,9 @@
 // and event key (trigd re-publishes envelopes it builds this way).
 // The ingest fast path is checked against the parser as an oracle: whatever ScanEnvelope
 // accepts, ParseEnvelope accepts with the same id, type, time and key; and wherever
-// ParseEnvelopeTimeFast reads a time (the input taken as one), the reference reads the same.
+// ParseEnvelopeTimeFast reads a time (the input taken as one), the reference reads the same; and
+// an accepted envelope with a key twice or a byte after it is refused by both
+// (VariantDisagreement).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -15,6 +17,7 @@
 #include "core/envelope.h"
 #include "core/envelope_scan.h"
 #include "core/envelope_time.h"
+#include "../core/envelope_agreement.h"
 #include "fuzz_check.h"
 
 namespace trigd {
@@ -63,6 +66,8 @@ void CheckEnvelope(std::string_view bytes) {
   }
   const Event& e = *event;
   FUZZ_CHECK(!e.id.empty(), "accepted an empty id");
+  const std::string variant = VariantDisagreement(bytes);
+  FUZZ_CHECK(variant.empty(), variant);
   FUZZ_CHECK(e.payload.is_object(), "payload is not an object");
   const std::string key = e.EventKey();
   const std::string prefix = KeyPrefix(e.type);

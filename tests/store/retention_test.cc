@@ -189,5 +189,22 @@ TEST_F(RetentionTest, RefusesARetentionShorterThanADay) {
   EXPECT_TRUE(HistoryPruner::Start(conn_, kDay).ok());
 }
 
+// A retention whose cutoff (now - keep) would wrap int64 is refused and deletes nothing; the
+// longest duration trigd reads is accepted.
+TEST_F(RetentionTest, RefusesARetentionLongerThanTheLongestDurationAndDeletesNothing) {
+  Apply({Parse("s")});
+  schedule_ = Id("default/s");
+  const int64_t old_job = Launched("succeeded", 3, 3);
+  auto p = PruneHistory(conn_, kMaxDuration + Millis(1), /*dry_run=*/false);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalid);
+  EXPECT_EQ(p.status().message(), "retention must be at most 3650d, got 315360000001ms");
+  EXPECT_TRUE(JobExists(old_job) && RunExists(old_job));
+  auto longest = PruneHistory(conn_, kMaxDuration, /*dry_run=*/false);
+  ASSERT_TRUE(longest.ok()) << longest.status().ToString();
+  EXPECT_EQ(longest->jobs, 0);
+  EXPECT_TRUE(JobExists(old_job) && RunExists(old_job));
+}
+
 }  // namespace
 }  // namespace trigd
