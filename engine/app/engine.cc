@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/check.h"
 #include "common/log.h"
 #include "core/envelope.h"
 #include "core/event_router.h"
@@ -497,7 +498,7 @@ void IngestLoop(Shared& sh) {
                                     }
                                     std::this_thread::sleep_for(std::chrono::seconds(1));
                                   }
-                                  std::abort();  // cannot position safely: let the supervisor restart us
+                                  TRIGD_FAIL("cannot load the consumer positions: restart to position safely");
                                 },
                                 options);
       if (!c.ok()) {

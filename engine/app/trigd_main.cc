@@ -9,6 +9,7 @@
 
 #include "app/config.h"
 #include "app/engine.h"
+#include "app/huge_pages.h"
 #include "store/migrator.h"
 
 namespace {
@@ -27,6 +28,7 @@ int Usage(const std::string& problem) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  trigd::UseHugePagesForScheduleIndex();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (trigd::WantsHelp(args)) {
     std::cout << kUsage;  // asked for: on stdout, exit 0 (as trigctl --help)

@@ -4,12 +4,13 @@
 // kInternal (a bug: log, count, exit non-zero).
 #pragma once
 
-#include <cassert>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "common/check.h"
 
 namespace trigd {
 
@@ -45,7 +46,7 @@ class Result {
  public:
   Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {       // NOLINT: implicit by design
-    assert(!std::get<Status>(v_).ok());
+    TRIGD_CHECK(!std::get<Status>(v_).ok());
   }
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {

@@ -7,8 +7,8 @@
 #include <date/tz.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <iostream>
+
+#include "common/check.h"
 
 namespace trigd {
 
@@ -280,9 +280,7 @@ TimePoint NextWindowOpening(const TimeWindow& window, TimePoint now) {
     if (best) return *best;
     from = to;
   }
-  std::cerr << "trigd: window " << DescribeWindow(window) << " never opens after "
-            << FormatTime(now) << "\n";
-  std::abort();
+  TRIGD_FAIL("window " + DescribeWindow(window) + " never opens after " + FormatTime(now));
 }
 
 CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigger_complete,

@@ -22,22 +22,17 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
 #include <utility>
 
-#include <sys/mman.h>
+#include "common/check.h"
 
 namespace trigd {
 namespace {
-
-// Invariants guard the index's own bookkeeping, never caller input: a violation is a bug, and
-// continuing would route events to the wrong schedules.
-void CheckInvariant(bool holds) {
-  if (!holds) std::abort();
-}
 
 constexpr uint32_t kNoRecord = std::numeric_limits<uint32_t>::max();
 constexpr uint32_t kNoSchedule = std::numeric_limits<uint32_t>::max();
@@ -112,15 +107,13 @@ uint32_t BlockClassFor(size_t count) {
   return block_class;
 }
 
-// The index's large arrays (the key table, the record arena, the posting pool) on 2 MiB pages
-// where the kernel allows it (transparent huge pages; MADV_HUGEPAGE is all the "madvise" mode
-// needs). A lookup reads two random cache lines of arrays that reach tens of megabytes at 1M
-// schedules; on 4 KiB pages each of those reads also missed the TLB and walked the page tables.
-// Small arrays (below kLargeArrayBytes) come from the ordinary heap.
-constexpr size_t kHugePageBytes = size_t{2} << 20;
+// The index's large arrays (the key table, the record arena, the posting pool) come from the
+// ArrayMemory installed with SetLargeArrayMemory (huge pages in trigd); small ones, and all of
+// them when none is installed, from the ordinary heap.
 constexpr size_t kLargeArrayBytes = size_t{4} << 20;
 
-inline size_t RoundUpToHugePage(size_t bytes) { return (bytes + kHugePageBytes - 1) & ~(kHugePageBytes - 1); }
+ArrayMemory* g_large_array_memory = nullptr;
+std::atomic<bool> g_large_array_allocated{false};
 
 template <typename T>
 struct LargeArrayAllocator {
@@ -132,27 +125,18 @@ struct LargeArrayAllocator {
   T* allocate(size_t n) {
     if (n > std::numeric_limits<size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
     const size_t bytes = n * sizeof(T);
-    if (bytes < kLargeArrayBytes) return std::allocator<T>().allocate(n);
-    // Over-map by one huge page, then unmap the ends so the array starts on a 2 MiB boundary.
-    const size_t length = RoundUpToHugePage(bytes);
-    void* mapped = mmap(nullptr, length + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mapped == MAP_FAILED) throw std::bad_alloc();
-    const uintptr_t start = reinterpret_cast<uintptr_t>(mapped);
-    const uintptr_t aligned = (start + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
-    if (aligned > start) munmap(mapped, aligned - start);
-    const uintptr_t end = start + length + kHugePageBytes;
-    if (end > aligned + length) munmap(reinterpret_cast<void*>(aligned + length), end - (aligned + length));
-    madvise(reinterpret_cast<void*>(aligned), length, MADV_HUGEPAGE);  // advice: ignored where unsupported
-    return reinterpret_cast<T*>(aligned);
+    if (bytes < kLargeArrayBytes || g_large_array_memory == nullptr) return std::allocator<T>().allocate(n);
+    g_large_array_allocated.store(true, std::memory_order_relaxed);
+    return static_cast<T*>(g_large_array_memory->Allocate(bytes));
   }
 
   void deallocate(T* p, size_t n) {
     const size_t bytes = n * sizeof(T);
-    if (bytes < kLargeArrayBytes) {
+    if (bytes < kLargeArrayBytes || g_large_array_memory == nullptr) {
       std::allocator<T>().deallocate(p, n);
       return;
     }
-    munmap(p, RoundUpToHugePage(bytes));
+    g_large_array_memory->Deallocate(p, bytes);
   }
 
   friend bool operator==(const LargeArrayAllocator&, const LargeArrayAllocator&) { return true; }
@@ -175,7 +159,7 @@ class BlockPool {
     }
     const size_t offset = storage_.size();
     const size_t capacity = size_t{1} << block_class;
-    CheckInvariant(offset + capacity < std::numeric_limits<uint32_t>::max());
+    TRIGD_CHECK(offset + capacity < std::numeric_limits<uint32_t>::max());
     storage_.resize(offset + capacity);
     return static_cast<uint32_t>(offset);
   }
@@ -238,8 +222,8 @@ struct ScheduleIndex::Impl {
 
   uint32_t AppendRecord(std::string_view key) {
     const size_t record = records_.size();
-    CheckInvariant(key.size() < std::numeric_limits<uint32_t>::max());
-    CheckInvariant(record + RecordWords(key.size()) < kNoRecord);
+    TRIGD_CHECK(key.size() < std::numeric_limits<uint32_t>::max());
+    TRIGD_CHECK(record + RecordWords(key.size()) < kNoRecord);
     records_.resize(record + RecordWords(key.size()), 0);
     records_[record] = key.size();  // count 0 until the caller appends a posting
     if (!key.empty()) {
@@ -330,7 +314,7 @@ struct ScheduleIndex::Impl {
     const uint32_t tag = static_cast<uint32_t>(HashKey(key) >> 32);
     size_t hole = KeyHome(tag);
     while (key_slots_[hole].record != record) {
-      CheckInvariant(key_slots_[hole].record != kNoRecord);
+      TRIGD_CHECK(key_slots_[hole].record != kNoRecord);
       hole = (hole + 1) & KeyMask();
     }
     // Backward-shift deletion: pull later members of the probe run into the hole unless that
@@ -380,7 +364,7 @@ struct ScheduleIndex::Impl {
       ++block_class;
       records_[record + 1] = (static_cast<uint64_t>(block_class) << 32) | block;
     }
-    CheckInvariant(count < std::numeric_limits<uint32_t>::max());
+    TRIGD_CHECK(count < std::numeric_limits<uint32_t>::max());
     postings_.at(block)[count] = id;
     SetCount(record, count + 1);
     return count;
@@ -390,16 +374,16 @@ struct ScheduleIndex::Impl {
   // when no schedule is left on it.
   void RemovePosting(uint32_t record, uint32_t position, int64_t id) {
     const uint32_t count = Count(record);
-    CheckInvariant(count >= 1 && position < count);
+    TRIGD_CHECK(count >= 1 && position < count);
     if (count == 1) {
-      CheckInvariant(static_cast<int64_t>(records_[record + 1]) == id);
+      TRIGD_CHECK(static_cast<int64_t>(records_[record + 1]) == id);
       DeleteRecord(record);
       return;
     }
     const uint32_t block = static_cast<uint32_t>(records_[record + 1]);
     const uint32_t block_class = static_cast<uint32_t>(records_[record + 1] >> 32);
     int64_t* ids = postings_.at(block);
-    CheckInvariant(ids[position] == id);
+    TRIGD_CHECK(ids[position] == id);
     const uint32_t last = count - 1;
     if (position != last) {
       ids[position] = ids[last];
@@ -476,7 +460,7 @@ struct ScheduleIndex::Impl {
   // Records that schedule `id` now sits at `position` in the key's posting.
   void SetRefPosition(int64_t id, uint32_t record, uint32_t position) {
     const size_t i = FindSchedule(id);
-    CheckInvariant(i != kNoSlot);
+    TRIGD_CHECK(i != kNoSlot);
     Ref* refs = refs_.at(schedule_slots_[i].refs);
     for (uint32_t k = 0; k < schedule_slots_[i].ref_count; ++k) {
       if (refs[k].record == record) {
@@ -484,7 +468,7 @@ struct ScheduleIndex::Impl {
         return;
       }
     }
-    CheckInvariant(false);
+    TRIGD_FAIL("schedule index bookkeeping");
   }
 
   // --- Operations --------------------------------------------------------------------------
@@ -604,6 +588,12 @@ struct ScheduleIndex::Impl {
   std::vector<Ref> old_refs_;
   std::vector<Ref> merged_refs_;
 };
+
+void SetLargeArrayMemory(ArrayMemory* memory) {
+  // Arrays taken from one source must go back to it: the source is fixed before the first.
+  TRIGD_CHECK(!g_large_array_allocated.load(std::memory_order_relaxed));
+  g_large_array_memory = memory;
+}
 
 ScheduleIndex::ScheduleIndex() : impl_(new Impl) {}
 

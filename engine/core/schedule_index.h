@@ -14,6 +14,20 @@
 
 namespace trigd {
 
+// Where the index's large arrays (tens of megabytes at a million schedules) come from. Core
+// makes no system calls: the default is the heap, and trigd installs app/huge_pages.h's
+// source, whose 2 MiB pages spare a lookup's two random reads most TLB misses.
+class ArrayMemory {
+ public:
+  virtual ~ArrayMemory() = default;
+  // Throws std::bad_alloc when it cannot.
+  virtual void* Allocate(size_t bytes) = 0;
+  virtual void Deallocate(void* p, size_t bytes) = 0;
+};
+// Installs the source of every index's large arrays; call before the first index grows large
+// (a later call is a failed check). nullptr: the heap.
+void SetLargeArrayMemory(ArrayMemory* memory);
+
 class ScheduleIndex {
  public:
   ScheduleIndex();

@@ -1,6 +1,6 @@
 #include "model/schedule.h"
 
-#include <cassert>
+#include "common/check.h"
 
 namespace trigd {
 
@@ -67,8 +67,7 @@ std::string LeafEventKey(const Trigger& leaf, const ScheduleName& schedule) {
     case TriggerKind::kProgram: return "program:" + leaf.program.program;
     default: break;
   }
-  assert(false && "LeafEventKey called on a composite trigger");
-  return {};
+  TRIGD_FAIL("LeafEventKey called on a composite trigger");
 }
 
 }  // namespace trigd

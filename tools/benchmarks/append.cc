@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "app/huge_pages.h"
 #include "bench_util.h"
 #include "core/event_router.h"
 #include "core/schedule_index.h"
@@ -43,6 +44,7 @@ void Reset(const std::string& pg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  trigd::UseHugePagesForScheduleIndex();  // as trigd runs
   bench::Flags flags(argc, argv, "trigd-bench-append [--events=100000] [--batch=5000] [--schedules=5000] [--rounds=3]");
   const int64_t events = flags.Int("events", 100000);
   const int64_t batch_size = flags.Int("batch", 5000);

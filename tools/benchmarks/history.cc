@@ -22,6 +22,7 @@
 // Usage: trigd-bench-history [--history=10000000] [--jobs=20000] [--schedules=1000] [--limit=1000] [--rounds=5]
 #include <cstdio>
 
+#include "app/huge_pages.h"
 #include "launch_util.h"
 
 namespace {
@@ -127,6 +128,7 @@ std::string Size(pqxx::connection& c, const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  trigd::UseHugePagesForScheduleIndex();  // as trigd runs
   bench::Flags flags(argc, argv,
                      "trigd-bench-history [--history=10000000] [--jobs=20000] [--schedules=1000] [--limit=1000] [--rounds=5]");
   const int64_t history = flags.Int("history", 10000000);

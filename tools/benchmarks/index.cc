@@ -40,6 +40,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "app/huge_pages.h"
 #include "core/event_router.h"
 #include "core/schedule_index.h"
 
@@ -430,6 +431,7 @@ std::string Number(double value, int decimals) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  trigd::UseHugePagesForScheduleIndex();  // as trigd runs
   const Options options = ParseOptions(argc, argv);
   std::printf("index benchmark: %zu queries per mix, median of %d rounds\n", options.queries,
               options.rounds);

@@ -14,9 +14,11 @@
 // Usage: trigd-bench-launch [--jobs=50000] [--schedules=1000] [--limit=1000] [--rounds=5]
 #include <cstdio>
 
+#include "app/huge_pages.h"
 #include "launch_util.h"
 
 int main(int argc, char** argv) {
+  trigd::UseHugePagesForScheduleIndex();  // as trigd runs
   bench::Flags flags(argc, argv, "trigd-bench-launch [--jobs=50000] [--schedules=1000] [--limit=1000] [--rounds=5]");
   const int64_t jobs = flags.Int("jobs", 50000);
   const int64_t schedules = flags.Int("schedules", 1000);

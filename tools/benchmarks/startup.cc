@@ -7,6 +7,7 @@
 // vector, which is the floor any loader pays. RSS is read from /proc/self/statm.
 #include <fstream>
 
+#include "app/huge_pages.h"
 #include "bench_util.h"
 #include "core/schedule_index.h"
 #include "store/pg_store.h"
@@ -23,6 +24,7 @@ double RssMb() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  trigd::UseHugePagesForScheduleIndex();  // as trigd runs
   bench::Flags flags(argc, argv, "trigd-bench-startup [--schedules N] [--rounds R]");
   int64_t n = flags.Int("schedules", 1000000);
   int64_t rounds = flags.Int("rounds", 3);
