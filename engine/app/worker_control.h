@@ -47,7 +47,7 @@ class EndedAttempts {
   static constexpr Millis kForgetAfter = std::chrono::minutes(10);
   // The control topic's retention (topics/topics.json).
   static constexpr Millis kKeepWithoutDeadline = std::chrono::hours(24 * 7);
-  static constexpr size_t kDefaultMaxRuns = 200000;
+  static constexpr size_t kDefaultMaxRuns = 100000;  // about 20 MB
 
   explicit EndedAttempts(size_t max_runs = kDefaultMaxRuns) : max_runs_(max_runs) {}
 
