@@ -794,14 +794,17 @@ void RelayLoop(Shared& sh) {
   }
 }
 
-// The topics trigd reads and the dead-letter topic must exist before it starts: one started
-// with a mistyped --topic-prefix ran against the shared database, took fire times from the real
-// instances and published their launch requests where no worker reads (the broker made the
-// topics on the first produce), and those runs failed as lost 10 minutes later (the audit of
-// 2026-11-25). Missing: refused (kInvalid). Kafka not reachable yet: waits, saying so.
+// The topics trigd reads, the dead-letter topic and the control topic must exist before it
+// starts: one started with a mistyped --topic-prefix ran against the shared database, took fire
+// times from the real instances and published their launch requests where no worker reads (the
+// broker made the topics on the first produce), and those runs failed as lost 10 minutes later
+// (the audit of 2026-11-25). The control topic, made by the relay on first use instead, would
+// have the relay's launch-topic settings, not those of topics/. Missing: refused (kInvalid).
+// Kafka not reachable yet: waits, saying so.
 Status CheckTopics(const Config& config, const std::atomic<bool>& stop) {
   const std::string& p = config.topic_prefix;
-  const std::vector<std::string> needed = {p + "events.data", p + "events.program", p + "events.time", p + "dead"};
+  const std::vector<std::string> needed = {p + "events.data", p + "events.program", p + "events.time", p + "dead",
+                                           p + "control"};
   auto said = Clock::time_point{};
   while (!stop.load()) {
     auto missing = MissingTopics(config.kafka, needed);

@@ -16,6 +16,13 @@
 // while it runs, or shortly after, is ignored. SIGTERM or SIGINT: the children's process
 // groups get SIGTERM (SIGKILL after a grace period), each run still going is reported
 // `killed`, and the worker exits.
+//
+// A request is not started, and nothing is reported for it, when it is past its start deadline
+// (`start_by`: trigd counts the attempt lost by then) or when trigd ended its attempt or a later
+// one of its run (lost, failed as lost, killed by a schedule delete): the worker reads the
+// control topic <prefix>control whole, outside any group, to its end before it takes its first
+// request and then as it goes (worker_control.h, docs/adr/0060). One line says why; the
+// request is committed past.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +46,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/config.h"
+#include "app/worker_control.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "core/schedule_parser.h"
@@ -95,8 +103,24 @@ struct Request {
   // it can.
   std::string unrunnable;
   std::chrono::milliseconds heartbeat_every{};
+  std::optional<trigd::TimePoint> start_by;  // nullopt: the request has no start deadline
   std::string Key() const { return run_id + "#" + std::to_string(attempt); }
+  std::string Name() const { return "run " + run_id + " attempt " + std::to_string(attempt) + " (" + program + ")"; }
 };
+
+// The request's start deadline (`start_by`), if it has one; a value that is not a time makes it
+// unrunnable.
+void ParseStartBy(const json& req, Request& r) {
+  auto it = req.find("start_by");
+  if (it == req.end()) return;
+  trigd::Result<trigd::TimePoint> t = it->is_string() ? trigd::ParseTime(it->get<std::string>())
+                                                      : trigd::Result<trigd::TimePoint>(trigd::Invalid("not a string"));
+  if (t.ok()) {
+    r.start_by = *t;
+  } else if (r.unrunnable.empty()) {
+    r.unrunnable = "start_by: " + t.status().message();
+  }
+}
 
 // Validates a launch request; an error message when it names no run to report on (anything else
 // that keeps it from running is Request::unrunnable).
@@ -129,6 +153,7 @@ std::variant<Request, std::string> ParseRequest(const std::string& value) {
   }
   // Three heartbeats per timeout, so one lost message does not make the run look lost.
   r.heartbeat_every = std::max<std::chrono::milliseconds>(kMinHeartbeat, timeout / 3);
+  ParseStartBy(req, r);
   return r;
 }
 
@@ -191,6 +216,10 @@ class Worker {
       Log("run " + r.run_id + " attempt " + std::to_string(r.attempt) + " delivered again: ignored");
       return;
     }
+    if (std::optional<std::string> why = WhyNotStart(r)) {
+      Log(r.Name() + ": not started: " + *why);
+      return;
+    }
     if (!r.unrunnable.empty()) {
       // Reported at once: skipped, the run waited 10 minutes to fail as lost (the audit of
       // 2026-11-25); failed, its retry policy and downstream schedules see it now.
@@ -220,6 +249,21 @@ class Worker {
     auto next = SteadyClock::now() + r.heartbeat_every;
     running_.emplace(pid, Running{std::move(r), next});
   }
+
+  // A message of the control topic: the attempt it names, and earlier ones of its run, are
+  // not started from now on.
+  void Control(const trigd::Message& m) {
+    auto parsed = trigd::ParseControlMessage(m.value);
+    if (auto* error = std::get_if<std::string>(&parsed)) {
+      Log("skipping control message at " + m.topic + "/" + std::to_string(m.partition) + "@" +
+          std::to_string(m.offset) + ": " + *error);
+      return;
+    }
+    ended_.Add(std::get<trigd::ControlMessage>(parsed), trigd::SystemClock::Get().Now());
+  }
+
+  // Forgets the ended attempts whose requests their own deadlines refuse by now.
+  void ForgetEnded() { ended_.Forget(trigd::SystemClock::Get().Now()); }
 
   // Reports the children that ended and the heartbeats that are due.
   void Tend() {
@@ -281,6 +325,12 @@ class Worker {
     Remember(r.Key());
   }
 
+  // Why `r` must not start (nothing is reported for it), or nullopt when it may.
+  std::optional<std::string> WhyNotStart(const Request& r) const {
+    if (auto why = ended_.WhyEnded(r.run_id, r.attempt)) return why;
+    return trigd::PastStartDeadline(r.start_by, trigd::SystemClock::Get().Now());
+  }
+
   void Remember(const std::string& key) {
     if (finished_set_.insert(key).second) finished_.push_back(key);
     while (finished_.size() > kRememberFinished) {
@@ -302,7 +352,47 @@ class Worker {
   std::set<std::string> active_;           // run id + attempt of the running children
   std::deque<std::string> finished_;       // recently finished, oldest first
   std::set<std::string> finished_set_;
+  trigd::EndedAttempts ended_;             // attempts trigd ended (the control topic)
 };
+
+// Takes what the control topic holds now; true when it gave anything.
+bool DrainControl(trigd::TopicReader& control, Worker& worker, int wait_ms) {
+  bool any = false;
+  for (;;) {
+    std::vector<trigd::Message> batch = control.Poll(1000, any ? 0 : wait_ms);
+    if (batch.empty()) return any;
+    for (const trigd::Message& m : batch) worker.Control(m);
+    any = true;
+  }
+}
+
+// The control topic, read to its end once: before it takes its first request, a worker knows
+// every attempt trigd ended. nullptr when the topic does not exist (said why) or on SIGTERM;
+// an unreachable broker is waited for, saying so.
+std::unique_ptr<trigd::TopicReader> OpenControl(const trigd::Config& config, Worker& worker) {
+  const std::string topic = config.topic_prefix + "control";
+  auto said = SteadyClock::time_point{};
+  std::unique_ptr<trigd::TopicReader> reader;
+  while (!g_stop && !reader) {
+    auto r = trigd::TopicReader::Create(config.kafka, topic);
+    if (r.ok()) {
+      reader = std::move(*r);
+    } else if (r.status().code() != trigd::StatusCode::kUnavailable) {
+      Log(r.status().message());
+      return nullptr;
+    } else {
+      if (SteadyClock::now() - said >= std::chrono::seconds(30)) {
+        Log(r.status().message() + " (opening " + topic + "); retrying");
+        said = SteadyClock::now();
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
+  while (!g_stop && reader && !reader->CaughtUp()) DrainControl(*reader, worker, 200);
+  if (g_stop) return nullptr;
+  Log("read " + topic + " to its end");
+  return reader;
+}
 
 constexpr const char* kUsage =
     "usage: trigd-worker [--target T] [--concurrency N] [--group-id G] [--kafka H:P] [--topic-prefix P] [--group G]\n";
@@ -349,6 +439,9 @@ int main(int argc, char** argv) {
     Log(producer.status().ToString());
     return 2;
   }
+  Worker worker(**producer, config.topic_prefix + "events.program", concurrency);
+  std::unique_ptr<trigd::TopicReader> control = OpenControl(config, worker);
+  if (!control) return g_stop ? 0 : 2;
   const std::string launch_topic = config.topic_prefix + "launch." + target;
   trigd::ConsumerOptions options;
   options.commit_stored_every_ms = kCommitEveryMs;
@@ -367,15 +460,21 @@ int main(int argc, char** argv) {
   Log("consuming " + launch_topic + " in group " + group + ", up to " + std::to_string(concurrency) +
       " run(s) at once");
 
-  Worker worker(**producer, config.topic_prefix + "events.program", concurrency);
+  auto next_forget = SteadyClock::now();
   while (!g_stop) {
     worker.Tend();
+    DrainControl(*control, worker, 0);
+    if (SteadyClock::now() >= next_forget) {
+      worker.ForgetEnded();
+      next_forget = SteadyClock::now() + std::chrono::minutes(1);
+    }
     if (!worker.HasFreeSlot()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
     // A short wait keeps reaping and heartbeats timely while runs go on.
     for (const trigd::Message& m : (*consumer)->Poll(1, worker.Idle() ? 200 : 50, 0)) {
+      DrainControl(*control, worker, 0);  // what trigd ended while the poll waited
       worker.Take(m);
       (*consumer)->StoreOffset(m);  // taken on (started, skipped or a duplicate): committed soon
     }

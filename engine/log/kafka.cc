@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/time.h"
+#include "log/topics.h"
 
 namespace trigd {
 
@@ -382,6 +383,52 @@ Status Set(RdKafka::Conf* conf, const std::string& k, const std::string& v) {
   return Status::Ok();
 }
 
+class RdTopicReader : public TopicReader {
+ public:
+  std::vector<Message> Poll(size_t max_messages, int wait_ms) override {
+    std::vector<Message> out;
+    while (out.size() < max_messages) {
+      std::unique_ptr<RdKafka::Message> m(consumer_->consume(out.empty() ? wait_ms : 0));
+      if (m->err() == RdKafka::ERR__TIMED_OUT) break;
+      if (m->err() != RdKafka::ERR_NO_ERROR) continue;  // a partition's end or a fetch error: retried by librdkafka
+      watch_->Reachable();
+      next_[m->partition()] = m->offset() + 1;
+      out.push_back({m->topic_name(), m->partition(), m->offset(),
+                     m->key() ? *m->key() : std::string(),
+                     std::string(static_cast<const char*>(m->payload()), m->len())});
+    }
+    return out;
+  }
+
+  bool CaughtUp() override {
+    for (const auto& [partition, end] : end_) {
+      auto it = next_.find(partition);
+      if (it == next_.end() || it->second < end) {
+        // Nothing returned yet, or not up to the end: the position tells (an offset reset past
+        // messages deleted by retention moves it without a message).
+        std::vector<RdKafka::TopicPartition*> parts{RdKafka::TopicPartition::create(topic_, partition)};
+        consumer_->position(parts);
+        const int64_t pos = parts[0]->offset();
+        delete parts[0];
+        if (pos < end) return false;
+        next_[partition] = pos;
+      }
+    }
+    return true;
+  }
+
+  ~RdTopicReader() override {
+    if (consumer_) consumer_->close();
+  }
+
+  std::string topic_;
+  std::unique_ptr<BrokerWatch> watch_;  // outlives the consumer, which calls it
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
+  std::map<int, int64_t> end_;   // partition: its end when the reader was created (empty ones left out)
+  std::map<int, int64_t> next_;  // partition: the offset after the last message returned
+};
+
+
 }  // namespace
 
 Result<std::unique_ptr<Producer>> Producer::Create(const std::string& bootstrap) {
@@ -455,6 +502,54 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
     return Unavailable("subscribe: " + RdKafka::err2str(e));
   }
   return std::unique_ptr<Consumer>(std::move(c));
+}
+
+Result<std::unique_ptr<TopicReader>> TopicReader::Create(const std::string& bootstrap, const std::string& topic,
+                                                         int timeout_ms) {
+  auto r = std::make_unique<RdTopicReader>();
+  r->topic_ = topic;
+  r->watch_ = std::make_unique<BrokerWatch>(bootstrap);
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  // A group id only because librdkafka's KafkaConsumer requires one: partitions are assigned by
+  // hand (assign), so the consumer never joins the group, and it commits nothing.
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"bootstrap.servers", bootstrap}, {"group.id", "trigd-reader-unused"},
+           {"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"},
+           {"auto.offset.reset", "earliest"}, {"fetch.wait.max.ms", "100"}, {"log_level", "2"}}) {
+    if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
+  }
+  std::string err;
+  conf->set("event_cb", static_cast<RdKafka::EventCb*>(r->watch_.get()), err);
+  r->consumer_.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
+  if (!r->consumer_) return Internal("consumer: " + err);
+  auto missing = MissingTopics(bootstrap, {topic}, timeout_ms);
+  if (!missing.ok()) return missing.status();
+  if (!missing->empty()) return NotFound(NoSuchTopics(*missing, bootstrap));
+  std::unique_ptr<RdKafka::Topic> handle(RdKafka::Topic::create(r->consumer_.get(), topic, nullptr, err));
+  if (!handle) return Internal("topic " + topic + ": " + err);
+  RdKafka::Metadata* raw = nullptr;
+  if (auto e = r->consumer_->metadata(false, handle.get(), &raw, timeout_ms); e != RdKafka::ERR_NO_ERROR) {
+    return Unavailable("cannot reach Kafka at " + bootstrap + ": " + RdKafka::err2str(e));
+  }
+  std::unique_ptr<RdKafka::Metadata> md(raw);
+  std::vector<RdKafka::TopicPartition*> parts;
+  for (const auto* t : *md->topics()) {
+    if (t->topic() != topic) continue;
+    for (const auto* p : *t->partitions()) {
+      int64_t low = 0, high = 0;
+      if (auto e = r->consumer_->query_watermark_offsets(topic, p->id(), &low, &high, timeout_ms);
+          e != RdKafka::ERR_NO_ERROR) {
+        for (auto* q : parts) delete q;
+        return Unavailable("watermarks of " + topic + "/" + std::to_string(p->id()) + ": " + RdKafka::err2str(e));
+      }
+      if (high > low) r->end_[p->id()] = high;
+      parts.push_back(RdKafka::TopicPartition::create(topic, p->id(), RdKafka::Topic::OFFSET_BEGINNING));
+    }
+  }
+  const RdKafka::ErrorCode assigned = r->consumer_->assign(parts);
+  for (auto* p : parts) delete p;
+  if (assigned != RdKafka::ERR_NO_ERROR) return Internal("assign " + topic + ": " + RdKafka::err2str(assigned));
+  return std::unique_ptr<TopicReader>(std::move(r));
 }
 
 }  // namespace trigd

@@ -156,6 +156,22 @@ class Consumer {
   static std::vector<rd_kafka_message_s*>& Messages(MessageBatch& batch) { return batch.messages_; }
 };
 
+// Every partition of one topic, read from its beginning outside any consumer group (no
+// membership, no commits, no rebalance): for a topic that each process reads whole, as every
+// worker reads the control topic. Partitions added to the topic after Create are not read.
+class TopicReader {
+ public:
+  // kNotFound (NoSuchTopics' message) when the broker has no such topic; kUnavailable when it
+  // cannot be reached within timeout_ms.
+  static Result<std::unique_ptr<TopicReader>> Create(const std::string& bootstrap, const std::string& topic,
+                                                     int timeout_ms = 5000);
+  virtual ~TopicReader() = default;
+  // Up to max_messages: waits up to wait_ms for the first, then takes those already fetched.
+  virtual std::vector<Message> Poll(size_t max_messages, int wait_ms) = 0;
+  // True once Poll returned every message the topic held when the reader was created.
+  virtual bool CaughtUp() = 0;
+};
+
 // End offsets (high watermarks) of every partition of `topics`, asked of the broker.
 // kUnavailable when it cannot be reached within timeout_ms; a missing topic is skipped.
 Result<std::vector<PartitionLag>> QueryEndOffsets(const std::string& bootstrap,

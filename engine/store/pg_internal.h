@@ -16,6 +16,7 @@
 #include "common/time.h"
 #include "core/envelope.h"
 #include "model/event.h"
+#include "store/control_message.h"
 
 namespace trigd {
 struct EndedRun;  // pg_store.h
@@ -142,11 +143,12 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
   "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "   \
   "'status', 'killed', 'reason', 'schedule deleted', 'attempt', attempt))) "
 // What such an UPDATE returns for KillByDeleteEvents.
-#define TRIGD_KILLED_BY_DELETE_RETURNING "RETURNING concurrency_group, run_id, attempt, program, schedule_name "
+#define TRIGD_KILLED_BY_DELETE_RETURNING \
+  "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_REQUEST_START_BY " "
 
 // trigd's own `killed` report for each run a schedule delete killed (rows with run_id, attempt,
-// program and schedule_name from column `first`, as TRIGD_KILLED_BY_DELETE_RETURNING gives them
-// from column 1), written to the outbox for the program
+// program, schedule_name and the request's start_by from column `first`, as
+// TRIGD_KILLED_BY_DELETE_RETURNING gives them from column 1), written to the outbox for the program
 // topic, as a lost run's `failed` is: downstream schedules see the run end
 // (on_upstream_failure), where they saw nothing (the audit of 2026-11-25). Reason
 // schedule_deleted; id killed:<run>:<attempt>, which ingestion counts although the run ended.
@@ -165,6 +167,11 @@ inline void KillByDeleteEvents(pqxx::transaction_base& tx, const std::string& to
                  {"reason", "schedule_deleted"}, {"schedule", r[first + 3].as<std::string>()}};
     tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topic_prefix + "events.program",
                    program, EnvelopeToJson(e).dump());
+    // And every worker is told not to start it: the attempt's request may be on the launch
+    // topic (a retry_wait run's last attempt; a withdrawn request whose publication's outbox
+    // delete was lost), where a worker of another group may read it later.
+    AddControlMessage(tx, topic_prefix,
+                      {run_id, attempt, "killed", "schedule_deleted", true, StartByField(r[first + 4])}, now);
   }
 }
 

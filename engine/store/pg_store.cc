@@ -281,8 +281,7 @@ const TimeTrigger* TimeLeaf(const Schedule& s, int leaf) {
   return &leaves[leaf]->time;
 }
 
-// How long a launched run may wait for a worker to start it before it counts as lost.
-constexpr Millis kQueuedTimeout = std::chrono::minutes(10);
+using pg_internal::kQueuedTimeout;
 
 // A launch request as written at launch: two thirds of what trigd publishes at most
 // (kMaxPublishedBytes), as a retry's copy is the jsonb column rendered as text, a little larger.
@@ -1567,7 +1566,9 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         if (fresh) {
           json program = {{"name", s.program.name}, {"args", s.program.args}, {"target", s.program.target}};
           parts->second.head = "{\"attempt\":1,\"heartbeat_timeout\":" + json(FormatDuration(s.heartbeat_timeout)).dump() +
-                               ",\"launched_at\":" + launched_at + ",\"program\":" + program.dump() + ",\"run_id\":";
+                               ",\"launched_at\":" + launched_at + ",\"start_by\":" +
+                               json(FormatTime(now + pg_internal::StartWindow(s.heartbeat_timeout))).dump() +
+                               ",\"program\":" + program.dump() + ",\"run_id\":";
           parts->second.middle = ",\"schedule\":" + json(s.id().value()).dump() +
                                  ",\"schedule_version\":" + std::to_string(d.version) + ",\"triggered_by\":";
         }
@@ -1723,17 +1724,20 @@ Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& 
   return result;
 }
 
-// A run's launch request for its next attempt: `attempt` and `launched_at` replaced in the text
-// trigd wrote (its first keys, in this order), so the retry's request reads like the first
-// attempt's (it was rendered from jsonb, with other spaces and key order). A request whose head
-// does not match (stored before migration 008, or written by a trigd whose head differs) goes
-// through jsonb instead: the match is tested, so a changed head cannot leave the attempt as it was.
-#define TRIGD_REQUEST_HEAD "'^\\{\"attempt\":[0-9]+,(\"heartbeat_timeout\":\"[^\"]*\"),\"launched_at\":\"[^\"]*\"'"
+// A run's launch request for its next attempt: `attempt`, `launched_at` and `start_by` replaced in
+// the text trigd wrote (its first keys, in this order), so the retry's request reads like the
+// first attempt's (it was rendered from jsonb, with other spaces and key order). A request whose
+// head does not match (stored before migration 008 or before requests had a start_by, or written
+// by a trigd whose head differs) goes through jsonb instead: the match is tested, so a changed
+// head cannot leave the attempt as it was.
+#define TRIGD_REQUEST_HEAD \
+  "'^\\{\"attempt\":[0-9]+,(\"heartbeat_timeout\":\"[^\"]*\"),\"launched_at\":\"[^\"]*\",\"start_by\":\"[^\"]*\"'"
 #define TRIGD_RETRIED_REQUEST                                                                                   \
   "CASE WHEN request ~ " TRIGD_REQUEST_HEAD " THEN regexp_replace(request, " TRIGD_REQUEST_HEAD ", "              \
-  "'{\"attempt\":' || (attempt + 1) || ',\\1,\"launched_at\":\"' || " TRIGD_NOW_TEXT " || '\"') "                  \
-  "ELSE jsonb_set(jsonb_set(request::jsonb, '{attempt}', to_jsonb(attempt + 1)), '{launched_at}', "              \
-  "to_jsonb(" TRIGD_NOW_TEXT "))::text END"
+  "'{\"attempt\":' || (attempt + 1) || ',\\1,\"launched_at\":\"' || " TRIGD_NOW_TEXT " || '\",\"start_by\":\"' || " \
+  TRIGD_START_BY_TEXT " || '\"') "                                                                                 \
+  "ELSE jsonb_set(jsonb_set(jsonb_set(request::jsonb, '{attempt}', to_jsonb(attempt + 1)), '{launched_at}', "    \
+  "to_jsonb(" TRIGD_NOW_TEXT ")), '{start_by}', to_jsonb(" TRIGD_START_BY_TEXT "))::text END"
 
 Status PgStore::MarkCaughtUp(const std::string& group, const std::vector<PartitionRange>& ranges, Millis age) {
   if (ranges.empty()) return Status();
@@ -1785,7 +1789,7 @@ Result<SweepResult> PgStore::SweepRuns() {
     for (const auto& r : tx.exec(
              "SELECT run_id, attempt, max_attempts, program, schedule_id, schedule_name, concurrency_group, "
              "(SELECT version FROM schedules s WHERE s.id = runs.schedule_id), "
-             "(SELECT document::text FROM schedules s WHERE s.id = runs.schedule_id) FROM runs "
+             "(SELECT document::text FROM schedules s WHERE s.id = runs.schedule_id), " TRIGD_REQUEST_START_BY " FROM runs "
              // A started run is lost after heartbeat_timeout of silence; one still queued on the
              // launch topic (no worker took it yet) only after the queued timeout (Airflow's
              // task_queued_timeout): a backlog or a worker rebalance is not a lost run.
@@ -1806,7 +1810,14 @@ Result<SweepResult> PgStore::SweepRuns() {
       int64_t schedule_id = r[4].as<int64_t>();
       // A deleted schedule's lost run is not retried: its failure is final (as a worker's
       // `failed` report is, RetryFailedAttempt).
-      if (attempt < max_attempts && !r[7].is_null()) {
+      const bool retry = attempt < max_attempts && !r[7].is_null();
+      // Every worker is told the attempt ended, so none starts its request later (the control
+      // topic, control_message.h); a retry, attempt + 1, still runs.
+      outbox.Add(topic_prefix_ + "control", run_id,
+                 pg_internal::ControlMessage({run_id, attempt, retry ? "lost" : "failed", "lost", !retry,
+                                              pg_internal::StartByField(r[9])},
+                                             now));
+      if (retry) {
         RetryPolicy retry;
         if (auto s = cache_.Get(schedule_id, r[7].as<int>(), r[8].as<std::string>())) retry = s->retry;
         const Millis wait = RetryWait(retry, attempt);
@@ -1837,7 +1848,8 @@ Result<SweepResult> PgStore::SweepRuns() {
     const pqxx::result killed_by_delete = tx.exec(
              "UPDATE runs SET " TRIGD_KILLED_BY_DELETE "WHERE run_id IN (SELECT run_id FROM runs WHERE state='retry_wait' AND next_attempt_at <= now() "
              "AND NOT EXISTS (SELECT 1 FROM schedules s WHERE s.id = runs.schedule_id) "
-             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING schedule_id, concurrency_group, run_id, attempt, program, schedule_name");
+             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING schedule_id, concurrency_group, run_id, attempt, program, schedule_name, "
+             TRIGD_REQUEST_START_BY);
     for (const auto& r : killed_by_delete) {
       ++out.killed;
       ended.push_back({r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});

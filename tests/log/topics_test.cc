@@ -46,7 +46,7 @@ TEST(TopicsTest, ShippedDefinitionsLoadWithPrefix) {
   std::vector<std::string> names;
   for (const auto& s : *specs) names.push_back(s.name);
   for (const char* want : {"trigd.events.data", "trigd.events.program", "trigd.events.time",
-                           "trigd.launch.default", "trigd.dead"}) {
+                           "trigd.launch.default", "trigd.dead", "trigd.control"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
 }

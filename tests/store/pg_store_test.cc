@@ -1313,6 +1313,169 @@ TEST_F(PgStoreTest, ADeletedSchedulesRunsAreNotRetried) {
                   raced + ":1'"), 1);
 }
 
+// The control messages in the outbox (topic t.control), oldest first, each checked to be keyed
+// by the run id it names.
+std::vector<json> ControlMessages(const std::string& conn) {
+  pqxx::connection c(conn);
+  std::vector<json> out;
+  for (const auto& r : pqxx::work(c).exec("SELECT key, payload FROM outbox WHERE topic = 't.control' ORDER BY id")) {
+    json m = json::parse(r[1].as<std::string>());
+    EXPECT_EQ(r[0].as<std::string>(), m.value("run_id", "")) << m.dump();
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// Issue 39 (5): a launch request says until when a worker may start it: launched_at plus the
+// greater of heartbeat_timeout and the queued timeout, past which the sweep counts a queued
+// attempt lost. A retry's request gets its own, from its own launched_at, on both retry paths.
+TEST_F(PgStoreTest, LaunchRequestsCarryAStartDeadlinePastWhichTheAttemptIsLost) {
+  json quick = PartitionSchedule("quick", "d.quick");
+  quick["heartbeat_timeout"] = "1s";
+  quick["retry"] = {{"max_attempts", 3}, {"backoff", "1s"}};
+  json slow = PartitionSchedule("slow", "d.slow");
+  slow["heartbeat_timeout"] = "20m";
+  Apply({quick, slow});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d.quick"), PartitionEvent("e2", "d.slow")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  // start_by - launched_at, in seconds, of the launch requests of `program` in the outbox.
+  auto windows = [&](const std::string& program) {
+    pqxx::connection c(conn_);
+    std::vector<int64_t> out;
+    for (const auto& r : pqxx::work(c).exec_params(
+             "SELECT extract(epoch from (payload::jsonb->>'start_by')::timestamptz - "
+             "(payload::jsonb->>'launched_at')::timestamptz)::bigint FROM outbox "
+             "WHERE topic = 't.launch.default' AND key = $1 ORDER BY id", program)) {
+      out.push_back(r[0].is_null() ? -1 : r[0].as<int64_t>());
+    }
+    return out;
+  };
+  EXPECT_EQ(windows("prog.quick"), std::vector<int64_t>{600});
+  EXPECT_EQ(windows("prog.slow"), std::vector<int64_t>{1200});
+  // As trigd writes times (milliseconds, Z), right after launched_at: the retry's text rewrite
+  // finds it there.
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.launch.default' AND payload !~ "
+                  "'^\\{\"attempt\":1,\"heartbeat_timeout\":\"[^\"]*\",\"launched_at\":\"[^\"]*\","
+                  "\"start_by\":\"\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z\",\"program\":'"), 0);
+  Exec("DELETE FROM outbox");
+  // Attempt 1 lost and retried (the text rewrite): attempt 2's deadline counts from its launch.
+  Exec("UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds', "
+       "request = regexp_replace(request, '\"start_by\":\"[^\"]*\"', '\"start_by\":\"2000-01-01T00:00:00.000Z\"') "
+       "WHERE program = 'prog.quick'");
+  ASSERT_EQ(store_->SweepRuns()->lost, 1);
+  Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
+  ASSERT_EQ(store_->SweepRuns()->retried, 1);
+  EXPECT_EQ(windows("prog.quick"), std::vector<int64_t>{600});
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.launch.default' AND "
+                  "(payload::jsonb->>'start_by')::timestamptz > now() + interval '9 minutes'"), 1);
+  Exec("DELETE FROM outbox");
+  // A request stored without one (written before requests had a start deadline) gains one on
+  // its retry (the jsonb path).
+  Exec("UPDATE runs SET request = (request::jsonb - 'start_by')::text, state = 'running', "
+       "last_seen_at = now() - interval '10 seconds' WHERE program = 'prog.quick'");
+  ASSERT_EQ(store_->SweepRuns()->lost, 1);
+  Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
+  ASSERT_EQ(store_->SweepRuns()->retried, 1);
+  EXPECT_EQ(windows("prog.quick"), std::vector<int64_t>{600});
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.launch.default' AND "
+                  "(payload::jsonb->>'attempt')::int = 3"), 1);
+}
+
+// Issue 39 (5): every attempt trigd ends itself is announced on the control topic, in the
+// transaction that ends it, so that no worker starts its request later: a lost attempt that is
+// retried (the retry, attempt + 1, must still run), and the last one, failed as lost.
+TEST_F(PgStoreTest, AnAttemptLostIsAnnouncedToWorkersInTheTransactionThatEndsIt) {
+  json doc = PartitionSchedule("s", "d");
+  doc["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
+  doc["heartbeat_timeout"] = "1s";
+  Apply({doc});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  pqxx::connection c(conn_);
+  const std::string run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
+  auto start_by = [&]() { return pqxx::work(c).exec1("SELECT request::jsonb->>'start_by' FROM runs")[0].as<std::string>(); };
+  const std::string first_start_by = start_by();
+  Exec("DELETE FROM outbox");
+  EXPECT_TRUE(ControlMessages(conn_).empty());
+  Exec("UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds'");
+  ASSERT_EQ(store_->SweepRuns()->lost, 1);
+  std::vector<json> control = ControlMessages(conn_);
+  ASSERT_EQ(control.size(), 1u);
+  EXPECT_EQ(control[0]["type"], "attempt_ended");
+  EXPECT_EQ(control[0]["run_id"], run);
+  EXPECT_EQ(control[0]["attempt"], 1);
+  EXPECT_EQ(control[0]["status"], "lost");
+  EXPECT_EQ(control[0]["reason"], "lost");
+  EXPECT_EQ(control[0]["final"], false);
+  EXPECT_EQ(control[0]["start_by"], first_start_by);
+  EXPECT_TRUE(ParseTime(control[0].value("time", "")).ok()) << control[0].dump();
+  // The retry is a launch, not an end: nothing more on the control topic.
+  Exec("DELETE FROM outbox");
+  Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
+  ASSERT_EQ(store_->SweepRuns()->retried, 1);
+  EXPECT_TRUE(ControlMessages(conn_).empty());
+  const std::string second_start_by = start_by();
+  Exec("UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds'");
+  ASSERT_EQ(store_->SweepRuns()->failed, 1);
+  control = ControlMessages(conn_);
+  ASSERT_EQ(control.size(), 1u);
+  EXPECT_EQ(control[0]["attempt"], 2);
+  EXPECT_EQ(control[0]["status"], "failed");
+  EXPECT_EQ(control[0]["reason"], "lost");
+  EXPECT_EQ(control[0]["final"], true);
+  EXPECT_EQ(control[0]["start_by"], second_start_by);
+}
+
+// Issue 39 (5): runs a schedule delete kills are announced on the control topic too: a launch
+// request withdrawn before its publication, a run waiting for its retry (trigctl's delete), and
+// a retry the sweep kills because its schedule is gone.
+TEST_F(PgStoreTest, RunsKilledByADeleteAreAnnouncedToWorkers) {
+  auto launch = [&](const std::string& name, int64_t offset, bool published) {
+    json doc = PartitionSchedule(name, "d." + name);
+    doc["retry"] = {{"max_attempts", 3}, {"backoff", "1h"}};
+    Apply({doc});
+    EXPECT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e." + name, "d." + name)}, offset)).ok());
+    EXPECT_TRUE(store_->CheckDueJobs(100).ok());
+    if (published) Exec("DELETE FROM outbox");
+    pqxx::connection c(conn_);
+    return pqxx::work(c)
+        .exec_params1("SELECT run_id FROM runs WHERE schedule_name = $1", "default/" + name)[0]
+        .as<std::string>();
+  };
+  auto expect_killed = [&](const std::string& run, int64_t attempt) {
+    std::vector<json> control = ControlMessages(conn_);
+    ASSERT_EQ(control.size(), 1u) << run;
+    EXPECT_EQ(control[0]["run_id"], run);
+    EXPECT_EQ(control[0]["attempt"], attempt);
+    EXPECT_EQ(control[0]["status"], "killed");
+    EXPECT_EQ(control[0]["reason"], "schedule_deleted");
+    EXPECT_EQ(control[0]["final"], true);
+    EXPECT_TRUE(control[0].contains("start_by")) << control[0].dump();
+    Exec("DELETE FROM outbox");
+  };
+  const std::string unpublished = launch("unpublished", 0, false);
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/unpublished", ScheduleAction::kDelete).ok());
+  expect_killed(unpublished, 1);
+  const std::string waiting = launch("waiting", 1, true);
+  ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f1", "prog.waiting", waiting, ProgramStatus::kFailed)}, 2)).ok());
+  Exec("DELETE FROM outbox");
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/waiting", ScheduleAction::kDelete).ok());
+  expect_killed(waiting, 1);
+  const std::string raced = launch("raced", 3, true);
+  ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f2", "prog.raced", raced, ProgramStatus::kFailed)}, 4)).ok());
+  Exec("DELETE FROM schedules WHERE name = 'default/raced'");
+  Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second' WHERE run_id = '" + raced + "'");
+  Exec("DELETE FROM outbox");
+  ASSERT_EQ(store_->SweepRuns()->killed, 1);
+  expect_killed(raced, 1);
+  // A run still running when its schedule is deleted goes on (its end is its worker's report):
+  // nothing to announce.
+  launch("running", 5, true);
+  Exec("UPDATE runs SET state = 'running' WHERE schedule_name = 'default/running'");
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/running", ScheduleAction::kDelete).ok());
+  EXPECT_TRUE(ControlMessages(conn_).empty());
+}
+
 // The second audit of 2026-11-25: a name deleted and applied again started at version 1, so two
 // launch requests with different args both said schedule_version 1.
 TEST_F(PgStoreTest, AScheduleVersionKeepsCountingAcrossADelete) {
