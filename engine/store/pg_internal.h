@@ -17,9 +17,13 @@
 #include "core/envelope.h"
 #include "model/event.h"
 
-namespace trigd {
-struct EndedRun;  // pg_store.h
-}
+#include "store/pg_store.h"
+
+// PgStore's connection (pg_store.cc, poison.cc).
+struct trigd::PgStore::Conn {
+  explicit Conn(std::unique_ptr<pqxx::connection> c) : c(std::move(c)) {}
+  std::unique_ptr<pqxx::connection> c;
+};
 
 namespace trigd::pg_internal {
 
@@ -112,6 +116,37 @@ auto Guard(F&& f) -> decltype(f()) {
   } catch (const std::exception& e) {
     return Internal(std::string("PostgreSQL: ") + OneLine(e.what()));
   }
+}
+
+// Whether `e` is a failure that running the same transaction again cannot fix, caused by what
+// it wrote: a data exception (SQLSTATE class 22: a value out of a column's range, bad text), an
+// integrity violation other than a unique violation (class 23: a check or not-null; a unique
+// violation is a race with another instance, rerun), a program limit (class 54: a jsonb too
+// large), an exception raised by a trigger or function (P0001), or a value trigd could not
+// serialise (a JSON exception). Such a failure is one schedule's or one event's (PgStore's
+// ingest isolates it, store/poison.cc), never the connection's.
+inline bool IsDataError(const std::exception& e) {
+  if (dynamic_cast<const nlohmann::json::exception*>(&e)) return true;
+  const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e);
+  if (!sql) return false;
+  const std::string& state = sql->sqlstate();
+  if (state.size() != 5) return false;
+  const std::string_view cls = std::string_view(state).substr(0, 2);
+  return cls == "22" || (cls == "23" && state != "23505") || cls == "54" || state == "P0001";
+}
+
+// Guard, noting in `*data_error` the message of a failure IsDataError recognises (the status
+// returned is Guard's: kInternal).
+template <class F>
+auto Guard(F&& f, std::string* data_error) -> decltype(f()) {
+  return Guard([&]() -> decltype(f()) {
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      if (data_error && IsDataError(e)) *data_error = OneLine(e.what());
+      throw;
+    }
+  });
 }
 
 inline Result<std::unique_ptr<pqxx::connection>> Connect(const std::string& pg) {
