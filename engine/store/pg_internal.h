@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -17,6 +18,7 @@
 #include "core/envelope.h"
 #include "model/event.h"
 
+#include "store/pg_conninfo.h"
 #include "store/pg_store.h"
 
 // PgStore's connection (pg_store.cc, poison.cc).
@@ -149,11 +151,20 @@ auto Guard(F&& f, std::string* data_error) -> decltype(f()) {
   });
 }
 
+// A connection to `pg`, with kDefaultPgConnectTimeout when neither `pg` nor libpq's own
+// PGCONNECT_TIMEOUT sets one. A timeout is reported with the limit that expired.
 inline Result<std::unique_ptr<pqxx::connection>> Connect(const std::string& pg) {
+  const std::string conninfo = std::getenv("PGCONNECT_TIMEOUT") ? pg : WithConnectTimeout(pg, kDefaultPgConnectTimeout);
   try {
-    return std::make_unique<pqxx::connection>(pg);
+    return std::make_unique<pqxx::connection>(conninfo);
   } catch (const std::exception& e) {
-    return Unavailable(std::string("cannot connect to PostgreSQL: ") + OneLine(e.what()));
+    std::string why = OneLine(e.what());
+    if (why.find("timeout expired") != std::string::npos) {
+      const int limit = ConnectTimeoutOf(conninfo);
+      why += " (no answer within the connect timeout" + (limit > 0 ? " of " + std::to_string(limit) + "s" : std::string()) +
+             "; TRIGD_PG_CONNECT_TIMEOUT, or connect_timeout in TRIGD_PG, sets it)";
+    }
+    return Unavailable("cannot connect to PostgreSQL: " + why);
   }
 }
 
