@@ -8,7 +8,7 @@ namespace trigd {
 
 // From the signal to a forced exit: under the 2 s a supervisor is promised, with room for the
 // process's teardown.
-inline constexpr std::chrono::milliseconds kStopGrace{1500};
+inline constexpr std::chrono::milliseconds kStopGrace{1200};
 
 // SIGTERM and SIGINT set `stop`, which the loops watch and then stop in order (what is in flight
 // commits or is rolled back). A process still running kStopGrace after the signal (held in a
