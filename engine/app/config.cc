@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "store/pg_conninfo.h"
 #include "store/retention.h"
 
 namespace trigd {
@@ -83,6 +84,15 @@ Config LoadConfig(std::vector<std::string>& args, std::string* refused) {
   std::string unreported;
   for (const Flag& f : flags) {
     if (auto v = TakeFlag(args, f.name, refused ? *refused : unreported)) *f.out = *v;
+  }
+  if (const char* v = std::getenv("TRIGD_PG_CONNECT_TIMEOUT"); v && *v) {
+    // Applied to TRIGD_PG or --pg when it names none; otherwise each connection gets the default
+    // (store/pg_conninfo.h).
+    if (auto t = ParseConnectTimeout(v); t.ok()) {
+      c.pg = WithConnectTimeout(c.pg, *t);
+    } else if (refused && refused->empty()) {
+      *refused = t.status().message();
+    }
   }
   return c;
 }

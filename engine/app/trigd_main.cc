@@ -4,17 +4,16 @@
 #include <vector>
 
 #include <atomic>
-#include <csignal>
 #include <cstdlib>
 
 #include "app/config.h"
 #include "app/engine.h"
 #include "app/huge_pages.h"
+#include "app/stop.h"
 #include "store/migrator.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
 
 constexpr const char* kUsage =
     "usage: trigd [migrate] [--kafka H:P] [--pg CONNSTR] [--metrics HOST:PORT] [--group G] [--instance-id ID] "
@@ -60,8 +59,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!args.empty()) return Usage("unknown argument " + args[args[0] == "migrate" ? 1 : 0]);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGINT, OnSignal);
+  trigd::StopOnSignals(g_stop);
   trigd::Status s = trigd::RunEngine(config, g_stop);
   if (!s.ok()) {
     std::cerr << "trigd: " << s.ToString() << "\n";
