@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "core/envelope.h"
+#include "core/launch_request.h"
 #include "core/envelope_time.h"
 #include "core/schedule_parser.h"
 #include "log/kafka.h"
@@ -249,6 +250,10 @@ int SchedulesApply(const trigd::Config& config, const std::vector<std::string>& 
       for (const auto& e : parsed.errors) errors.push_back(f.string() + ": " + e.ToString());
       if (!parsed.ok()) continue;
       std::string name = parsed.schedule.id().value();
+      if (trigd::Status fits = trigd::CheckLaunchRequestFits(parsed.schedule); !fits.ok()) {
+        errors.push_back(f.string() + ": " + fits.message() + " (schedule " + name + ")");
+        continue;
+      }
       if (auto [first, fresh] = seen.emplace(name, f.string()); !fresh) {
         errors.push_back(f.string() + ": name: schedule " + name + " is also defined in " + first->second);
         continue;

@@ -6,6 +6,7 @@
 #include <pqxx/pqxx>
 
 #include "core/cron.h"
+#include "core/launch_request.h"
 #include "core/schedule_parser.h"
 #include "model/job.h"
 #include "store/pg_internal.h"
@@ -139,6 +140,10 @@ Result<nlohmann::json> QueryList(const std::string& pg, const std::optional<std:
 
 Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
                                                  const std::vector<Schedule>& schedules) {
+  // A launch request that cannot be published would fail its run (docs/adr/0057).
+  for (const Schedule& s : schedules) {
+    if (Status fits = CheckLaunchRequestFits(s); !fits.ok()) return Invalid(s.id().value() + ": " + fits.message());
+  }
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
   return RunChange([&]() -> Result<std::vector<ApplyOutcome>> {

@@ -16,6 +16,7 @@
 #include "core/constraint_checker.h"
 #include "core/cron.h"
 #include "core/envelope.h"
+#include "core/launch_request.h"
 #include "core/schedule_parser.h"
 #include "core/trigger_eval.h"
 #include "store/outbox_bundle.h"
@@ -278,10 +279,8 @@ const TimeTrigger* TimeLeaf(const Schedule& s, int leaf) {
 
 using pg_internal::kQueuedTimeout;
 
-// A launch request as written at launch: two thirds of what trigd publishes at most
-// (kMaxPublishedBytes), as a retry's copy is the jsonb column rendered as text, a little larger.
+// A launch request as written at launch: at most kMaxLaunchRequestBytes (core/launch_request.h).
 // A longer list of triggering events is cut to fit (TriggeredByWithin) and the request says so.
-constexpr size_t kMaxLaunchRequestBytes = kMaxPublishedBytes * 2 / 3;
 
 // A PostgreSQL array literal of integers, e.g. "{1,2,3}" (no quoting needed).
 template <class C>
