@@ -190,7 +190,7 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
   "'status', 'killed', 'reason', 'schedule deleted', 'attempt', attempt))) "
 // What such an UPDATE returns for KillByDeleteEvents.
 #define TRIGD_KILLED_BY_DELETE_RETURNING \
-  "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_REQUEST_START_BY " "
+  "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS " "
 
 // trigd's own `killed` report for each run a schedule delete killed (rows with run_id, attempt,
 // program, schedule_name and the request's start_by from column `first`, as

@@ -134,10 +134,11 @@ const Table kRuns{"runs",
                    {"program", "text"}, {"target", "text"}, {"concurrency_group", "text"}, {"state", "text"},
                    {"attempt", "int"}, {"max_attempts", "int"}, {"heartbeat_timeout_ms", "bigint"},
                    {"launched_at", "timestamptz"}, {"last_seen_at", "timestamptz"}, {"request", "text"},
-                   {"history", "jsonb"}}};
+                   {"history", "jsonb"}, {"attempt_launched_at", "timestamptz"}}};
 const Table kOutbox{"outbox",
                     {{"topic", "text"}, {"key", "text"}, {"payload", "text"}, {"job_id", "bigint"},
-                     {"ready_at", "timestamptz"}}};
+                     {"ready_at", "timestamptz"}, {"attempt", "int"}, {"launched_at", "timestamptz"},
+                     {"heartbeat_timeout_ms", "bigint"}}};
 // checker_writes' parameters: the counters and stored jobs' changes, then the columns of
 // kDecidedJobs, kRuns and kOutbox, in that order.
 constexpr int kCheckerWritesFixedParams = 12;
@@ -232,9 +233,10 @@ const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
     // messages and $2 bundles (outbox_bundle.h; through their own partial index).
     {"outbox_claim",
      "WITH single AS (SELECT id, topic, coalesce(key, ''), payload, extract(epoch from now() - ready_at)::float8, "
-     "false FROM outbox WHERE NOT bundle ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED), "
-     "bundled AS (SELECT id, topic, '', payload, NULL::float8, true FROM outbox WHERE bundle ORDER BY id LIMIT $2 "
-     "FOR UPDATE SKIP LOCKED) "
+     "false, attempt, " TRIGD_MS("launched_at") ", heartbeat_timeout_ms "
+     "FROM outbox WHERE NOT bundle ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED), "
+     "bundled AS (SELECT id, topic, '', payload, NULL::float8, true, NULL::int, NULL::bigint, NULL::bigint "
+     "FROM outbox WHERE bundle ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED) "
      "SELECT * FROM single UNION ALL SELECT * FROM bundled ORDER BY 1"},
   };
   return *statements;
@@ -276,11 +278,6 @@ const TimeTrigger* TimeLeaf(const Schedule& s, int leaf) {
   if (leaf < 0 || static_cast<size_t>(leaf) >= leaves.size() || leaves[leaf]->kind != TriggerKind::kTime) return nullptr;
   return &leaves[leaf]->time;
 }
-
-using pg_internal::kQueuedTimeout;
-
-// A launch request as written at launch: at most kMaxLaunchRequestBytes (core/launch_request.h).
-// A longer list of triggering events is cut to fit (TriggeredByWithin) and the request says so.
 
 // A PostgreSQL array literal of integers, e.g. "{1,2,3}" (no quoting needed).
 template <class C>
@@ -432,15 +429,21 @@ class OutboxRows {
   explicit OutboxRows(bool as_arrays = false) : rows_(kOutbox.columns.size(), as_arrays) {}
   void Add(std::string_view topic, std::string_view key, std::string_view payload) {
     AddMessage(topic, key, payload);
-    rows_.AddNull();
-    rows_.AddNull();
+    for (int i = 0; i < 5; ++i) rows_.AddNull();
     rows_.EndRow();
   }
-  void AddLaunch(std::string_view topic, std::string_view key, std::string_view request, int64_t job_id,
-                 std::string_view ready_at) {
-    AddMessage(topic, key, request);
-    rows_.AddInt(job_id);
-    rows_.AddText(ready_at);
+  // A launch request: its template (LaunchRequestTemplate) and its attempt's fields as columns,
+  // placed by the relay at publish time (ClaimOutbox). A first attempt's comes with its job and
+  // the time it became ready; a retry's without.
+  void AddLaunch(std::string_view topic, std::string_view key, std::string_view request_template,
+                 const LaunchAttempt& a, std::optional<int64_t> job_id = std::nullopt,
+                 std::string_view ready_at = {}) {
+    AddMessage(topic, key, request_template);
+    job_id ? rows_.AddInt(*job_id) : rows_.AddNull();
+    job_id ? rows_.AddText(ready_at) : rows_.AddNull();
+    rows_.AddInt(a.attempt);
+    rows_.AddText(FormatTime(a.launched_at));
+    rows_.AddInt(a.heartbeat_timeout.count());
     rows_.EndRow();
   }
   // A message that no transaction waits for and nothing counts (a tick's copy for observers):
@@ -1477,13 +1480,6 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       reason ? jobs.reason.AddText(*reason) : jobs.reason.AddNull();
       history ? jobs.history.AddText("[" + *history + "]") : jobs.history.AddNull();
     };
-    // A launch request (SPEC §5) is the same for every job of a schedule but for the run id and
-    // the triggering events: its other fields are written once per schedule and claim. Keys in
-    // the order nlohmann::json writes them (sorted), as before.
-    struct RequestParts {
-      std::string head;    // {"attempt":1, ..., "run_id":
-      std::string middle;  // ,"schedule":..., "triggered_by":
-    };
     // A fresh job is copied in once, in the state decided for it, with its history so far and
     // the decision's entry (the columns checker_writes sets on a stored job, likewise).
     TableRows fresh_rows(kDecidedJobs.columns.size(), as_arrays);
@@ -1523,11 +1519,9 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       fresh_rows.EndRow();
     };
     for (const Due& d : undecided) write_job(d, "pending_constraint", ToMillis(now), nullptr, std::nullopt, nullptr, nullptr);
-    std::map<int64_t, RequestParts> request_parts;
+    // A schedule's program, serialised once for all its launches of this check.
+    std::map<int64_t, std::string> program_json;
     const std::string at = FormatTime(now);  // history entries' time
-    std::string launched_at;
-    AppendJsonString(launched_at, at);
-    std::string request;
     for (Due& d : due) {
       ++result.checked;
       auto sv = schedules.find(d.schedule_id);
@@ -1572,32 +1566,22 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       if (out.decision == Decision::kLaunch) {
         ++result.launched;
         std::string run_id = pg_internal::NewRunId();
-        auto [parts, fresh] = request_parts.try_emplace(d.schedule_id);
-        if (fresh) {
-          json program = {{"name", s.program.name}, {"args", s.program.args}, {"target", s.program.target}};
-          parts->second.head = "{\"attempt\":1,\"heartbeat_timeout\":" + json(FormatDuration(s.heartbeat_timeout)).dump() +
-                               ",\"launched_at\":" + launched_at + ",\"start_by\":" +
-                               json(FormatTime(now + pg_internal::StartWindow(s.heartbeat_timeout))).dump() +
-                               ",\"program\":" + program.dump() + ",\"run_id\":";
-          parts->second.middle = ",\"schedule\":" + json(s.id().value()).dump() +
-                                 ",\"schedule_version\":" + std::to_string(d.version) + ",\"triggered_by\":";
-        }
-        request = parts->second.head;
-        AppendJsonString(request, run_id);
-        request += parts->second.middle;
-        // Within what Kafka takes (kMaxPublishedBytes), with room for PostgreSQL's rendering
-        // from jsonb (a space after each ':' and ','), which a retry of a request in another
-        // layout goes through (TRIGD_RETRIED_REQUEST).
-        const size_t fixed = request.size() + sizeof(",\"triggered_by_truncated\":true}");
+        auto [program, fresh] = program_json.try_emplace(d.schedule_id);
+        if (fresh) program->second = ProgramJson(s.program);
+        LaunchRequest req{program->second, run_id, s.id().value(), d.version, {}, false};
+        const LaunchAttempt first{1, s.heartbeat_timeout, now};
+        // Within kMaxLaunchRequestBytes once the relay has placed the attempt's fields: a longer
+        // list of triggering events is cut to fit (TriggeredByWithin) and the request says so.
+        const size_t fixed = LaunchRequestTemplate(req).size() + kLaunchAttemptFieldsBytes +
+                             sizeof(",\"triggered_by_truncated\":true");
         if (fixed + d.triggered_by.size() <= kMaxLaunchRequestBytes) {
-          request += d.triggered_by;  // the usual case, without a copy
+          req.triggered_by_json = std::move(d.triggered_by);  // the usual case, without a copy
         } else {
-          bool cut = false;
-          request += fixed < kMaxLaunchRequestBytes ? TriggeredByWithin(d.triggered_by, kMaxLaunchRequestBytes - fixed, cut)
-                                                    : std::string("[]");
-          if (cut) request += ",\"triggered_by_truncated\":true";
+          req.triggered_by_json = fixed < kMaxLaunchRequestBytes
+                                      ? TriggeredByWithin(d.triggered_by, kMaxLaunchRequestBytes - fixed, req.triggered_by_truncated)
+                                      : std::string("[]");
         }
-        request += '}';
+        const std::string request = LaunchRequestTemplate(req);
         runs.AddText(run_id);
         runs.AddInt(d.id);
         runs.AddInt(d.schedule_id);
@@ -1613,8 +1597,9 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         runs.AddText(now_text);
         runs.AddText(request);
         runs.AddText(run_history);
+        runs.AddText(now_text);
         runs.EndRow();
-        outbox.AddLaunch(topic_prefix_ + "launch." + s.program.target, s.program.name, request, d.id, d.ready_text);
+        outbox.AddLaunch(topic_prefix_ + "launch." + s.program.target, s.program.name, request, first, d.id, d.ready_text);
         ++rt.active;
         rt.last_launch = now;
         if (group) ++group_rt[*group];
@@ -1702,8 +1687,16 @@ Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
         for (auto& [key, payload] : *messages) rows.push_back({id, r[1].as<std::string>(), std::move(key), std::move(payload)});
         continue;
       }
-      rows.push_back({id, r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>()});
-      if (!r[4].is_null()) claim_ages_.emplace_back(id, r[4].as<double>());  // a launch request
+      if (r[6].is_null()) {
+        rows.push_back({id, r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>()});
+      } else {
+        // A launch request: the attempt's fields placed into its template, the same on every
+        // publication of this row (the same run id and attempt).
+        const LaunchAttempt a{r[6].as<int64_t>(), Millis(r[8].as<int64_t>()), FromMillis(r[7].as<int64_t>())};
+        rows.push_back({id, r[1].as<std::string>(), r[2].as<std::string>(),
+                        RenderLaunchRequest(std::string_view(r[3].c_str(), r[3].size()), a)});
+      }
+      if (!r[4].is_null()) claim_ages_.emplace_back(id, r[4].as<double>());  // a first launch
     }
     if (rows.empty()) claim_.reset();
     return rows;
@@ -1733,21 +1726,6 @@ Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& 
   claim_.reset();
   return result;
 }
-
-// A run's launch request for its next attempt: `attempt`, `launched_at` and `start_by` replaced in
-// the text trigd wrote (its first keys, in this order), so the retry's request reads like the
-// first attempt's (it was rendered from jsonb, with other spaces and key order). A request whose
-// head does not match (stored before migration 008 or before requests had a start_by, or written
-// by a trigd whose head differs) goes through jsonb instead: the match is tested, so a changed
-// head cannot leave the attempt as it was.
-#define TRIGD_REQUEST_HEAD \
-  "'^\\{\"attempt\":[0-9]+,(\"heartbeat_timeout\":\"[^\"]*\"),\"launched_at\":\"[^\"]*\",\"start_by\":\"[^\"]*\"'"
-#define TRIGD_RETRIED_REQUEST                                                                                   \
-  "CASE WHEN request ~ " TRIGD_REQUEST_HEAD " THEN regexp_replace(request, " TRIGD_REQUEST_HEAD ", "              \
-  "'{\"attempt\":' || (attempt + 1) || ',\\1,\"launched_at\":\"' || " TRIGD_NOW_TEXT " || '\",\"start_by\":\"' || " \
-  TRIGD_START_BY_TEXT " || '\"') "                                                                                 \
-  "ELSE jsonb_set(jsonb_set(jsonb_set(request::jsonb, '{attempt}', to_jsonb(attempt + 1)), '{launched_at}', "    \
-  "to_jsonb(" TRIGD_NOW_TEXT ")), '{start_by}', to_jsonb(" TRIGD_START_BY_TEXT "))::text END"
 
 Status PgStore::MarkCaughtUp(const std::string& group, const std::vector<PartitionRange>& ranges, Millis age) {
   if (ranges.empty()) return Status();
@@ -1799,7 +1777,7 @@ Result<SweepResult> PgStore::SweepRuns() {
     for (const auto& r : tx.exec(
              "SELECT run_id, attempt, max_attempts, program, schedule_id, schedule_name, concurrency_group, "
              "(SELECT version FROM schedules s WHERE s.id = runs.schedule_id), "
-             "(SELECT document::text FROM schedules s WHERE s.id = runs.schedule_id), " TRIGD_REQUEST_START_BY " FROM runs "
+             "(SELECT document::text FROM schedules s WHERE s.id = runs.schedule_id), " TRIGD_RUN_START_BY_MS " FROM runs "
              // A started run is lost after heartbeat_timeout of silence; one still queued on the
              // launch topic (no worker took it yet) only after the queued timeout (Airflow's
              // task_queued_timeout): a backlog or a worker rebalance is not a lost run.
@@ -1859,21 +1837,25 @@ Result<SweepResult> PgStore::SweepRuns() {
              "UPDATE runs SET " TRIGD_KILLED_BY_DELETE "WHERE run_id IN (SELECT run_id FROM runs WHERE state='retry_wait' AND next_attempt_at <= now() "
              "AND NOT EXISTS (SELECT 1 FROM schedules s WHERE s.id = runs.schedule_id) "
              "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING schedule_id, concurrency_group, run_id, attempt, program, schedule_name, "
-             TRIGD_REQUEST_START_BY);
+             TRIGD_RUN_START_BY_MS);
     for (const auto& r : killed_by_delete) {
       ++out.killed;
       ended.push_back({r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
     }
     pg_internal::KillByDeleteEvents(tx, topic_prefix_, killed_by_delete, 2);
+    // The next attempt: its number and launch time are columns, placed into the run's request
+    // template by the relay (RenderLaunchRequest); the stored text is not touched.
     for (const auto& r : tx.exec(
              "UPDATE runs SET state='launched', attempt = attempt + 1, last_seen_at = now(), attempt_started_at = NULL, "
-             "next_attempt_at = NULL, request = " TRIGD_RETRIED_REQUEST ", "
+             "attempt_launched_at = now(), next_attempt_at = NULL, "
              "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
              "'status', 'launched', 'attempt', attempt + 1))) "
              "WHERE run_id IN (SELECT run_id FROM runs WHERE state='retry_wait' AND next_attempt_at <= now() "
-             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING target, program, request")) {
+             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING target, program, request, attempt, "
+             TRIGD_MS("attempt_launched_at") ", heartbeat_timeout_ms")) {
       ++out.retried;
-      outbox.Add(topic_prefix_ + "launch." + r[0].as<std::string>(), r[1].c_str(), r[2].c_str());
+      const LaunchAttempt a{r[3].as<int64_t>(), Millis(r[5].as<int64_t>()), FromMillis(r[4].as<int64_t>())};
+      outbox.AddLaunch(topic_prefix_ + "launch." + r[0].as<std::string>(), r[1].c_str(), r[2].c_str(), a);
     }
     ReleaseRuns(tx, ended);
     outbox.InsertInto(tx);
