@@ -17,6 +17,8 @@
 #include "common/time.h"
 #include "core/envelope.h"
 #include "model/event.h"
+#include "model/job.h"
+#include "model/run.h"
 #include "store/control_message.h"
 
 #include "store/pg_conninfo.h"
@@ -29,6 +31,28 @@ struct trigd::PgStore::Conn {
 };
 
 namespace trigd::pg_internal {
+
+// A state as an SQL literal ('pending_constraint'), from its enum's one name function: the
+// store's SQL names job and run states only through these. Literals, not parameters: the
+// partial indexes of schema/ (on the active states) serve a generic plan only for a literal.
+inline std::string Sql(JobState s) { return std::string("'") + JobStateName(s) + "'"; }
+inline std::string Sql(RunState s) { return std::string("'") + RunStateName(s) + "'"; }
+// A state column read back; a name no enum value has is an error naming it (through Guard).
+inline JobState JobStateOf(const pqxx::field& f) {
+  if (auto s = JobStateFromName(std::string_view(f.c_str(), f.size()))) return *s;
+  throw std::runtime_error("jobs.state: unknown state '" + std::string(std::string_view(f.c_str(), f.size())) + "'");
+}
+inline RunState RunStateOf(const pqxx::field& f) {
+  if (auto s = RunStateFromName(std::string_view(f.c_str(), f.size()))) return *s;
+  throw std::runtime_error("runs.state: unknown state '" + std::string(std::string_view(f.c_str(), f.size())) + "'");
+}
+// "('a', 'b')", for IN.
+template <class... S>
+std::string SqlIn(S... states) {
+  std::string out;
+  ((out += (out.empty() ? "(" : ", ") + Sql(states)), ...);
+  return out + ")";
+}
 
 // Frees the run-counter slots of runs that ended or were killed: schedules first, then groups,
 // each in sorted order, the order the checker locks them in (pg_store.cc).

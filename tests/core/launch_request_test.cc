@@ -11,18 +11,23 @@ LaunchRequest Sample() {
   p.name = "sales.rollup";
   p.args = {{"mode", "full"}};
   p.target = "spark";
-  return {ProgramJson(p), "0190d5f2-0000-7000-8000-000000000001", "default/sales-rollup", 3,
-          R"([{"id":"b7c1","payload":{"dataset":"sales","partition":"dt=2026-11-22"},"type":"partition"}])", false};
+  return {ProgramJson(p),
+          "0190d5f2-0000-7000-8000-000000000001",
+          "default/sales-rollup",
+          3,
+          R"([{"id":"b7c1","payload":{"dataset":"sales","partition":"dt=2026-11-22"},"type":"partition"}])",
+          false};
 }
 
 TimePoint At(int64_t ms) { return TimePoint(Millis(ms)); }
 
 // The stored text: the fields every attempt shares, no attempt's own.
 TEST(LaunchRequestTest, TemplateGolden) {
-  EXPECT_EQ(LaunchRequestTemplate(Sample()),
-            R"({"program":{"args":{"mode":"full"},"name":"sales.rollup","target":"spark"},)"
-            R"("run_id":"0190d5f2-0000-7000-8000-000000000001","schedule":"default/sales-rollup","schedule_version":3,)"
-            R"("triggered_by":[{"id":"b7c1","payload":{"dataset":"sales","partition":"dt=2026-11-22"},"type":"partition"}]})");
+  EXPECT_EQ(
+      LaunchRequestTemplate(Sample()),
+      R"({"program":{"args":{"mode":"full"},"name":"sales.rollup","target":"spark"},)"
+      R"("run_id":"0190d5f2-0000-7000-8000-000000000001","schedule":"default/sales-rollup","schedule_version":3,)"
+      R"("triggered_by":[{"id":"b7c1","payload":{"dataset":"sales","partition":"dt=2026-11-22"},"type":"partition"}]})");
 }
 
 // What a worker receives: the attempt's fields first, byte for byte the layout trigd published
@@ -30,12 +35,13 @@ TEST(LaunchRequestTest, TemplateGolden) {
 TEST(LaunchRequestTest, RenderedGolden) {
   // 2026-11-22T10:00:04Z; heartbeat_timeout 2m, under the queued timeout: start_by is 10m later.
   const LaunchAttempt a{1, std::chrono::minutes(2), At(1795341604000)};
-  EXPECT_EQ(RenderLaunchRequest(LaunchRequestTemplate(Sample()), a),
-            R"({"attempt":1,"heartbeat_timeout":"2m","launched_at":"2026-11-22T10:00:04Z",)"
-            R"("start_by":"2026-11-22T10:10:04Z",)"
-            R"("program":{"args":{"mode":"full"},"name":"sales.rollup","target":"spark"},)"
-            R"("run_id":"0190d5f2-0000-7000-8000-000000000001","schedule":"default/sales-rollup","schedule_version":3,)"
-            R"("triggered_by":[{"id":"b7c1","payload":{"dataset":"sales","partition":"dt=2026-11-22"},"type":"partition"}]})");
+  EXPECT_EQ(
+      RenderLaunchRequest(LaunchRequestTemplate(Sample()), a),
+      R"({"attempt":1,"heartbeat_timeout":"2m","launched_at":"2026-11-22T10:00:04Z",)"
+      R"("start_by":"2026-11-22T10:10:04Z",)"
+      R"("program":{"args":{"mode":"full"},"name":"sales.rollup","target":"spark"},)"
+      R"("run_id":"0190d5f2-0000-7000-8000-000000000001","schedule":"default/sales-rollup","schedule_version":3,)"
+      R"("triggered_by":[{"id":"b7c1","payload":{"dataset":"sales","partition":"dt=2026-11-22"},"type":"partition"}]})");
 }
 
 // A retry renders the same template with its own attempt: only those fields differ.
@@ -72,8 +78,9 @@ TEST(LaunchRequestTest, RendersJsonbTemplatesAndEmptyOnes) {
   EXPECT_EQ(j["run_id"], "r1");
   EXPECT_EQ(j["attempt"], 3);
   EXPECT_EQ(j["heartbeat_timeout"], "1m");
-  EXPECT_EQ(RenderLaunchRequest("{}", a),
-            R"({"attempt":3,"heartbeat_timeout":"1m","launched_at":"1970-01-01T00:00:01Z","start_by":"1970-01-01T00:10:01Z"})");
+  EXPECT_EQ(
+      RenderLaunchRequest("{}", a),
+      R"({"attempt":3,"heartbeat_timeout":"1m","launched_at":"1970-01-01T00:00:01Z","start_by":"1970-01-01T00:10:01Z"})");
   EXPECT_EQ(RenderLaunchRequest("{ }", a), RenderLaunchRequest("{}", a));
 }
 
