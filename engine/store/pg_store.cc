@@ -2015,9 +2015,13 @@ Result<std::map<std::string, int64_t>> PgStore::CountJobs() {
     // sequential scan visits all of that every time (60 ms with 26,000 dead entries); an index
     // scan marks the dead entries it meets, and the next count skips them.
     tx.exec("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off");
-    std::map<std::string, int64_t> out = {{"pending_trigger", 0}, {"pending_constraint", 0}, {"pending_launch", 0}};
-    for (const auto& r : tx.exec("SELECT state, count(*) FROM jobs WHERE state IN "
-                                 "('pending_trigger', 'pending_constraint') GROUP BY state "
+    // pending_launch is no job state: a launched job whose request the relay has not published.
+    std::map<std::string, int64_t> out = {{JobStateName(JobState::kPendingTrigger), 0},
+                                          {JobStateName(JobState::kPendingConstraint), 0},
+                                          {"pending_launch", 0}};
+    for (const auto& r : tx.exec("SELECT state, count(*) FROM jobs WHERE state IN " +
+                                 SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint) +
+                                 " GROUP BY state "
                                  "UNION ALL SELECT 'pending_launch', count(*) FROM outbox WHERE job_id IS NOT NULL")) {
       out[r[0].as<std::string>()] = r[1].as<int64_t>();
     }
