@@ -97,15 +97,35 @@ class BrokerWatch : public RdKafka::EventCb {
   std::chrono::steady_clock::time_point said_at_;
 };
 
+// Errors after which the same message can never be delivered: re-sending it is pointless.
+bool IsPermanentProduceError(RdKafka::ErrorCode err) {
+  switch (err) {
+    case RdKafka::ERR_MSG_SIZE_TOO_LARGE:
+    case RdKafka::ERR_INVALID_MSG_SIZE:
+    case RdKafka::ERR_RECORD_LIST_TOO_LARGE:
+    case RdKafka::ERR_INVALID_RECORD:
+    case RdKafka::ERR_POLICY_VIOLATION:
+    case RdKafka::ERR_TOPIC_EXCEPTION:
+    case RdKafka::ERR_INVALID_MSG:
+      return true;
+    default:
+      return false;
+  }
+}
+
 class DeliveryCollector : public RdKafka::DeliveryReportCb {
  public:
   void dr_cb(RdKafka::Message& m) override {
     auto* index = static_cast<size_t*>(m.msg_opaque());
-    if (index && *index < ok.size()) ok[*index] = (m.err() == RdKafka::ERR_NO_ERROR);
+    if (index && *index < ok.size()) {
+      ok[*index] = (m.err() == RdKafka::ERR_NO_ERROR);
+      refused[*index] = IsPermanentProduceError(m.err());
+    }
     if (m.err() != RdKafka::ERR_NO_ERROR && last_error.empty()) last_error = m.errstr();
     ++reported;
   }
   std::vector<bool> ok;
+  std::vector<bool> refused;
   size_t reported = 0;
   std::string last_error;
 };
@@ -114,6 +134,7 @@ class RdProducer : public Producer {
  public:
   std::vector<bool> ProduceAndWait(const std::vector<OutMessage>& messages, int timeout_ms) override {
     dr_.ok.assign(messages.size(), false);
+    dr_.refused.assign(messages.size(), false);
     dr_.reported = 0;
     dr_.last_error.clear();
     std::vector<size_t> indexes(messages.size());
@@ -131,7 +152,10 @@ class RdProducer : public Producer {
       }
       if (err == RdKafka::ERR_NO_ERROR) {
         ++queued;
-      } else if (dr_.last_error.empty()) {
+        continue;
+      }
+      dr_.refused[i] = IsPermanentProduceError(err);
+      if (dr_.last_error.empty()) {
         // Refused before it was queued (too large, unknown topic): no delivery report follows.
         dr_.last_error = RdKafka::err2str(err) + " (" + m.topic + ", " + std::to_string(m.value.size()) + " bytes)";
       }
@@ -147,6 +171,8 @@ class RdProducer : public Producer {
     if (producer_->fatal_error(fatal) != RdKafka::ERR_NO_ERROR) return "fatal: " + fatal;
     return dr_.last_error.empty() ? "no delivery report in time" : dr_.last_error;
   }
+
+  const std::vector<bool>& Refused() const override { return dr_.refused; }
 
   std::unique_ptr<BrokerWatch> watch_;  // declared first: outlives the producer, which calls it
   std::unique_ptr<RdKafka::Producer> producer_;

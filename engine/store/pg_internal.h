@@ -198,27 +198,41 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
 // topic, as a lost run's `failed` is: downstream schedules see the run end
 // (on_upstream_failure), where they saw nothing (the audit of 2026-11-25). Reason
 // schedule_deleted; id killed:<run>:<attempt>, which ingestion counts although the run ended.
-inline void KillByDeleteEvents(pqxx::transaction_base& tx, const std::string& topic_prefix, const pqxx::result& killed,
-                               int first = 1) {
-  if (killed.empty()) return;
+// How trigd ended runs itself: the program event's status and reason, and its id's prefix
+// (<prefix>:<run>:<attempt>), by which ingestion counts the event although the run ended.
+struct RunEnding {
+  const char* status;
+  const char* reason;
+  const char* id_prefix;
+};
+
+// trigd's own report for each run it ended (rows with run_id, attempt, program, schedule_name
+// and the request's start_by from column `first`), written to the outbox for the program topic,
+// so downstream schedules see the run end, and a control message, so no worker starts it: the
+// attempt's request may be on the launch topic, where a worker of another group may read it later.
+inline void AnnounceEndedRuns(pqxx::transaction_base& tx, const std::string& topic_prefix, const pqxx::result& ended,
+                              int first, const RunEnding& how) {
+  if (ended.empty()) return;
   const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
-  for (const auto& r : killed) {
+  for (const auto& r : ended) {
     Event e;
     const std::string run_id = r[first].as<std::string>(), program = r[first + 2].as<std::string>();
     const int64_t attempt = r[first + 1].as<int64_t>();
-    e.id = "killed:" + run_id + ":" + std::to_string(attempt);
+    e.id = std::string(how.id_prefix) + ":" + run_id + ":" + std::to_string(attempt);
     e.type = EventType::kProgram;
     e.time = now;
-    e.payload = {{"program", program}, {"run_id", run_id}, {"status", "killed"}, {"attempt", attempt},
-                 {"reason", "schedule_deleted"}, {"schedule", r[first + 3].as<std::string>()}};
+    e.payload = {{"program", program}, {"run_id", run_id}, {"status", how.status}, {"attempt", attempt},
+                 {"reason", how.reason}, {"schedule", r[first + 3].as<std::string>()}};
     tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topic_prefix + "events.program",
                    program, EnvelopeToJson(e).dump());
-    // And every worker is told not to start it: the attempt's request may be on the launch
-    // topic (a retry_wait run's last attempt; a withdrawn request whose publication's outbox
-    // delete was lost), where a worker of another group may read it later.
-    AddControlMessage(tx, topic_prefix,
-                      {run_id, attempt, "killed", "schedule_deleted", true, StartByField(r[first + 4])}, now);
+    AddControlMessage(tx, topic_prefix, {run_id, attempt, how.status, how.reason, true, StartByField(r[first + 4])},
+                      now);
   }
+}
+
+inline void KillByDeleteEvents(pqxx::transaction_base& tx, const std::string& topic_prefix, const pqxx::result& killed,
+                               int first = 1) {
+  AnnounceEndedRuns(tx, topic_prefix, killed, first, {"killed", "schedule_deleted", "killed"});
 }
 
 // A UUIDv7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits. Runs launched

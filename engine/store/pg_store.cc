@@ -940,6 +940,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       if (e.type == EventType::kProgram && !e.program.run_id.empty()) {
         reports.push_back({e.program.run_id, e.program.program, e.program.status, e.program.attempt, i,
                            (e.id.starts_with("lost:") && e.program.reason == "lost") ||
+                               (e.id.starts_with("unpublishable:") && e.program.reason == "unpublishable") ||
                                (e.id.starts_with("killed:") && e.program.reason == "schedule_deleted")});
       }
       if (!batch.schedule_ids[i].empty()) {
@@ -1731,6 +1732,32 @@ Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& 
     return ages;
   });
   claim_.reset();
+  return result;
+}
+
+Result<int> PgStore::FailUnpublishable(const std::vector<int64_t>& refused) {
+  if (!claim_ || refused.empty()) return 0;
+  auto result = Guard([&]() -> Result<int> {
+    pqxx::transaction_base& tx = claim_->tx();
+    // Launch requests only: bundles (program events, ticks, dead letters) are trigd's own small
+    // messages, kept under the limit when written.
+    const pqxx::result ended = tx.exec(
+        "WITH gone AS (DELETE FROM outbox WHERE id = ANY('" + IntArray(refused) + "'::bigint[]) AND NOT bundle "
+        "RETURNING payload::jsonb->>'run_id' AS gone_run, (payload::jsonb->>'attempt')::int AS gone_attempt) "
+        "UPDATE runs SET state='failed', reason='unpublishable', finished_at=now(), "
+        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
+        "'status', 'failed', 'reason', 'unpublishable', 'attempt', attempt))) "
+        "FROM gone WHERE runs.run_id = gone.gone_run AND runs.attempt = gone.gone_attempt AND runs.state = 'launched' "
+        "RETURNING schedule_id, concurrency_group, runs.run_id, attempt, program, schedule_name, " TRIGD_REQUEST_START_BY);
+    std::vector<EndedRun> runs;
+    for (const auto& r : ended) {
+      runs.push_back({r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
+    }
+    pg_internal::AnnounceEndedRuns(tx, topic_prefix_, ended, 2, {"failed", "unpublishable", "unpublishable"});
+    ReleaseRuns(tx, runs);
+    return static_cast<int>(ended.size());
+  });
+  if (!result.ok()) claim_.reset();
   return result;
 }
 

@@ -212,6 +212,12 @@ class PgStore {
   // seconds from its job's trigger completing to the claim (for the latency histogram). The jobs
   // were marked launched when decided: the outbox row is what guaranteed the publication.
   Result<std::vector<double>> CompleteOutbox(const std::vector<int64_t>& confirmed);
+  // Within the relay's claim, before CompleteOutbox: launch requests the broker refused for
+  // good (outbox ids) are withdrawn and their runs end `failed`, reason `unpublishable`,
+  // announced on the program topic (downstream triggers see the failure) and the control topic,
+  // their slots freed. Not retried: the same request would be refused again. Returns how many
+  // runs ended (a request whose run moved on meanwhile is withdrawn without ending it).
+  Result<int> FailUnpublishable(const std::vector<int64_t>& refused);
 
   // Lost runs (no heartbeat within heartbeat_timeout): retried with capped exponential
   // backoff while attempts remain, else failed with a published `failed` event (reason lost).
