@@ -15,7 +15,7 @@ namespace trigd {
 
 inline constexpr size_t kMaxEventBytes = 1 << 20;
 // An event id is stored in a B-tree (de-duplication), whose entries hold at most 2,704 bytes: a
-// longer id failed every ingest transaction it was part of. 1 KiB leaves room for any id a
+// longer id fails every ingest transaction it is part of. 1 KiB leaves room for any id a
 // producer makes (a UUID is 36 bytes, trigd's own tick ids about 300 at most).
 inline constexpr size_t kMaxEventIdBytes = 1024;
 
