@@ -152,9 +152,9 @@ TEST(ConsumerTest, PartitionWithoutPositionStartsAtItsFirstRemainingRecord) {
   }
 }
 
-// The audit (2026-11-25): a partition positioned at its stored offset and idle since showed its
-// whole size as lag (trigd_consumer_lag counted from the low watermark while nothing was
-// consumed). It counts from where it was positioned.
+// A partition positioned at its stored offset and idle since has no lag: trigd_consumer_lag
+// counts from where it was positioned, not from the low watermark (which would show its whole
+// size as lag while nothing is consumed).
 TEST(ConsumerTest, AnIdlePartitionPositionedAtItsEndHasNoLag) {
   const std::string topic = UniqueTopic("lag");
   ASSERT_NO_FATAL_FAILURE(CreateWithTenRecords(topic));
