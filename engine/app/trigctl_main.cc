@@ -596,7 +596,7 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
       return Usage(it->first + " expects " + it->second);
     }
   }
-  // A noun alone says its verbs ("unknown command: schedules" did not).
+  // A noun alone says its verbs, not just "unknown command: schedules".
   static const std::map<std::string, std::string> kVerbs = {
       {"schedules", "apply, list, show, delete, suspend or resume"}, {"jobs", "list, show or why"},
       {"runs", "list or show"}, {"events", "emit"}, {"topics", "create"}, {"history", "prune"}};

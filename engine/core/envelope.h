@@ -36,8 +36,8 @@ Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes = kMaxEvent
 std::string DeadLetterReason(const Status& status);
 
 // The largest message trigd publishes (dead letters, launch requests): under librdkafka's
-// default message.max.bytes (1,000,000) and Kafka's (1,048,588). A larger one was refused by the
-// producer on every try and stayed in the outbox for good.
+// default message.max.bytes (1,000,000) and Kafka's (1,048,588). A larger one would be refused by
+// the producer on every try and stay in the outbox for good (docs/adr/0022-message-size-limits.md).
 inline constexpr size_t kMaxPublishedBytes = 900000;
 // How much of a message too large to publish whole a dead letter keeps (at most 6 bytes of JSON
 // each, escaped, plus its base64 copy: well under kMaxPublishedBytes).

@@ -44,9 +44,9 @@ void MessageBatch::Clear() {
 namespace {
 
 // Says on stderr when a client cannot reach Kafka. librdkafka reconnects on its own and the
-// process keeps running (a broker restart must not stop trigd), but it did so in silence:
-// log_level 2 hides librdkafka's own logs, and trigd started with a wrong --kafka ran forever
-// without a word. librdkafka raises its error events in the thread that polls the client.
+// process keeps running (a broker restart must not stop trigd), but in silence: log_level 2
+// hides librdkafka's own logs, and trigd started with a wrong --kafka would run forever without
+// a word. librdkafka raises its error events in the thread that polls the client.
 //
 // The line is written once every broker is down (ALL_BROKERS_DOWN), with the reason of the last
 // connection error, and again on later connection errors while they stay down, at most once per

@@ -425,7 +425,7 @@ std::map<int64_t, ScheduleView> LoadSchedules(pqxx::transaction_base& tx, Schedu
 // Messages for the relay, collected for one COPY: a job's launch request (with the job and the
 // time it became ready, for pending_launch and the event-to-launch histogram) and the others
 // (dead letters, program events trigd publishes, retried launches, time ticks). As a JSON
-// document for jsonb_to_recordset, every payload (itself JSON) was escaped into a string by
+// document for jsonb_to_recordset, every payload (itself JSON) would be escaped into a string by
 // trigd and parsed twice by the server, a tenth of trigd's CPU in a storm.
 class OutboxRows {
  public:
@@ -737,7 +737,7 @@ Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_con
       return result;
     }
     // A schedule applied (or changed) before this transaction began is one the batch's events
-    // must meet: an event produced after `trigctl schedules apply` returned was otherwise
+    // must meet: an event produced after `trigctl schedules apply` returned would otherwise be
     // counted no_match if trigd had not refreshed its index yet (every 200 ms).
     if (batch.index_seq >= 0 && clock[5].as<int64_t>() > batch.index_seq) {
       tx.Rollback();
@@ -1683,8 +1683,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
 }
 
 // The relay's transaction is opened by the claim's query and closed by CompleteOutbox's, each
-// a simple query of several statements (one round trip each: BEGIN and COMMIT were a round trip
-// of their own with pqxx::work). The connection is the relay's alone.
+// a simple query of several statements (one round trip each: BEGIN and COMMIT would be a round
+// trip of their own with pqxx::work). The connection is the relay's alone.
 Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
   claim_.reset();  // a claim never completed is rolled back
   auto result = Guard([&]() -> Result<std::vector<OutboxRow>> {
@@ -1717,7 +1717,7 @@ Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& 
     // Committed without waiting for the WAL flush: if PostgreSQL crashes before the flush, the
     // delete is lost and the relay publishes those requests again, with the same run ids,
     // which a crash between publishing and deleting does anyway (SPEC §5). The relay's next
-    // claim no longer waits for an fsync of its own, and nor do the launches behind it.
+    // claim does not wait for an fsync of its own, and nor do the launches behind it.
     claim_->Commit(confirmed.empty() ? std::string()
                                      : "SET LOCAL synchronous_commit = off; DELETE FROM outbox WHERE id = ANY('" +
                                            IntArray(confirmed) + "'::bigint[])");

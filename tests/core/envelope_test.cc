@@ -198,9 +198,9 @@ TEST(EnvelopeTest, RejectsNulCharacterAsBadJson) {
   EXPECT_EQ(literal->payload["note"], "a\\u0000A");
 }
 
-// nlohmann keeps the last of repeated keys: `"dataset":"p2.ds","dataset":"other"` was read as
-// dataset "other" and launched another schedule. A key twice, at any depth, is refused, naming
-// where.
+// nlohmann keeps the last of repeated keys: `"dataset":"p2.ds","dataset":"other"` would read as
+// dataset "other" and launch another schedule. A key twice, at any depth, is refused, naming
+// where (docs/adr/0052-events-refuse-duplicate-keys-and-trailing-bytes.md).
 TEST(EnvelopeTest, RejectsAKeyTwiceInAnyObjectNamingIt) {
   EXPECT_EQ(Rejection(Envelope("partition", R"({"dataset": "p2.ds", "dataset": "other", "partitions": ["p"]})")),
             "bad_json: payload.dataset: duplicate key \"dataset\" (a key appears at most once in an object)");
@@ -215,8 +215,8 @@ TEST(EnvelopeTest, RejectsAKeyTwiceInAnyObjectNamingIt) {
   EXPECT_TRUE(Parse(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "a": {"dataset": 1}})")).ok());
 }
 
-// nlohmann reads a NUL byte as the end of its input: `{...}\0` was accepted while `{...}x` was
-// refused.
+// nlohmann reads a NUL byte as the end of its input: `{...}\0` would be accepted while `{...}x`
+// is refused.
 TEST(EnvelopeTest, RejectsANulByteAfterTheValueAsAnyOtherTrailingByte) {
   const std::string ok = Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})");
   ASSERT_TRUE(Parse(ok).ok());

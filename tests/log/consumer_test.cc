@@ -21,8 +21,8 @@ std::string Kafka() {
 }
 
 // PollBatch's first wait is honoured even when it is a single millisecond: the ingest loop polls
-// with 1 ms while a batch commits, and a wait rounded down to 0 made it spin on the consumer
-// (half of a core in clock_gettime, and the commit it was waiting for starved). 200 polls of an
+// with 1 ms while a batch commits, and a wait rounded down to 0 would make it spin on the consumer
+// (half of a core in clock_gettime, and the commit it waits for starved). 200 polls of an
 // empty topic must therefore take at least 200 ms; a lower bound only, so a slow machine cannot
 // fail it.
 TEST(ConsumerTest, OneMillisecondFirstWaitIsWaited) {

@@ -1200,7 +1200,7 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND (payload::jsonb->>'attempt')::int = 2 "
                   "AND payload::jsonb->>'run_id' = (SELECT run_id FROM runs)"), 1);
   // The retry's request reads as the first attempt's: the same layout, only attempt and
-  // launched_at changed (it was rendered from jsonb, with spaces and jsonb's key order).
+  // launched_at changed (not rendered from jsonb, with spaces and jsonb's key order).
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND "
                   "payload LIKE '{\"attempt\":2,\"heartbeat_timeout\":\"1s\",\"launched_at\":\"%'"), 1);
   EXPECT_EQ(Count("SELECT count(DISTINCT substr(payload, position(',\"program\":' in payload))) FROM outbox "
@@ -1734,8 +1734,9 @@ TEST_F(PgStoreTest, FastPathWritesANewJobOnceInItsDecidedStateAfterOlderWaitingJ
 
 // The prepared statements run on generic plans made anew every second (PgStore::Connect): a
 // plan made while `jobs` was empty reads the whole table, and once the table has grown the next
-// plan must look rows up by key. A plan kept for good (PostgreSQL's own cache) stayed on the
-// whole-table plan until an autoanalyze, and a storm stalled for minutes.
+// plan must look rows up by key. A plan kept for good (PostgreSQL's own cache) would stay on the
+// whole-table plan until an autoanalyze, and a storm stall for minutes
+// (docs/adr/0030-generic-plans-renewed.md).
 TEST_F(PgStoreTest, GenericPlansAreMadeAnewForTheTablesCurrentSize) {
   constexpr int kCheckerWritesParams = 12 + 18 + 15 + 5;  // + the columns of jobs, runs and outbox rows it inserts
   auto empty = store_->ExplainPrepared("checker_writes", kCheckerWritesParams);
