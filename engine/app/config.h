@@ -29,8 +29,8 @@ struct Config {
   bool fast_path = true;
   // TRIGD_CHECKERS: checker loops per process, each with its own connection and its share of
   // the schedules (PgStore::SetCheckerShard), so while one waits for PostgreSQL another
-  // decides and they never wait for each other's run counters (tools/bench launch: 1.6x the
-  // launches of one checker on two cores).
+  // decides and they never wait for each other's run counters
+  // (docs/adr/0029-sharded-checkers.md).
   int checkers = 2;
   // TRIGD_RETENTION / --retention (trigd only, ParseRetention): finished jobs and runs older
   // than this are deleted, a pass every hour (store/retention.h). 0, the default: kept forever.
@@ -56,8 +56,8 @@ Config LoadConfig(std::vector<std::string>& args, std::string* refused = nullptr
 
 // Removes "--name value" or "--name=value" from args and returns the value (the last given),
 // nothing when the flag is absent. A --name at the end, or followed by another --flag, has no
-// value: `refused` becomes "--name needs a value" (it used to read as an unknown flag, or took
-// the next flag as its value: `--pg --json` connected with the string "--json").
+// value: `refused` becomes "--name needs a value" (not an unknown flag, and the next flag is
+// never taken as its value: `--pg --json` must not connect with the string "--json").
 std::optional<std::string> TakeFlag(std::vector<std::string>& args, const std::string& name, std::string& refused);
 
 // Whether `word`, after a flag that takes a value, is that value rather than another flag.

@@ -63,8 +63,8 @@ void Log(const std::string& what) { LogLine(what); }
 
 // A store connection that reconnects after PostgreSQL went away (restart, failover). While it
 // stays away each handle says so when it goes and then every kSayEvery, and once when it is
-// back (each of trigd's four loops logged a line a second: 300 lines in a 75 s outage, the
-// audit of 2026-11-25; the Kafka adapter says as much for Kafka).
+// back (a line a second from each of trigd's four loops would be 300 lines in a 75 s outage;
+// the Kafka adapter says as much for Kafka).
 class StoreHandle {
  public:
   StoreHandle(const Config& config, const char* name, int shard = 0, int shards = 1)
@@ -395,10 +395,10 @@ class IngestCommitter {
 
 // Positions of committed batches, copied to Kafka's group (for `trigctl lag` and Kafka's own
 // tools; trigd reads its positions from PostgreSQL) at most once a second. A commit per batch
-// (hundreds a second at 1,000 events/s) queued on the group coordinator's connection, which the
-// broker serves one request at a time, ahead of the heartbeats: when the broker's disk stalled,
-// no heartbeat was answered for the 6 s session timeout, librdkafka gave the partitions up and
-// rejoined, and consumption stopped for 14 s (tools/bench latency, p90 10 s).
+// (hundreds a second at 1,000 events/s) would queue on the group coordinator's connection, which
+// the broker serves one request at a time, ahead of the heartbeats: when the broker's disk stalls,
+// no heartbeat is answered within the 6 s session timeout, librdkafka gives the partitions up and
+// rejoins, and consumption stops for seconds (docs/adr/0001-postgresql-holds-the-offsets.md).
 class KafkaCommits {
  public:
   void Add(const std::vector<PartitionOffset>& offsets) {
@@ -612,8 +612,8 @@ void CheckerLoop(Shared& sh, int index) {
     RecordChecks(sh, *r);
     more = r->checked == 1000;
     // Time triggers are looked at every kTickInterval, so a fire time is noticed within that
-    // (it was 500 ms, the sweep's period: on average a quarter of a second late, and a storm
-    // started that much later); a look that finds nothing due is one statement.
+    // (at the sweep's 500 ms period a fire time would be on average a quarter of a second late,
+    // and a storm start that much later); a look that finds nothing due is one statement.
     const bool tick_due = Clock::now() - last_tick >= kTickInterval;
     if (tick_due) last_tick = Clock::now();
     const bool sweep_due = index == 0 && Clock::now() - last_sweep >= kSweepInterval;
@@ -843,11 +843,11 @@ void RelayLoop(Shared& sh) {
 }
 
 // The topics trigd reads, the dead-letter topic and the control topic must exist before it
-// starts: one started with a mistyped --topic-prefix ran against the shared database, took fire
-// times from the real instances and published their launch requests where no worker reads (the
-// broker made the topics on the first produce), and those runs failed as lost 10 minutes later
-// (the audit of 2026-11-25). The control topic, made by the relay on first use instead, would
-// have the relay's launch-topic settings, not those of topics/. Missing: refused (kInvalid).
+// starts: one started with a mistyped --topic-prefix would run against the shared database, take
+// fire times from the real instances and publish their launch requests where no worker reads (the
+// broker makes the topics on the first produce), and those runs would fail as lost 10 minutes
+// later (docs/adr/0028-topics-must-exist.md). The control topic, made by the relay on first use,
+// would have the relay's launch-topic settings, not those of topics/. Missing: refused (kInvalid).
 // Kafka not reachable yet: waits, saying so.
 Status CheckTopics(const Config& config, const std::atomic<bool>& stop) {
   const std::string& p = config.topic_prefix;

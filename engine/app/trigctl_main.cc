@@ -103,7 +103,8 @@ struct Args {
 
 // Timestamps as trigd writes them (UTC, milliseconds, "Z"), wherever PostgreSQL rendered one in
 // a row or a history entry ("2026-11-25T14:28:09.13483+00:00": microseconds, trailing zeros
-// dropped, so columns changed width, and `jobs why` and `runs show` disagreed with the lists).
+// dropped, which would change columns' width and make `jobs why` and `runs show` disagree with
+// the lists).
 // Only the row's own columns and its history entries' fields: a schedule document, its args and
 // the events' payloads are the users' and are shown as they wrote them.
 void NormalizeTime(json& v) {
@@ -429,8 +430,8 @@ int Lag(const trigd::Config& config, bool as_json) {
   }
   PrintRows(rows, {"group", "topic", "partition", "committed", "end", "lag"}, as_json);
   if (!as_json) std::cout << "total lag: " << total << "\n";
-  // A mistyped --group read as a backlog of every message ever produced (the audit of
-  // 2026-11-25): said, with the groups that have positions.
+  // A --group without positions (mistyped, say) would read as a backlog of every message ever
+  // produced: said, with the groups that have positions.
   bool known = false;
   std::set<std::string> groups;
   for (const auto& s : *stored) {
@@ -570,7 +571,7 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
     return ShowOne(trigd::QueryRun(config.pg, w[2]), "runs show", "run " + w[2], as_json);
   }
   if (is({"events", "emit"}) && w.size() >= 3) {
-    // Each kind its own flags: a tick's typo (--bytes) used to be ignored and force a run.
+    // Each kind its own flags: another kind's flag (--bytes on a tick) is refused, not ignored.
     std::optional<int> bad = w[2] == "partition" ? takes({"--bytes"})
                              : w[2] == "program" ? takes({"--run-id", "--attempt"})
                              : w[2] == "tick"    ? takes({"--fire-time"})
@@ -600,7 +601,7 @@ int Run(const trigd::Config& config, const Args& a, bool as_json) {
       return Usage(it->first + " expects " + it->second);
     }
   }
-  // A noun alone says its verbs ("unknown command: schedules" did not).
+  // A noun alone says its verbs, not just "unknown command: schedules".
   static const std::map<std::string, std::string> kVerbs = {
       {"schedules", "apply, list, show, delete, suspend or resume"}, {"jobs", "list, show or why"},
       {"runs", "list or show"}, {"events", "emit"}, {"topics", "create"}, {"history", "prune"}};
@@ -657,7 +658,7 @@ int main(int argc, char** argv) {
     for (const auto& x : a.words) command += (command.empty() ? "" : " ") + x;
     return Usage((command.empty() ? "" : command + ": ") + "unknown flag " + unknown);
   }
-  // A flag given twice used to take the first value and drop the second in silence (-f may be
+  // A flag given twice is refused rather than one of its values dropped in silence (-f may be
   // given once per file or folder).
   for (size_t i = 0; i < a.flags.size(); ++i) {
     for (size_t j = i + 1; j < a.flags.size(); ++j) {

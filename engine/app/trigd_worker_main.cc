@@ -67,16 +67,16 @@ constexpr size_t kRememberFinished = 1000;
 // Requests taken are committed to the group once a second, by librdkafka
 // (ConsumerOptions::commit_stored_every_ms): while the group is stable, a revoked partition's
 // just before it goes, all of them on exit. A commit per request (about 1,000 a second under
-// a backlog) queued on the group coordinator's connection, which the broker serves one
-// request at a time, ahead of the heartbeats: with 27,000 requests waiting the worker lost
-// its partitions 6-7 s (the session timeout) after every assignment and then held none for
-// 30-90 s, while the broker saw a stable group (trigd's ingest had the same problem: README,
-// "Latency, 2026-11-24"). librdkafka, not a timer of the worker's: a commit sent while the
-// group rebalances is refused (ILLEGAL_GENERATION) and librdkafka then drops the whole
-// assignment as lost, uncommitted; so committed, a second worker joining mid-backlog made
-// the first re-run 2,000-3,000 requests. The cost: a worker killed with -9 leaves up to a
-// second of the requests it took to the next owner, which runs them again (at least once, as
-// before, in a wider window).
+// a backlog) would queue on the group coordinator's connection, which the broker serves one
+// request at a time, ahead of the heartbeats: under a large backlog the worker would lose its
+// partitions a session timeout after every assignment and then hold none for a minute or so,
+// while the broker sees a stable group (trigd's ingest commits to Kafka once a second for the
+// same reason). librdkafka, not a timer of the worker's: a commit sent while the group
+// rebalances is refused (ILLEGAL_GENERATION) and librdkafka then drops the whole assignment as
+// lost, uncommitted, so a second worker joining mid-backlog would make the first re-run
+// thousands of requests. The cost: a worker killed with -9 leaves up to a second of the
+// requests it took to the next owner, which runs them again (at least once, in a wider
+// window) (docs/adr/0032-worker-commits-through-librdkafka.md).
 constexpr int kCommitEveryMs = 1000;
 
 std::atomic<bool> g_stop{false};
@@ -221,8 +221,8 @@ class Worker {
       return;
     }
     if (!r.unrunnable.empty()) {
-      // Reported at once: skipped, the run waited 10 minutes to fail as lost (the audit of
-      // 2026-11-25); failed, its retry policy and downstream schedules see it now.
+      // Reported failed at once, so its retry policy and downstream schedules see it now
+      // (skipped, the run would wait 10 minutes to fail as lost).
       Log("run " + r.run_id + " attempt " + std::to_string(r.attempt) + " (" + r.program + "): cannot run: " +
           r.unrunnable + "; reported failed");
       Send({Report(events_topic_, r, "failed")});

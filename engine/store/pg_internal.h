@@ -178,8 +178,8 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
 #define TRIGD_MS(col) "floor(extract(epoch from " col ") * 1000)::bigint"
 
 // now() as trigd writes times (FormatTime: UTC, milliseconds, "Z"), for history entries and
-// launch requests written by SQL: `jobs why` showed entries from trigctl and the sweep as
-// "2026-11-25T11:33:51.52998+00:00" beside the engine's "2026-11-25T11:33:51.529Z".
+// launch requests written by SQL, so that `jobs why` shows entries from trigctl and the sweep
+// as "2026-11-25T11:33:51.529Z" like the engine's, not "2026-11-25T11:33:51.52998+00:00".
 #define TRIGD_NOW_TEXT "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
 // A run killed because its schedule was deleted: its state, reason and history entry (SQL,
@@ -196,7 +196,8 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
 // program, schedule_name and the request's start_by from column `first`, as
 // TRIGD_KILLED_BY_DELETE_RETURNING gives them from column 1), written to the outbox for the program
 // topic, as a lost run's `failed` is: downstream schedules see the run end
-// (on_upstream_failure), where they saw nothing (the audit of 2026-11-25). Reason
+// (on_upstream_failure), which they would not otherwise
+// (docs/adr/0020-delete-kills-and-announces.md). Reason
 // schedule_deleted; id killed:<run>:<attempt>, which ingestion counts although the run ended.
 // How trigd ended runs itself: the program event's status and reason, and its id's prefix
 // (<prefix>:<run>:<attempt>), by which ingestion counts the event although the run ended.

@@ -424,7 +424,7 @@ std::map<int64_t, ScheduleView> LoadSchedules(pqxx::transaction_base& tx, Schedu
 // Messages for the relay, collected for one COPY: a job's launch request (with the job and the
 // time it became ready, for pending_launch and the event-to-launch histogram) and the others
 // (dead letters, program events trigd publishes, retried launches, time ticks). As a JSON
-// document for jsonb_to_recordset, every payload (itself JSON) was escaped into a string by
+// document for jsonb_to_recordset, every payload (itself JSON) would be escaped into a string by
 // trigd and parsed twice by the server, a tenth of trigd's CPU in a storm.
 class OutboxRows {
  public:
@@ -516,8 +516,8 @@ namespace {
 // of the ended runs: a checker holding such a job then either committed first (and the job is
 // free here) or is queued behind those locks and will see the freed slots. Woken before the
 // counters were locked (to let the fast path's claim take them), a job held by another
-// instance's check that had read the counters full was skipped and written back to wait 30 s,
-// while the slot stayed free (the audit of 2026-11-25): the fast path wakes again after.
+// instance's check that had read the counters full would be skipped and written back to wait
+// 30 s while the slot stayed free: the fast path wakes again after.
 void WakeWaitingJobs(pqxx::transaction_base& tx, const EndedRuns& e, const std::vector<int64_t>& claimed = {}) {
   std::vector<int64_t> ids;
   for (const auto& [id, n] : e.per_schedule) ids.push_back(id);
@@ -533,8 +533,8 @@ void WakeWaitingJobs(pqxx::transaction_base& tx, const EndedRuns& e, const std::
 // locks no other counter row afterwards (the run sweep; ingest without the fast path). One
 // that goes on to check jobs leaves the decrement to CheckJobs (CheckFilter::ended), which
 // takes every counter lock in one order: releasing first and then locking the checked jobs'
-// counters took schedules and groups twice, out of order, and deadlocked with the checkers
-// about once a second under load (the audit of 2026-11-25).
+// counters would take schedules and groups twice, out of order, and deadlock with the checkers
+// (docs/adr/0015-run-counter-lock-order.md).
 void ReleaseRuns(pqxx::transaction_base& tx, const std::vector<EndedRun>& ended) {
   if (ended.empty()) return;
   const EndedRuns e(ended);
@@ -554,14 +554,12 @@ Result<std::unique_ptr<PgStore>> PgStore::Connect(const std::string& pg, const s
   for (const auto& [name, sql] : PreparedStatements()) (*c)->prepare(name, sql);
   // The prepared statements run on one generic plan each, made anew every kPlanLifetime
   // (RenewPlans) for the tables as they are then. Planning every execution for its own
-  // arguments (force_custom_plan, until 2026-11-24) cost 0.1-0.4 ms per statement, about 1.5 ms
-  // of a single event's 4 ms ingest transaction; the latency benchmark at 1,000 events/s gained
-  // 1.5-2 ms at the median (7.2 and 7.5 ms against 9.6 and 9.3, same sitting), storm, launch and
-  // append were unchanged. A plan kept for good is what went wrong before: PostgreSQL's own
-  // choice (auto) cached a generic plan made while `jobs` was empty, which then hashed the whole
-  // grown table for every batch of checker writes until an autoanalyze (a storm stalled for
-  // minutes). A plan made anew uses the tables' current size in pages, so a plan made for an
-  // empty table lasts a second at most.
+  // arguments (force_custom_plan) costs 0.1-0.4 ms per statement, a large share of a single
+  // event's ingest transaction. A plan kept for good goes wrong: PostgreSQL's own choice (auto)
+  // caches a generic plan made while `jobs` is empty, which then hashes the whole grown table
+  // for every batch of checker writes until an autoanalyze (a storm stalls for minutes). A plan
+  // made anew uses the tables' current size in pages, so a plan made for an empty table lasts a
+  // second at most (docs/adr/0030-generic-plans-renewed.md).
   (*c)->set_variable("plan_cache_mode", "force_generic_plan");
   return std::unique_ptr<PgStore>(new PgStore(std::make_unique<Conn>(std::move(*c)), topic_prefix));
 }
@@ -738,7 +736,7 @@ Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_con
       return result;
     }
     // A schedule applied (or changed) before this transaction began is one the batch's events
-    // must meet: an event produced after `trigctl schedules apply` returned was otherwise
+    // must meet: an event produced after `trigctl schedules apply` returned would otherwise be
     // counted no_match if trigd had not refreshed its index yet (every 200 ms).
     if (batch.index_seq >= 0 && clock[5].as<int64_t>() > batch.index_seq) {
       tx.Rollback();
@@ -883,7 +881,7 @@ std::set<size_t> PgStore::CheckProducerTicks(const TxContext& ctx, const std::ve
 // A worker reported its attempt failed: when the run's retry policy has attempts left, the run
 // waits for the next one (retry_wait, the same backoff as a lost run's; the sweep relaunches it
 // with the same run id), and true is returned. Airflow, Temporal and Dagster users expect a
-// failure to be retried as `retry` says; until 2026-11-25 only lost runs were.
+// failure to be retried as `retry` says (docs/adr/0011-worker-failures-are-retried.md).
 bool PgStore::RetryFailedAttempt(const TxContext& ctx, const RunReport& rep) {
   pqxx::transaction_base& tx = ctx.tx;
   pqxx::result r = tx.exec_params(
@@ -1045,8 +1043,8 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
           auto run = known.find(reports[k].run_id);
           if (run == known.end()) continue;
           if (run->second != reports[k].program) {
-            // Another program's run: applied, it ended that run and sent its outcome down the
-            // wrong DAG (the audit of 2026-11-25). Not a report of an unknown run either (those
+            // Another program's run: applied, it would end that run and send its outcome down
+            // the wrong DAG. Not a report of an unknown run either (those
             // count for triggers as sent): a dead letter, naming both programs.
             const size_t i = reports[k].event;
             const Event& e = batch.events[i];
@@ -1685,8 +1683,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
 }
 
 // The relay's transaction is opened by the claim's query and closed by CompleteOutbox's, each
-// a simple query of several statements (one round trip each: BEGIN and COMMIT were a round trip
-// of their own with pqxx::work). The connection is the relay's alone.
+// a simple query of several statements (one round trip each: BEGIN and COMMIT would be a round
+// trip of their own with pqxx::work). The connection is the relay's alone.
 Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
   claim_.reset();  // a claim never completed is rolled back
   auto result = Guard([&]() -> Result<std::vector<OutboxRow>> {
@@ -1719,7 +1717,7 @@ Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& 
     // Committed without waiting for the WAL flush: if PostgreSQL crashes before the flush, the
     // delete is lost and the relay publishes those requests again, with the same run ids,
     // which a crash between publishing and deleting does anyway (SPEC §5). The relay's next
-    // claim no longer waits for an fsync of its own, and nor do the launches behind it.
+    // claim does not wait for an fsync of its own, and nor do the launches behind it.
     claim_->Commit(confirmed.empty() ? std::string()
                                      : "SET LOCAL synchronous_commit = off; DELETE FROM outbox WHERE id = ANY('" +
                                            IntArray(confirmed) + "'::bigint[])");
@@ -1763,7 +1761,8 @@ Result<int> PgStore::FailUnpublishable(const std::vector<int64_t>& refused) {
 
 // A run's launch request for its next attempt: `attempt`, `launched_at` and `start_by` replaced in
 // the text trigd wrote (its first keys, in this order), so the retry's request reads like the
-// first attempt's (it was rendered from jsonb, with other spaces and key order). A request whose
+// first attempt's (rendered from jsonb it would have other spaces and key order;
+// docs/adr/0031-launch-request-stored-as-text.md). A request whose
 // head does not match (stored before migration 008 or before requests had a start_by, or written
 // by a trigd whose head differs) goes through jsonb instead: the match is tested, so a changed
 // head cannot leave the attempt as it was.

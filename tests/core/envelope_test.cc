@@ -171,7 +171,7 @@ TEST(EnvelopeTest, RejectsOversizedBeforeParsing) {
 }
 
 TEST(EnvelopeTest, RejectsBadJson) {
-  // An empty value (a tombstone, an empty produce) says so (the audit of 2026-11-25: a JSON error).
+  // An empty value (a tombstone, an empty produce) says so, not as a JSON parse error.
   EXPECT_EQ(Rejection(""), "bad_json: empty message (no value)");
   EXPECT_EQ(Rejection("{\"id\""), "bad_json: not valid JSON (or not valid UTF-8)");
   EXPECT_EQ(Reason("{"), "bad_json");
@@ -183,7 +183,7 @@ TEST(EnvelopeTest, RejectsBadJson) {
 }
 
 // U+0000 is valid JSON but cannot be stored by PostgreSQL (text, jsonb): accepted, the event
-// failed every ingest transaction it was in, and ingestion retried that batch forever. Refused
+// would fail every ingest transaction it was in, and ingestion retry that batch forever. Refused
 // anywhere in the envelope; an escaped backslash followed by "u0000" is six ordinary characters.
 TEST(EnvelopeTest, RejectsNulCharacterAsBadJson) {
   const std::string in_id = R"({"id": "e\u0000", "type": "partition", "time": "2026-11-22T10:00:00Z",
@@ -198,9 +198,9 @@ TEST(EnvelopeTest, RejectsNulCharacterAsBadJson) {
   EXPECT_EQ(literal->payload["note"], "a\\u0000A");
 }
 
-// nlohmann keeps the last of repeated keys: `"dataset":"p2.ds","dataset":"other"` was read as
-// dataset "other" and launched another schedule. A key twice, at any depth, is refused, naming
-// where.
+// nlohmann keeps the last of repeated keys: `"dataset":"p2.ds","dataset":"other"` would read as
+// dataset "other" and launch another schedule. A key twice, at any depth, is refused, naming
+// where (docs/adr/0052-events-refuse-duplicate-keys-and-trailing-bytes.md).
 TEST(EnvelopeTest, RejectsAKeyTwiceInAnyObjectNamingIt) {
   EXPECT_EQ(Rejection(Envelope("partition", R"({"dataset": "p2.ds", "dataset": "other", "partitions": ["p"]})")),
             "bad_json: payload.dataset: duplicate key \"dataset\" (a key appears at most once in an object)");
@@ -215,8 +215,8 @@ TEST(EnvelopeTest, RejectsAKeyTwiceInAnyObjectNamingIt) {
   EXPECT_TRUE(Parse(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "a": {"dataset": 1}})")).ok());
 }
 
-// nlohmann reads a NUL byte as the end of its input: `{...}\0` was accepted while `{...}x` was
-// refused.
+// nlohmann reads a NUL byte as the end of its input: `{...}\0` would be accepted while `{...}x`
+// is refused.
 TEST(EnvelopeTest, RejectsANulByteAfterTheValueAsAnyOtherTrailingByte) {
   const std::string ok = Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})");
   ASSERT_TRUE(Parse(ok).ok());
@@ -304,8 +304,9 @@ TEST(EnvelopeTest, RejectsWrongEnvelopeFieldTypes) {
             "bad_field: payload: expected an object, got null");
 }
 
-// An id is kept in a B-tree for de-duplication; one too long for it failed every ingest
-// transaction it was in, and ingestion stopped (an audit, 2026-11-25). The limit is 1 KiB.
+// An id is kept in a B-tree for de-duplication; one too long for it would fail every ingest
+// transaction it was in, and ingestion would stop. The limit is 1 KiB
+// (docs/adr/0023-event-limits.md).
 TEST(EnvelopeTest, RejectsAnIdLongerThanTheLimit) {
   auto with_id = [](const std::string& id) {
     return R"({"id": ")" + id + R"(", "type": "program", "time": "2026-11-22T10:00:00Z", )"
@@ -539,9 +540,9 @@ TEST(DeadLetterTest, BytesThatAreNotUtf8AreKeptExactlyInBase64) {
   EXPECT_EQ(Letter("\xff")["original_base64"], "/w==");
 }
 
-// Found by the audit (2026-11-25): 250 KB of control bytes escape to 1.5 MB of JSON, and an
-// oversized event's whole bytes went into its dead letter; the producer refused either on every
-// try and the relay never got past it.
+// 250 KB of control bytes escape to 1.5 MB of JSON, and an oversized event's whole bytes in its
+// dead letter would be refused by the producer on every try, so the relay would never get past
+// it (docs/adr/0022-message-size-limits.md).
 TEST(DeadLetterTest, ALetterTooLargeToPublishKeepsTheFirst64KiBAndSaysSo) {
   nlohmann::json d = Letter(std::string(250000, '\x01'));
   EXPECT_EQ(d["original"].get<std::string>(), std::string(kDeadLetterOriginalKeep, '\x01'));
@@ -587,8 +588,8 @@ TEST(TriggeredByWithinTest, AListThatFitsIsLeftAsItIs) {
   EXPECT_FALSE(cut);
 }
 
-// Found by the audit: six 200 KB partition events (a producer's extra field) made a 1.2 MB
-// launch request that the relay could never publish.
+// Six 200 KB partition events (a producer's extra field) would make a 1.2 MB launch request
+// that the relay could never publish (docs/adr/0022-message-size-limits.md).
 TEST(TriggeredByWithinTest, FirstDropsTheFieldsTrigdDoesNotKnowThenThePayloads) {
   bool cut = false;
   nlohmann::json kept = nlohmann::json::parse(TriggeredByWithin(Entries(6, 200000), 500000, cut));

@@ -217,8 +217,8 @@ ctl schedules apply -f "$tmp/watch2.json" | grep -q "applied    default/watch v3
 ctl runs list --schedule default/watch | grep -q "$run_id" || fail "runs list --schedule after delete and apply"
 ctl jobs list --schedule default/watch --json | json_get 'sorted(set(r["version"] for r in d))' | grep -qxF "[1, 2]" ||
   fail "jobs list --schedule after delete and apply: $(ctl jobs list --schedule default/watch)"
-# An event produced right after `apply` returned meets the new schedule (it used to be counted
-# no_match when trigd had not refreshed its index yet): three new schedules, no pause.
+# An event produced right after `apply` returned meets the new schedule (not no_match while
+# trigd has not refreshed its index yet): three new schedules, no pause.
 for k in 1 2 3; do
   cat >"$tmp/now$k.json" <<DOC
 {"name": "now$k", "program": {"name": "now.p$k"}, "trigger": {"partition": {"dataset": "now.d$k", "count": 5}}}

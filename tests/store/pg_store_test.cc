@@ -382,8 +382,8 @@ TEST_F(PgStoreTest, CheckerLaunchesReadyJobWithItsRunAndLaunchRequestTogether) {
   EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
 }
 
-// The audit (2026-11-25): six 200 KB partition events made a 1.2 MB launch request that Kafka
-// refused for good. A request is cut to fit and says so; the partitions stay.
+// Six 200 KB partition events would make a 1.2 MB launch request that Kafka refuses for good.
+// A request is cut to fit and says so; the partitions stay (docs/adr/0022-message-size-limits.md).
 TEST_F(PgStoreTest, ALaunchRequestTooLargeForKafkaKeepsItsPartitionsAndSaysItWasCut) {
   json doc = PartitionSchedule("s", "d");
   doc["trigger"] = {{"partition", {{"dataset", "d"}, {"count", 3}}}};
@@ -407,8 +407,8 @@ TEST_F(PgStoreTest, ALaunchRequestTooLargeForKafkaKeepsItsPartitionsAndSaysItWas
             static_cast<int64_t>(pqxx::work(c).exec1("SELECT length(request) FROM runs")[0].as<int64_t>()));
 }
 
-// The audit (2026-11-25): a concurrency wait of a schedule with a timeout was stored with the
-// timeout as its next check (no 30 s re-check), and `jobs why` did not say a run's end wakes it.
+// A concurrency wait of a schedule with a timeout is re-checked every 30 s, not only at the
+// timeout, and `jobs why` says a run's end wakes it.
 TEST_F(PgStoreTest, AConcurrencyWaitWithATimeoutIsRecheckedAndSaysARunsEndWakesIt) {
   json doc = PartitionSchedule("s", "d", {{"max_concurrent_runs", 1}});
   doc["timeout"] = {{"after", "10m"}, {"action", "run"}};
@@ -424,8 +424,8 @@ TEST_F(PgStoreTest, AConcurrencyWaitWithATimeoutIsRecheckedAndSaysARunsEndWakesI
   EXPECT_NE(FormatExplanation(why).find("or sooner on: a run of this schedule"), std::string::npos);
 }
 
-// The audit (2026-11-25): `jobs why` listed the other branches of a complete `any` as unmet,
-// and `jobs show` kept a launched job's last "waiting for" decision as if it still held.
+// `jobs why` does not list the other branches of a complete `any` as unmet, and `jobs show`
+// drops a launched job's last "waiting for" decision, which no longer holds.
 TEST_F(PgStoreTest, WhyMarksBranchesACompleteTriggerDoesNotNeedAndShowDropsAStaleDecision) {
   json doc = PartitionSchedule("s", "d1", {{"max_concurrent_runs", 1}});
   doc["trigger"] = {{"any", {{{"partition", {{"dataset", "d1"}}}}, {{"partition", {{"dataset", "d2"}}}}}}};
@@ -452,8 +452,8 @@ TEST_F(PgStoreTest, WhyMarksBranchesACompleteTriggerDoesNotNeedAndShowDropsAStal
   EXPECT_TRUE((*shown)[0]["last_decision"].is_null()) << shown->dump();
 }
 
-// The audit (2026-11-25): a time branch that had not fired showed only "waiting for a tick (cron
-// ...)", not when the tick comes, nor that the timeout would discard the job first.
+// A time branch that has not fired shows when the tick comes and whether the timeout would
+// discard the job first, not only "waiting for a tick (cron ...)".
 TEST_F(PgStoreTest, WhyShowsATimeBranchsNextFireAndWhetherTheTimeoutComesFirst) {
   json cron = {{"name", "tc"}, {"program", {{"name", "prog.tc"}}},
                {"trigger", {{"all", {{{"time", {{"cron", "0 3 * * *"}, {"timezone", "America/New_York"}}}},
@@ -524,9 +524,9 @@ TEST_F(PgStoreTest, WhyShowsATimeBranchsNextFireAndWhetherTheTimeoutComesFirst) 
   EXPECT_EQ(ParseEnvelopeTime(next_shown("default/te").get<std::string>()), next_fire("default/te"));
 }
 
-// The audit (2026-11-25): for a job a timeout launched (action run), `jobs why` printed only
-// "launched by timeout (action run)"; what the launch ignored was only in --json. And a window's
-// wait shows the local time now live (the stored reason leaves it out, so it stays the same).
+// For a job a timeout launched (action run), `jobs why` prints what the launch ignored, not only
+// "launched by timeout (action run)", in the text as in --json. And a window's wait shows the
+// local time now live (the stored reason leaves it out, so it stays the same).
 TEST_F(PgStoreTest, WhyListsWhatALaunchByTimeoutIgnored) {
   // A window closed now: it opens two hours from now, for an hour.
   const int64_t hour = (Count("SELECT extract(hour from now() AT TIME ZONE 'UTC')::bigint") + 2) % 24;
@@ -623,9 +623,10 @@ TEST_F(PgStoreTest, WorkerReportsMoveRunsAndFreeTheirSlot) {
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 2);
 }
 
-// The audit (2026-11-25): a repeated `succeeded` for one run launched the downstream schedule
-// again (and with count 2, two copies completed it); a report that moves no run trigd knows is
-// now a duplicate for triggers too. A report for a run trigd did not launch counts as sent.
+// A repeated `succeeded` for one run must not launch the downstream schedule again (nor, with
+// count 2, complete it with two copies): a report that moves no run trigd knows is a duplicate
+// for triggers too. A report for a run trigd did not launch counts as sent
+// (docs/adr/0033-reports-that-move-no-run.md).
 TEST_F(PgStoreTest, AReportThatMovesNoKnownRunCountsForNoTrigger) {
   json down = {{"name", "down"}, {"program", {{"name", "prog.down"}}},
                {"trigger", {{"program", {{"name", "prog.s"}, {"count", 2}}}}}};
@@ -811,8 +812,8 @@ TEST_F(PgStoreTest, DeleteWithdrawsALaunchRequestNotYetPublished) {
   EXPECT_EQ(store_->TakeChangeCounts()->jobs_discarded, 0);
 }
 
-// The audit (2026-11-25): jobs discarded by trigctl's suspend, update and delete never reached
-// trigd_jobs_total{transition="discarded"}: the change runs in trigctl's process.
+// Jobs discarded by trigctl's suspend, update and delete reach
+// trigd_jobs_total{transition="discarded"} once, although the change runs in trigctl's process.
 TEST_F(PgStoreTest, JobsDiscardedBySuspendAndUpdateAreCountedOnceForTrigd) {
   json doc = PartitionSchedule("s", "d");
   doc["trigger"] = {{"partition", {{"dataset", "d"}, {"count", 2}}}};
@@ -858,8 +859,8 @@ TEST_F(PgStoreTest, DueTickIsProducedOncePerFireTime) {
 }
 
 // SPEC §5: a fire time has one identity (schedule + fire time), whether trigd's checker or a
-// producer's tick decides it. The audit (2026-11-25) found a producer's tick for a fire time
-// trigd had fired launching it again.
+// producer's tick decides it: a producer's tick for a fire time trigd has fired does not launch
+// it again (docs/adr/0006-fire-time-identity.md).
 class FireTimeIdentityTest : public PgStoreTest {
  protected:
   // A `every: 1m` schedule "default/t" (catch-up `latest`) whose anchor lies `ago` in the past,
@@ -971,8 +972,8 @@ TEST_F(PgStoreTest, SuspendedScheduleLeavesTheDueRangeAndResumeCountsFromThen) {
   EXPECT_EQ(store_->TickTimeTriggers(100)->produced, 0);  // nothing due until a minute from the resume
 }
 
-// The audit (2026-11-25): resuming an active schedule discarded its open job and reset its
-// time trigger's phase; an update of a schedule suspended by the command resumed it.
+// Resuming an active schedule keeps its open job and its time trigger's phase; an update of a
+// schedule suspended by the command keeps it suspended (docs/adr/0018-update-keeps-suspension.md).
 TEST_F(PgStoreTest, ResumeOfAnActiveScheduleAndSuspendOfASuspendedOneChangeNothing) {
   json doc = PartitionSchedule("s", "d");
   doc["trigger"] = {{"partition", {{"dataset", "d"}, {"count", 2}}}};
@@ -1017,9 +1018,9 @@ TEST_F(PgStoreTest, AnUpdateKeepsASuspensionByCommandUntilTheDocumentChangesEnab
   EXPECT_EQ(Count("SELECT count(*) FROM schedules WHERE state='active' AND version=6"), 1);
 }
 
-// The audit (2026-11-25): a worker's `failed` report was final whatever `retry` said (only lost
-// runs were retried). Now a failed attempt with attempts left waits for its retry, and no
-// downstream trigger sees it; the last attempt's failure is the one they see.
+// A worker's `failed` report is retried as `retry` says, like a lost run: a failed attempt with
+// attempts left waits for its retry, and no downstream trigger sees it; the last attempt's
+// failure is the one they see (docs/adr/0011-worker-failures-are-retried.md).
 TEST_F(PgStoreTest, AFailedAttemptIsRetriedAndOnlyTheLastFailureReachesDownstream) {
   json doc = PartitionSchedule("s", "d");
   doc["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
@@ -1055,10 +1056,10 @@ TEST_F(PgStoreTest, AFailedAttemptIsRetriedAndOnlyTheLastFailureReachesDownstrea
                   "(SELECT id FROM schedules WHERE name = 'default/s')"), 0);
 }
 
-// The audit (2026-11-25): trigd restarted after a stop longer than heartbeat_timeout swept at
-// once, before reading the heartbeats the worker had sent meanwhile, declared the healthy run
-// lost and launched it again (two copies running). Silence counts only up to the moment trigd
-// had read every partition of the program topic to its end.
+// trigd restarted after a stop longer than heartbeat_timeout must not sweep before reading the
+// heartbeats the worker sent meanwhile (it would declare the healthy run lost and launch it
+// again: two copies running). Silence counts only up to the moment trigd has read every
+// partition of the program topic to its end (docs/adr/0013-lost-runs-wait-for-the-program-topic.md).
 TEST_F(PgStoreTest, ARunIsLostOnlyForSilenceUpToWhereTrigdHasReadTheProgramTopic) {
   json doc = PartitionSchedule("s", "d");
   doc["heartbeat_timeout"] = "1s";
@@ -1097,9 +1098,9 @@ TEST_F(PgStoreTest, ARunIsLostOnlyForSilenceUpToWhereTrigdHasReadTheProgramTopic
   EXPECT_EQ(swept->failed, 1);
 }
 
-// The audit (2026-11-25): a report with a run's id but another program's name ended that run
-// (succeeded), launched the other program's downstream schedule, and the real report was then
-// a duplicate: the run's own downstream never ran. Such a report is a dead letter, naming both.
+// A report with a run's id but another program's name, applied, would end that run, launch the
+// other program's downstream schedule, and make the real report a duplicate, so the run's own
+// downstream never runs. Such a report is a dead letter, naming both.
 TEST_F(PgStoreTest, AReportNamingAnotherProgramThanItsRunsIsADeadLetter) {
   json upstream = PartitionSchedule("s", "d");
   upstream["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
@@ -1134,9 +1135,9 @@ TEST_F(PgStoreTest, AReportNamingAnotherProgramThanItsRunsIsADeadLetter) {
   EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/mine'"), 1);
 }
 
-// The audit (2026-11-25): a run killed by `schedules delete` published nothing, so a downstream
-// schedule with on_upstream_failure: discard never learned its upstream ended. It is announced
-// by a `killed` event (reason schedule_deleted), which reaches downstream although the run ended.
+// A run killed by `schedules delete` is announced by a `killed` event (reason schedule_deleted),
+// which reaches downstream although the run ended, so a downstream schedule with
+// on_upstream_failure: discard learns its upstream ended (docs/adr/0020-delete-kills-and-announces.md).
 TEST_F(PgStoreTest, ARunKilledByADeleteIsAnnouncedForDownstreamSchedules) {
   json upstream = PartitionSchedule("s", "d");
   upstream["retry"] = {{"max_attempts", 2}, {"backoff", "1h"}};
@@ -1194,12 +1195,12 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='retry_wait'"), 1);
   Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second', attempt_started_at = now() - interval '1 minute'");
   EXPECT_EQ(store_->SweepRuns()->retried, 1);
-  // The new attempt has not started: attempt 1's start no longer shows as its own (the audit).
+  // The new attempt has not started: attempt 1's start does not show as its own.
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE attempt = 2 AND attempt_started_at IS NULL"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND (payload::jsonb->>'attempt')::int = 2 "
                   "AND payload::jsonb->>'run_id' = (SELECT run_id FROM runs)"), 1);
   // The retry's request reads as the first attempt's: the same layout, only attempt and
-  // launched_at changed (it was rendered from jsonb, with spaces and jsonb's key order).
+  // launched_at changed (not rendered from jsonb, with spaces and jsonb's key order).
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND "
                   "payload LIKE '{\"attempt\":2,\"heartbeat_timeout\":\"1s\",\"launched_at\":\"%'"), 1);
   EXPECT_EQ(Count("SELECT count(DISTINCT substr(payload, position(',\"program\":' in payload))) FROM outbox "
@@ -1247,10 +1248,9 @@ TEST_F(PgStoreTest, ARetryOfARequestInAnotherLayoutStillCountsItsAttempt) {
                   "AND payload::jsonb->>'launched_at' <> '2026-11-25T00:00:00.000Z'"), 1);
 }
 
-// The second audit of 2026-11-25: a deleted schedule's failed run was launched twice more,
-// with the default backoff (its retry policy was gone with its document). Nothing of a deleted
-// schedule launches: delete kills a run waiting for its retry, a running run's failure is
-// final, and the sweep kills a retry decided by a transaction that committed after the delete.
+// Nothing of a deleted schedule launches (its retry policy is gone with its document): delete
+// kills a run waiting for its retry, a running run's failure is final, and the sweep kills a
+// retry decided by a transaction that committed after the delete.
 TEST_F(PgStoreTest, ADeletedSchedulesRunsAreNotRetried) {
   auto launch = [&](const std::string& name, int64_t offset) {
     json doc = PartitionSchedule(name, "d." + name);
@@ -1476,8 +1476,8 @@ TEST_F(PgStoreTest, RunsKilledByADeleteAreAnnouncedToWorkers) {
   EXPECT_TRUE(ControlMessages(conn_).empty());
 }
 
-// The second audit of 2026-11-25: a name deleted and applied again started at version 1, so two
-// launch requests with different args both said schedule_version 1.
+// A name deleted and applied again goes on counting versions, so no two launch requests with
+// different args both say schedule_version 1 (docs/adr/0019-versions-continue-across-delete.md).
 TEST_F(PgStoreTest, AScheduleVersionKeepsCountingAcrossADelete) {
   json doc = PartitionSchedule("s", "d");
   Apply({doc});
@@ -1543,12 +1543,12 @@ TEST_F(PgStoreTest, ABatchWaitsForAScheduleChangeInFlightAndSeesIt) {
   EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 1"), 1);
 }
 
-// The audit of 2026-11-25 (about one deadlock a second under load): an ingest transaction
-// freed the counters of the runs its reports ended (schedule, then group) and then, on the
-// fast path, locked the counters of the jobs it checks: schedules after a group, out of the
-// order the checkers use (schedules, then groups). A checker holding the checked job's schedule
-// counter and asking for the group's then closed the cycle. Now the ingest takes every counter
-// lock in one order and frees the slots after.
+// An ingest transaction that freed the counters of the runs its reports ended (schedule, then
+// group) and then, on the fast path, locked the counters of the jobs it checks would take
+// schedules after a group, out of the order the checkers use (schedules, then groups); a checker
+// holding the checked job's schedule counter and asking for the group's would close the cycle.
+// The ingest takes every counter lock in one order and frees the slots after
+// (docs/adr/0015-run-counter-lock-order.md).
 TEST_F(PgStoreTest, AnIngestThatEndsARunAndChecksAJobTakesCounterLocksInTheCheckersOrder) {
   json a = PartitionSchedule("a", "d.a", {{"concurrency_group", {{"name", "g"}, {"max", 2}}}});
   json b = PartitionSchedule("b", "d.b", {{"concurrency_group", {{"name", "g"}, {"max", 2}}}});
@@ -1586,10 +1586,10 @@ TEST_F(PgStoreTest, AnIngestThatEndsARunAndChecksAJobTakesCounterLocksInTheCheck
   EXPECT_EQ(Count("SELECT active_runs FROM group_runtime WHERE name = 'g'"), 1);
 }
 
-// The audit (2026-11-25), two instances: a batch that ended a run of a group woke the group's
-// waiting jobs before it held the group's counter, skipping one another instance's check held;
-// that check had read the group full and wrote the job back to wait 30 s, and the freed slot
-// stayed idle until some other run ended. The batch wakes again once it holds the counter.
+// Two instances: a batch that ends a run of a group and wakes the group's waiting jobs before
+// it holds the group's counter skips one another instance's check holds; that check has read
+// the group full and writes the job back to wait 30 s, and the freed slot would stay idle until
+// some other run ends. The batch wakes again once it holds the counter.
 TEST_F(PgStoreTest, ARunsEndWakesAWaitingJobAnotherInstanceHeldWhileCheckingIt) {
   json group = {{"concurrency_group", {{"name", "g"}, {"max", 1}}}};
   Apply({PartitionSchedule("a", "d.a", group), PartitionSchedule("b", "d.b", group)});
@@ -1734,8 +1734,9 @@ TEST_F(PgStoreTest, FastPathWritesANewJobOnceInItsDecidedStateAfterOlderWaitingJ
 
 // The prepared statements run on generic plans made anew every second (PgStore::Connect): a
 // plan made while `jobs` was empty reads the whole table, and once the table has grown the next
-// plan must look rows up by key. A plan kept for good (PostgreSQL's own cache) stayed on the
-// whole-table plan until an autoanalyze, and a storm stalled for minutes.
+// plan must look rows up by key. A plan kept for good (PostgreSQL's own cache) would stay on the
+// whole-table plan until an autoanalyze, and a storm stall for minutes
+// (docs/adr/0030-generic-plans-renewed.md).
 TEST_F(PgStoreTest, GenericPlansAreMadeAnewForTheTablesCurrentSize) {
   constexpr int kCheckerWritesParams = 12 + 18 + 15 + 5;  // + the columns of jobs, runs and outbox rows it inserts
   auto empty = store_->ExplainPrepared("checker_writes", kCheckerWritesParams);
