@@ -369,9 +369,10 @@ int EventsEmit(const trigd::Config& config, const Args& a, bool as_json) {
   }
   // The same validation trigd applies: refuse here what trigd would dead-letter (the reason's
   // dead-letter code, "bad_field: ", is for the dead-letter topic, not for a person).
-  if (auto parsed = trigd::ParseEnvelope(e.dump()); !parsed.ok()) {
+  trigd::DeadLetterReason reason{};
+  if (auto parsed = trigd::ParseEnvelope(e.dump(), trigd::kMaxEventBytes, &reason); !parsed.ok()) {
     std::string why = parsed.status().message();
-    const std::string code = trigd::DeadLetterReason(parsed.status()) + ": ";
+    const std::string code = std::string(trigd::DeadLetterReasonName(reason)) + ": ";
     if (why.rfind(code, 0) == 0) why.erase(0, code.size());
     return Refuse("events emit", why);
   }

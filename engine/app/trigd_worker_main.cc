@@ -49,6 +49,7 @@
 #include "app/worker_control.h"
 #include "common/log.h"
 #include "common/time.h"
+#include "common/topic_names.h"
 #include "core/schedule_parser.h"
 #include "log/kafka.h"
 
@@ -370,7 +371,7 @@ bool DrainControl(trigd::TopicReader& control, Worker& worker, int wait_ms) {
 // every attempt trigd ended. nullptr when the topic does not exist (said why) or on SIGTERM;
 // an unreachable broker is waited for, saying so.
 std::unique_ptr<trigd::TopicReader> OpenControl(const trigd::Config& config, Worker& worker) {
-  const std::string topic = config.topic_prefix + "control";
+  const std::string topic = trigd::TopicNames(config.topic_prefix).control;
   auto said = SteadyClock::time_point{};
   std::unique_ptr<trigd::TopicReader> reader;
   while (!g_stop && !reader) {
@@ -439,10 +440,11 @@ int main(int argc, char** argv) {
     Log(producer.status().ToString());
     return 2;
   }
-  Worker worker(**producer, config.topic_prefix + "events.program", concurrency);
+  const trigd::TopicNames topics(config.topic_prefix);
+  Worker worker(**producer, topics.events_program, concurrency);
   std::unique_ptr<trigd::TopicReader> control = OpenControl(config, worker);
   if (!control) return g_stop ? 0 : 2;
-  const std::string launch_topic = config.topic_prefix + "launch." + target;
+  const std::string launch_topic = topics.Launch(target);
   trigd::ConsumerOptions options;
   options.commit_stored_every_ms = kCommitEveryMs;
   auto consumer = trigd::Consumer::Create(

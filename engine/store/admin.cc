@@ -329,7 +329,7 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
             "UPDATE runs SET " TRIGD_KILLED_BY_DELETE
             "WHERE job_id=$1 AND state='launched' " TRIGD_KILLED_BY_DELETE_RETURNING, job);
         if (!run.empty()) release(run[0][0]);
-        pg_internal::KillByDeleteEvents(tx, topic_prefix, run);
+        pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), run);
       }
       // Runs waiting for their next attempt are not retried either (the audit of 2026-11-25
       // saw a deleted schedule's failed run launched twice more, with the default backoff:
@@ -338,7 +338,7 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
       const pqxx::result waiting = tx.exec_params(
           "UPDATE runs SET " TRIGD_KILLED_BY_DELETE "WHERE schedule_id=$1 AND state='retry_wait' " TRIGD_KILLED_BY_DELETE_RETURNING, id);
       for (const auto& run : waiting) release(run[0]);
-      pg_internal::KillByDeleteEvents(tx, topic_prefix, waiting);
+      pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), waiting);
       killed = static_cast<int64_t>(ended.size());
       pg_internal::DecrementRunCounters(tx, ended);
       // Its version goes on counting if the name is applied again (schema/013; the greatest: a

@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "common/topic_names.h"
 #include "core/envelope.h"
 #include "model/event.h"
 #include "store/control_message.h"
@@ -152,7 +153,7 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
 // topic, as a lost run's `failed` is: downstream schedules see the run end
 // (on_upstream_failure), where they saw nothing (the audit of 2026-11-25). Reason
 // schedule_deleted; id killed:<run>:<attempt>, which ingestion counts although the run ended.
-inline void KillByDeleteEvents(pqxx::transaction_base& tx, const std::string& topic_prefix, const pqxx::result& killed,
+inline void KillByDeleteEvents(pqxx::transaction_base& tx, const TopicNames& topics, const pqxx::result& killed,
                                int first = 1) {
   if (killed.empty()) return;
   const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
@@ -165,12 +166,12 @@ inline void KillByDeleteEvents(pqxx::transaction_base& tx, const std::string& to
     e.time = now;
     e.payload = {{"program", program}, {"run_id", run_id}, {"status", "killed"}, {"attempt", attempt},
                  {"reason", "schedule_deleted"}, {"schedule", r[first + 3].as<std::string>()}};
-    tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topic_prefix + "events.program",
+    tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topics.events_program,
                    program, EnvelopeToJson(e).dump());
     // And every worker is told not to start it: the attempt's request may be on the launch
     // topic (a retry_wait run's last attempt; a withdrawn request whose publication's outbox
     // delete was lost), where a worker of another group may read it later.
-    AddControlMessage(tx, topic_prefix,
+    AddControlMessage(tx, topics,
                       {run_id, attempt, "killed", "schedule_deleted", true, StartByField(r[first + 4])}, now);
   }
 }

@@ -44,7 +44,7 @@ inline void MakeReadyJobs(Run& run, int64_t schedules, int64_t jobs) {
     trigd::IngestBatch in;
     in.group = run.group;
     int64_t end = std::min(jobs, first + batch);
-    in.positions.push_back({run.prefix + "events.data", 0, first, end});
+    in.positions.push_back({trigd::TopicNames(run.prefix).events_data, 0, first, end});
     for (int64_t i = first; i < end; ++i) {
       auto e = trigd::ParseEnvelope(PartitionEvent("seed-" + std::to_string(i), "d" + std::to_string(i % schedules),
                                                    "dt=2026-11-22/h=" + std::to_string(i)));
