@@ -409,7 +409,9 @@ int main(int argc, char** argv) {
   trigd::FlagValue(app.add_option("--target", target, "the program target whose launch topic it consumes")->capture_default_str());
   trigd::FlagValue(app.add_option("--concurrency", concurrency_text, "commands run at once, 1 to 10000")->capture_default_str());
   trigd::FlagValue(app.add_option("--group-id", group_id, "consumer group (default: GROUP-worker-TARGET)"));
-  trigd::AddConfigFlags(app, config, trigd::ConfigFlags::kClient);
+  // The engine's set, as the worker has always taken it: --metrics and --instance-id are accepted
+  // and unused (the worker serves no metrics and consumes with dynamic membership).
+  trigd::AddConfigFlags(app, config, trigd::ConfigFlags::kEngine);
   if (auto rc = trigd::ParseCommandLine(app, argc, argv)) return *rc;
   if (auto extra = app.remaining(true); !extra.empty()) return trigd::RefuseCommandLine(app, "unknown argument " + extra.front());
   trigd::ReadEnvironmentSettings(config);

@@ -47,7 +47,7 @@ done
 expect 1 "trigd: unknown argument --bogus" "$bin/trigd" --bogus
 # A mistyped topic prefix is refused before trigd reads or publishes anything (it took the real
 # instances' fire times and published their launches where no worker reads).
-expect 1 "trigd: invalid: topics nosuch.events.data, nosuch.events.program, nosuch.events.time, nosuch.dead do not exist at $TRIGD_KAFKA (create them with trigctl topics create, or check --topic-prefix)" \
+expect 1 "trigd: invalid: topics nosuch.events.data, nosuch.events.program, nosuch.events.time, nosuch.dead, nosuch.control do not exist at $TRIGD_KAFKA (create them with trigctl topics create, or check --topic-prefix)" \
   "$bin/trigd" --topic-prefix nosuch. --metrics "127.0.0.1:$(free_port)"
 expect 1 "trigd: unknown argument extra" "$bin/trigd" migrate extra
 # A metrics address trigd cannot listen on is named with the usual causes (it printed
