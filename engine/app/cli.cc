@@ -79,6 +79,11 @@ int RefuseCommandLine(const CLI::App& root, const std::string& problem) {
   return 1;
 }
 
+int RefuseSetting(const CLI::App& root, const std::string& problem) {
+  std::cerr << root.get_name() << ": " << problem << "\n";
+  return 1;
+}
+
 std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);

@@ -57,4 +57,8 @@ std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv);
 // usage is.
 int RefuseCommandLine(const CLI::App& root, const std::string& problem);
 
+// Refuses a setting (exit 1), an environment variable's most often: "PROGRAM: PROBLEM" on
+// stderr, whatever the command.
+int RefuseSetting(const CLI::App& root, const std::string& problem);
+
 }  // namespace trigd

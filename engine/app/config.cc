@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "store/pg_conninfo.h"
 #include "store/retention.h"
 
 namespace trigd {
@@ -36,6 +37,15 @@ void ReadEnvironmentSettings(Config& c) {
   }
 }
 
-Status FinishConfig(Config&) { return Status(); }
+Status FinishConfig(Config& c) {
+  if (const char* v = std::getenv("TRIGD_PG_CONNECT_TIMEOUT"); v && *v) {
+    // Applied to TRIGD_PG or --pg when it names none; otherwise each connection gets the default
+    // (store/pg_conninfo.h).
+    auto t = ParseConnectTimeout(v);
+    if (!t.ok()) return t.status();
+    c.pg = WithConnectTimeout(c.pg, *t);
+  }
+  return Status();
+}
 
 }  // namespace trigd

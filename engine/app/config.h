@@ -13,7 +13,9 @@ namespace trigd {
 
 struct Config {
   std::string kafka = "127.0.0.1:9092";            // TRIGD_KAFKA
-  std::string pg = "host=127.0.0.1 port=55432 user=trigd dbname=trigd";  // TRIGD_PG
+  // TRIGD_PG, with TRIGD_PG_CONNECT_TIMEOUT as its connect_timeout when it names none
+  // (kDefaultPgConnectTimeout, 10 s, when neither does: store/pg_conninfo.h).
+  std::string pg = "host=127.0.0.1 port=55432 user=trigd dbname=trigd";
   std::string metrics = "127.0.0.1:9464";          // TRIGD_METRICS
   std::string topic_prefix = "trigd.";             // TRIGD_TOPIC_PREFIX
   std::string group = "trigd";                     // TRIGD_GROUP

@@ -86,6 +86,6 @@ int main(int argc, char** argv) {
     return trigd::RefuseCommandLine(app, "needs a verb: " + Choices(leaf.get_subcommands({})));
   }
   trigd::ReadEnvironmentSettings(ctx.config);
-  if (trigd::Status s = trigd::FinishConfig(ctx.config); !s.ok()) return trigd::RefuseCommandLine(app, s.message());
+  if (trigd::Status s = trigd::FinishConfig(ctx.config); !s.ok()) return trigd::RefuseSetting(app, s.message());
   return command->second();
 }

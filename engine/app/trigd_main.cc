@@ -4,18 +4,17 @@
 #include <vector>
 
 #include <atomic>
-#include <csignal>
 #include <cstdlib>
 
 #include "app/cli.h"
 #include "app/config.h"
 #include "app/engine.h"
 #include "app/huge_pages.h"
+#include "app/stop.h"
 #include "store/migrator.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
 
 int Migrate(const trigd::Config& config) {
   std::vector<std::string> applied;
@@ -50,9 +49,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   trigd::ReadEnvironmentSettings(config);
-  if (trigd::Status s = trigd::FinishConfig(config); !s.ok()) return trigd::RefuseCommandLine(app, s.message());
+  if (trigd::Status s = trigd::FinishConfig(config); !s.ok()) return trigd::RefuseSetting(app, s.message());
   if (const char* v = std::getenv("TRIGD_CHECKERS"); v && *v) {
-    if (auto n = trigd::ParseCheckers(v); !n.ok()) return trigd::RefuseCommandLine(app, n.status().message());
+    if (auto n = trigd::ParseCheckers(v); !n.ok()) return trigd::RefuseSetting(app, n.status().message());
   }
   if (auto keep = trigd::ParseRetention(retention); keep.ok()) {
     config.retention = *keep;
@@ -60,8 +59,7 @@ int main(int argc, char** argv) {
     return trigd::RefuseCommandLine(app, keep.status().message());
   }
   if (migrate->parsed()) return Migrate(config);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGINT, OnSignal);
+  trigd::StopOnSignals(g_stop);
   trigd::Status s = trigd::RunEngine(config, g_stop);
   if (!s.ok()) {
     std::cerr << "trigd: " << s.ToString() << "\n";

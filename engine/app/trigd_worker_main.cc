@@ -415,7 +415,7 @@ int main(int argc, char** argv) {
   if (auto rc = trigd::ParseCommandLine(app, argc, argv)) return *rc;
   if (auto extra = app.remaining(true); !extra.empty()) return trigd::RefuseCommandLine(app, "unknown argument " + extra.front());
   trigd::ReadEnvironmentSettings(config);
-  if (trigd::Status s = trigd::FinishConfig(config); !s.ok()) return trigd::RefuseCommandLine(app, s.message());
+  if (trigd::Status s = trigd::FinishConfig(config); !s.ok()) return trigd::RefuseSetting(app, s.message());
   const std::string group = group_id.value_or(config.group + "-worker-" + target);
   size_t concurrency = 1;
   {

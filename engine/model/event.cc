@@ -20,6 +20,7 @@ const char* DeadLetterReasonName(DeadLetterReason r) {
     case DeadLetterReason::kMissingField: return "missing_field";
     case DeadLetterReason::kBadField: return "bad_field";
     case DeadLetterReason::kUnknownType: return "unknown_type";
+    case DeadLetterReason::kScheduleFailed: return "schedule_failed";
   }
   return "?";
 }

@@ -26,11 +26,14 @@ inline constexpr EventOutcome kCountedEventOutcomes[] = {EventOutcome::kApplied,
 const char* EventOutcomeName(EventOutcome o);
 
 // Why an event went to the dead-letter topic (trigd_dead_letters_total's `reason` label, and the
-// start of the dead letter's `reason` text; ParseEnvelope in core/envelope.h says which is which).
-enum class DeadLetterReason { kOversized, kBadJson, kNotObject, kMissingField, kBadField, kUnknownType };
+// start of the dead letter's `reason` text). ParseEnvelope (core/envelope.h) gives the first
+// six; kScheduleFailed is ingest's, for an event a schedule's rows could not take
+// (store/poison.cc).
+enum class DeadLetterReason { kOversized, kBadJson, kNotObject, kMissingField, kBadField, kUnknownType, kScheduleFailed };
 inline constexpr DeadLetterReason kDeadLetterReasons[] = {
     DeadLetterReason::kOversized, DeadLetterReason::kBadJson,  DeadLetterReason::kNotObject,
-    DeadLetterReason::kMissingField, DeadLetterReason::kBadField, DeadLetterReason::kUnknownType};
+    DeadLetterReason::kMissingField, DeadLetterReason::kBadField, DeadLetterReason::kUnknownType,
+    DeadLetterReason::kScheduleFailed};
 const char* DeadLetterReasonName(DeadLetterReason r);
 // The start of an event key (Event::EventKey): "partition:", "program:" or "time:".
 std::string_view EventKeyPrefix(EventType t);

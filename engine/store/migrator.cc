@@ -41,12 +41,9 @@ Status ApplyMigrations(const std::string& pg, const std::string& schema_dir,
   if (ec) return Invalid("schema folder " + schema_dir + ": " + ec.message());
   std::sort(files.begin(), files.end());
 
-  std::unique_ptr<pqxx::connection> conn;
-  try {
-    conn = std::make_unique<pqxx::connection>(pg);
-  } catch (const std::exception& e) {
-    return Unavailable(std::string("cannot connect to PostgreSQL: ") + pg_internal::OneLine(e.what()));
-  }
+  auto connected = pg_internal::Connect(pg);
+  if (!connected.ok()) return connected.status();
+  std::unique_ptr<pqxx::connection> conn = std::move(*connected);
   for (const auto& file : files) {
     std::string name = file.filename().string();
     try {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -19,9 +20,14 @@
 #include "model/event.h"
 #include "store/control_message.h"
 
-namespace trigd {
-struct EndedRun;  // pg_store.h
-}
+#include "store/pg_conninfo.h"
+#include "store/pg_store.h"
+
+// PgStore's connection (pg_store.cc, poison.cc).
+struct trigd::PgStore::Conn {
+  explicit Conn(std::unique_ptr<pqxx::connection> c) : c(std::move(c)) {}
+  std::unique_ptr<pqxx::connection> c;
+};
 
 namespace trigd::pg_internal {
 
@@ -116,11 +122,51 @@ auto Guard(F&& f) -> decltype(f()) {
   }
 }
 
+// Whether `e` is a failure that running the same transaction again cannot fix, caused by what
+// it wrote: a data exception (SQLSTATE class 22: a value out of a column's range, bad text), an
+// integrity violation other than a unique violation (class 23: a check or not-null; a unique
+// violation is a race with another instance, rerun), a program limit (class 54: a jsonb too
+// large), an exception raised by a trigger or function (P0001), or a value trigd could not
+// serialise (a JSON exception). Such a failure is one schedule's or one event's (PgStore's
+// ingest isolates it, store/poison.cc), never the connection's.
+inline bool IsDataError(const std::exception& e) {
+  if (dynamic_cast<const nlohmann::json::exception*>(&e)) return true;
+  const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e);
+  if (!sql) return false;
+  const std::string& state = sql->sqlstate();
+  if (state.size() != 5) return false;
+  const std::string_view cls = std::string_view(state).substr(0, 2);
+  return cls == "22" || (cls == "23" && state != "23505") || cls == "54" || state == "P0001";
+}
+
+// Guard, noting in `*data_error` the message of a failure IsDataError recognises (the status
+// returned is Guard's: kInternal).
+template <class F>
+auto Guard(F&& f, std::string* data_error) -> decltype(f()) {
+  return Guard([&]() -> decltype(f()) {
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      if (data_error && IsDataError(e)) *data_error = OneLine(e.what());
+      throw;
+    }
+  });
+}
+
+// A connection to `pg`, with kDefaultPgConnectTimeout when neither `pg` nor libpq's own
+// PGCONNECT_TIMEOUT sets one. A timeout is reported with the limit that expired.
 inline Result<std::unique_ptr<pqxx::connection>> Connect(const std::string& pg) {
+  const std::string conninfo = std::getenv("PGCONNECT_TIMEOUT") ? pg : WithConnectTimeout(pg, kDefaultPgConnectTimeout);
   try {
-    return std::make_unique<pqxx::connection>(pg);
+    return std::make_unique<pqxx::connection>(conninfo);
   } catch (const std::exception& e) {
-    return Unavailable(std::string("cannot connect to PostgreSQL: ") + OneLine(e.what()));
+    std::string why = OneLine(e.what());
+    if (why.find("timeout expired") != std::string::npos) {
+      const int limit = ConnectTimeoutOf(conninfo);
+      why += " (no answer within the connect timeout" + (limit > 0 ? " of " + std::to_string(limit) + "s" : std::string()) +
+             "; TRIGD_PG_CONNECT_TIMEOUT, or connect_timeout in TRIGD_PG, sets it)";
+    }
+    return Unavailable("cannot connect to PostgreSQL: " + why);
   }
 }
 

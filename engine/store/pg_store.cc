@@ -37,11 +37,6 @@ using pg_internal::TableRows;
 using pg_internal::ToMillis;
 using pg_internal::ValidText;
 
-struct PgStore::Conn {
-  explicit Conn(std::unique_ptr<pqxx::connection> c) : c(std::move(c)) {}
-  std::unique_ptr<pqxx::connection> c;
-};
-
 // The transaction's now(), read once: in milliseconds for decisions, and exactly, as text and
 // as JSON, for rows copied in (a run launched in the transaction that ended the run before it
 // carries the very same instant).
@@ -683,17 +678,27 @@ constexpr size_t kIdsAsArrayLimit = 64;
 // or the same id racing in from another instance, once that one commits); the batch then runs
 // again at once with ON CONFLICT DO NOTHING, and so do the next kOnConflictBatches batches (a
 // producer replaying a topic re-sends many ids in a row).
+// A batch that fails in a way no rerun fixes (pg_internal::IsDataError) is applied again
+// without the events that fail for their schedules, which are dead-lettered (ApplyIsolating).
 Result<IngestResult> PgStore::ApplyBatch(const IngestBatch& batch) {
+  std::string data_error;
+  Result<IngestResult> r = ApplyBatchOnce(batch, &data_error);
+  if (r.ok() || data_error.empty()) return r;
+  return ApplyIsolating(batch, data_error);
+}
+
+Result<IngestResult> PgStore::ApplyBatchOnce(const IngestBatch& batch, std::string* data_error) {
   const bool on_conflict = on_conflict_batches_ > 0;
   if (on_conflict) --on_conflict_batches_;
   bool seen_before = false;
-  Result<IngestResult> r = ApplyBatchTx(batch, on_conflict, seen_before);
+  Result<IngestResult> r = ApplyBatchTx(batch, on_conflict, seen_before, TxEnd::kCommit, data_error);
   if (!seen_before) return r;
   on_conflict_batches_ = kOnConflictBatches;
-  return ApplyBatchTx(batch, true, seen_before);
+  return ApplyBatchTx(batch, true, seen_before, TxEnd::kCommit, data_error);
 }
 
-Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_conflict, bool& seen_before) {
+Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_conflict, bool& seen_before, TxEnd end,
+                                           std::string* data_error) {
   return Guard([&]() -> Result<IngestResult> {
     RenewPlans();
     std::shared_ptr<void> built;  // ApplyEvents' memory, freed after the commit (declared first)
@@ -764,9 +769,15 @@ Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_con
       seen_before = true;
       return IngestResult{};
     }
-    tx.Commit(writes.empty() ? std::string() : tx.Execute("checker_writes", writes));
+    const std::string last = writes.empty() ? std::string() : tx.Execute("checker_writes", writes);
+    if (end == TxEnd::kRollback) {
+      if (!last.empty()) tx.tx().exec(last);
+      tx.Rollback();
+      return result;
+    }
+    tx.Commit(last);
     return result;
-  });
+  }, data_error);
 }
 
 // De-duplication: only events that can change something (a schedule reached, a run report) are

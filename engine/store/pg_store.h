@@ -279,9 +279,24 @@ class PgStore {
   };
   struct Relevant;
   static Relevant FindRelevant(const IngestBatch& batch, IngestResult& result);
+  // ApplyBatch without isolating a failing schedule: `*data_error` set when it failed in a way
+  // no rerun fixes (pg_internal::IsDataError).
+  Result<IngestResult> ApplyBatchOnce(const IngestBatch& batch, std::string* data_error);
   // One ApplyBatch transaction; `seen_before` set (and nothing written) when the plain insert of
-  // the event ids met an id recorded before.
-  Result<IngestResult> ApplyBatchTx(const IngestBatch& batch, bool on_conflict, bool& seen_before);
+  // the event ids met an id recorded before. kRollback runs every statement and then rolls back
+  // (a probe of ApplyIsolating).
+  enum class TxEnd { kCommit, kRollback };
+  Result<IngestResult> ApplyBatchTx(const IngestBatch& batch, bool on_conflict, bool& seen_before,
+                                    TxEnd end = TxEnd::kCommit, std::string* data_error = nullptr);
+  // A batch that failed with `error` (a data error) applied without the (event, schedule) pairs
+  // that fail, each dead-lettered with reason schedule_failed (store/poison.cc).
+  struct Isolation;
+  Result<IngestResult> ApplyIsolating(const IngestBatch& batch, const std::string& error);
+  Status AddPairs(Isolation& iso, size_t from, size_t to, const std::string* fails_with);
+  // Schedules that failed a batch lately: their pairs are tried last, so a batch that reaches
+  // them again is isolated in fewer probes. Cleared when it grows past kMaxSuspects.
+  std::set<int64_t> poison_suspects_;
+  static constexpr size_t kMaxSuspects = 1000;
   void ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Relevant& relevant, IngestResult& result);
   bool RetryFailedAttempt(const TxContext& ctx, const RunReport& rep);
   // Producer ticks that repeat a fire time trigd produced: their inputs' indexes (see the .cc).

@@ -7,11 +7,15 @@
 
 #include <pqxx/pqxx>
 
+#include "store/pg_conninfo.h"
+
 namespace trigd::test {
 
+// With the connect timeout trigd's own connections get: a PostgreSQL that accepts and never
+// answers fails the test instead of holding it.
 inline std::string Pg() {
   const char* pg = std::getenv("TRIGD_PG");
-  return pg ? pg : "host=127.0.0.1 port=55432 user=trigd dbname=trigd";
+  return WithConnectTimeout(pg ? pg : "host=127.0.0.1 port=55432 user=trigd dbname=trigd", kDefaultPgConnectTimeout);
 }
 
 // A test's own empty database `name` (dropped first if a run left it): its connection string.

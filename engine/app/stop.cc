@@ -1,0 +1,32 @@
+#include "app/stop.h"
+
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "common/log.h"
+
+namespace trigd {
+
+void StopOnSignals(std::atomic<bool>& stop) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every thread started after
+  std::thread([signals, &stop] {
+    int signal = 0;
+    if (sigwait(&signals, &signal) != 0) return;
+    stop = true;
+    std::this_thread::sleep_for(kStopGrace);
+    LogLine("still stopping " + std::to_string(kStopGrace.count()) + " ms after " +
+            strsignal(signal) + "; exiting now (what was in flight is rolled back, or re-sent from the outbox)");
+    std::_Exit(0);
+  }).detach();
+}
+
+}  // namespace trigd
