@@ -19,6 +19,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/topic_names.h"
 #include "core/envelope.h"
 #include "core/event_router.h"
 #include "core/schedule_index.h"
@@ -191,21 +192,18 @@ class EventCounters {
  public:
   explicit EventCounters(Metrics& metrics) {
     for (EventType type : {EventType::kPartition, EventType::kProgram, EventType::kTick}) {
-      for (size_t o = 0; o < kOutcomes.size(); ++o) {
-        counters_[static_cast<size_t>(type)][o] = &metrics.Event(EventTypeName(type), std::string(kOutcomes[o]));
+      for (EventOutcome o : kCountedEventOutcomes) {
+        counters_[static_cast<size_t>(type)][static_cast<size_t>(o)] = &metrics.Event(type, o);
       }
     }
   }
-  // `outcome`: applied, duplicate or no_match (IngestResult::outcome).
-  prometheus::Counter& Get(EventType type, std::string_view outcome) {
-    size_t o = 0;
-    while (o + 1 < kOutcomes.size() && kOutcomes[o] != outcome) ++o;
-    return *counters_[static_cast<size_t>(type)][o];
+  // `outcome`: applied, duplicate or no_match (IngestResult::outcome; kDead is counted by reason).
+  prometheus::Counter& Get(EventType type, EventOutcome outcome) {
+    return *counters_[static_cast<size_t>(type)][static_cast<size_t>(outcome)];
   }
 
  private:
-  static constexpr std::array<std::string_view, 3> kOutcomes = {"applied", "duplicate", "no_match"};
-  std::array<std::array<prometheus::Counter*, 3>, 3> counters_{};
+  std::array<std::array<prometheus::Counter*, std::size(kCountedEventOutcomes)>, 3> counters_{};
 };
 
 // Consumed messages made ready for one transaction. Events that match no schedule and report
@@ -221,7 +219,7 @@ struct PreparedBatch {
   std::vector<PartitionOffset> offsets;   // for Kafka's group once committed (Finish)
   std::array<int64_t, 3> no_match{};      // by EventType
   int64_t own_ticks = 0;                  // trigd's own ticks (IsOwnTick): applied when published
-  std::vector<std::string> dead_reasons;
+  std::vector<DeadLetterReason> dead_reasons;
   size_t messages = 0;
 
   bool empty() const { return messages == 0; }
@@ -260,7 +258,7 @@ void Prepare(const MessageBatch& messages, const ScheduleIndex& index, PreparedB
         ++out.no_match[static_cast<size_t>(r.type)];
         break;
       case RoutedEvent::Kind::kInvalid:
-        out.dead_reasons.push_back(DeadLetterReason(r.error));
+        out.dead_reasons.push_back(r.reason);
         out.in.dead.push_back({std::string(m.key), DeadLetterJson(r.error, m.topic, m.partition, m.offset, m.value)});
         break;
       case RoutedEvent::Kind::kMatch:
@@ -363,17 +361,17 @@ class IngestCommitter {
     if (r->stale_index) return Outcome::kStaleIndex;
     // Counted and woken here, as soon as the transaction is durable.
     sh_.metrics.IngestTransactions().Increment();
-    for (const std::string& reason : batch.dead_reasons) sh_.metrics.DeadLetter(reason).Increment();
-    for (const std::string& reason : r->dead_reasons) sh_.metrics.DeadLetter(reason).Increment();
+    for (DeadLetterReason reason : batch.dead_reasons) sh_.metrics.DeadLetter(reason).Increment();
+    for (DeadLetterReason reason : r->dead_reasons) sh_.metrics.DeadLetter(reason).Increment();
     if (!r->dead_reasons.empty()) sh_.relay_wake.Wake();
     for (size_t i = 0; i < batch.in.events.size(); ++i) {
       // A dead letter is counted as one (above), not as an event.
-      if (r->outcome[i] != "dead") counters_.Get(batch.in.events[i].type, r->outcome[i]).Increment();
+      if (r->outcome[i] != EventOutcome::kDead) counters_.Get(batch.in.events[i].type, r->outcome[i]).Increment();
     }
     for (EventType type : {EventType::kPartition, EventType::kProgram, EventType::kTick}) {
-      if (int64_t n = batch.no_match[static_cast<size_t>(type)]) counters_.Get(type, "no_match").Increment(static_cast<double>(n));
+      if (int64_t n = batch.no_match[static_cast<size_t>(type)]) counters_.Get(type, EventOutcome::kNoMatch).Increment(static_cast<double>(n));
     }
-    if (batch.own_ticks > 0) counters_.Get(EventType::kTick, "duplicate").Increment(static_cast<double>(batch.own_ticks));
+    if (batch.own_ticks > 0) counters_.Get(EventType::kTick, EventOutcome::kDuplicate).Increment(static_cast<double>(batch.own_ticks));
     RecordApplied(sh_, *r);
     if (!batch.in.dead.empty()) sh_.relay_wake.Wake();
     return Outcome::kCommitted;
@@ -446,9 +444,8 @@ void IngestLoop(Shared& sh) {
   constexpr int kMaxStale = 3;
   int stale_in_a_row = 0;
   std::unique_ptr<Consumer> consumer;
-  const std::string data = sh.config.topic_prefix + "events.data";
-  const std::string program = sh.config.topic_prefix + "events.program";
-  const std::string time = sh.config.topic_prefix + "events.time";
+  const TopicNames topics(sh.config.topic_prefix);
+  const std::string& program = topics.events_program;
   auto last_refresh = Clock::time_point{};
   auto last_lag = Clock::time_point{};
   auto last_watch = Clock::time_point{};
@@ -485,7 +482,7 @@ void IngestLoop(Shared& sh) {
       options.prefetch_messages = kPrefetchMessages;
       options.prefetch_kbytes = kPrefetchKbytes;
       options.instance_id = sh.config.instance_id;
-      auto c = Consumer::Create(sh.config.kafka, sh.config.group, {data, program, time},
+      auto c = Consumer::Create(sh.config.kafka, sh.config.group, topics.Events(),
                                 [&](const std::vector<std::pair<std::string, int>>& parts) {
                                   // Positions come from PostgreSQL, where they are committed with the jobs;
                                   // after the batch in flight, so they include it.
@@ -626,7 +623,7 @@ void CheckerLoop(Shared& sh, int index) {
         if (t->produced > 0) sh.relay_wake.Wake();
         if (t->skipped > 0) sh.metrics.FireTimesSkipped().Increment(static_cast<double>(t->skipped));
         RecordApplied(sh, t->applied);
-        for (size_t i = 0; i < t->applied.outcome.size(); ++i) sh.metrics.Event("tick", t->applied.outcome[i]).Increment();
+        for (size_t i = 0; i < t->applied.outcome.size(); ++i) sh.metrics.Event(EventType::kTick, t->applied.outcome[i]).Increment();
         ticks_pending = t->produced >= static_cast<int>(kTickBatch);
         more = more || ticks_pending;
       } else {
@@ -850,9 +847,7 @@ void RelayLoop(Shared& sh) {
 // would have the relay's launch-topic settings, not those of topics/. Missing: refused (kInvalid).
 // Kafka not reachable yet: waits, saying so.
 Status CheckTopics(const Config& config, const std::atomic<bool>& stop) {
-  const std::string& p = config.topic_prefix;
-  const std::vector<std::string> needed = {p + "events.data", p + "events.program", p + "events.time", p + "dead",
-                                           p + "control"};
+  const std::vector<std::string> needed = TopicNames(config.topic_prefix).Needed();
   auto said = Clock::time_point{};
   while (!stop.load()) {
     auto missing = MissingTopics(config.kafka, needed);

@@ -29,11 +29,13 @@ inline constexpr size_t kMaxEventIdBytes = 1024;
 //                  status \"done\"", "bad_field: time: invalid time ...", an empty id, an
 //                  id longer than kMaxEventIdBytes
 //   unknown_type   e.g. "unknown_type: \"parquet\" (expected partition, program or tick)"
-// Unknown extra fields are allowed (producers may add their own).
-Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes = kMaxEventBytes);
+// Unknown extra fields are allowed (producers may add their own). A refusal sets *reason (when
+// given) to the reason its message starts with: the metric label, never read back from text.
+Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes = kMaxEventBytes,
+                            DeadLetterReason* reason = nullptr);
 
-// The dead-letter reason of a ParseEnvelope status: the text before the first ':'.
-std::string DeadLetterReason(const Status& status);
+// The kInvalid status of a refused event: "<reason>: <detail>", as ParseEnvelope makes them.
+Status DeadLetterStatus(DeadLetterReason reason, const std::string& detail);
 
 // The largest message trigd publishes (dead letters, launch requests): under librdkafka's
 // default message.max.bytes (1,000,000) and Kafka's (1,048,588). A larger one would be refused by

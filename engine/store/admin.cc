@@ -334,7 +334,7 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
             "UPDATE runs SET " TRIGD_KILLED_BY_DELETE
             "WHERE job_id=$1 AND state='launched' " TRIGD_KILLED_BY_DELETE_RETURNING, job);
         if (!run.empty()) release(run[0][0]);
-        pg_internal::KillByDeleteEvents(tx, topic_prefix, run);
+        pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), run);
       }
       // Runs waiting for their next attempt are not retried either: their retry policy is
       // gone with the document (docs/adr/0020-delete-kills-and-announces.md). A run still
@@ -342,7 +342,7 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
       const pqxx::result waiting = tx.exec_params(
           "UPDATE runs SET " TRIGD_KILLED_BY_DELETE "WHERE schedule_id=$1 AND state='retry_wait' " TRIGD_KILLED_BY_DELETE_RETURNING, id);
       for (const auto& run : waiting) release(run[0]);
-      pg_internal::KillByDeleteEvents(tx, topic_prefix, waiting);
+      pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), waiting);
       killed = static_cast<int64_t>(ended.size());
       pg_internal::DecrementRunCounters(tx, ended);
       // Its version goes on counting if the name is applied again (schema/013; the greatest: a

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "common/topic_names.h"
 #include "core/envelope.h"
 #include "model/event.h"
 #include "store/control_message.h"
@@ -192,13 +193,6 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
 #define TRIGD_KILLED_BY_DELETE_RETURNING \
   "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_REQUEST_START_BY " "
 
-// trigd's own `killed` report for each run a schedule delete killed (rows with run_id, attempt,
-// program, schedule_name and the request's start_by from column `first`, as
-// TRIGD_KILLED_BY_DELETE_RETURNING gives them from column 1), written to the outbox for the program
-// topic, as a lost run's `failed` is: downstream schedules see the run end
-// (on_upstream_failure), which they would not otherwise
-// (docs/adr/0020-delete-kills-and-announces.md). Reason
-// schedule_deleted; id killed:<run>:<attempt>, which ingestion counts although the run ended.
 // How trigd ended runs itself: the program event's status and reason, and its id's prefix
 // (<prefix>:<run>:<attempt>), by which ingestion counts the event although the run ended.
 struct RunEnding {
@@ -211,7 +205,7 @@ struct RunEnding {
 // and the request's start_by from column `first`), written to the outbox for the program topic,
 // so downstream schedules see the run end, and a control message, so no worker starts it: the
 // attempt's request may be on the launch topic, where a worker of another group may read it later.
-inline void AnnounceEndedRuns(pqxx::transaction_base& tx, const std::string& topic_prefix, const pqxx::result& ended,
+inline void AnnounceEndedRuns(pqxx::transaction_base& tx, const TopicNames& topics, const pqxx::result& ended,
                               int first, const RunEnding& how) {
   if (ended.empty()) return;
   const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
@@ -224,16 +218,22 @@ inline void AnnounceEndedRuns(pqxx::transaction_base& tx, const std::string& top
     e.time = now;
     e.payload = {{"program", program}, {"run_id", run_id}, {"status", how.status}, {"attempt", attempt},
                  {"reason", how.reason}, {"schedule", r[first + 3].as<std::string>()}};
-    tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topic_prefix + "events.program",
-                   program, EnvelopeToJson(e).dump());
-    AddControlMessage(tx, topic_prefix, {run_id, attempt, how.status, how.reason, true, StartByField(r[first + 4])},
-                      now);
+    tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topics.events_program, program,
+                   EnvelopeToJson(e).dump());
+    AddControlMessage(tx, topics, {run_id, attempt, how.status, how.reason, true, StartByField(r[first + 4])}, now);
   }
 }
 
-inline void KillByDeleteEvents(pqxx::transaction_base& tx, const std::string& topic_prefix, const pqxx::result& killed,
+// trigd's own `killed` report for each run a schedule delete killed (rows with run_id, attempt,
+// program, schedule_name and the request's start_by from column `first`, as
+// TRIGD_KILLED_BY_DELETE_RETURNING gives them from column 1), written to the outbox for the program
+// topic, as a lost run's `failed` is: downstream schedules see the run end
+// (on_upstream_failure), which they would not otherwise
+// (docs/adr/0020-delete-kills-and-announces.md). Reason
+// schedule_deleted; id killed:<run>:<attempt>, which ingestion counts although the run ended.
+inline void KillByDeleteEvents(pqxx::transaction_base& tx, const TopicNames& topics, const pqxx::result& killed,
                                int first = 1) {
-  AnnounceEndedRuns(tx, topic_prefix, killed, first, {"killed", "schedule_deleted", "killed"});
+  AnnounceEndedRuns(tx, topics, killed, first, {"killed", "schedule_deleted", "killed"});
 }
 
 // A UUIDv7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits. Runs launched

@@ -545,7 +545,7 @@ void ReleaseRuns(pqxx::transaction_base& tx, const std::vector<EndedRun>& ended)
 }  // namespace
 
 PgStore::PgStore(std::unique_ptr<Conn> c, std::string topic_prefix)
-    : conn_(std::move(c)), topic_prefix_(std::move(topic_prefix)) {}
+    : conn_(std::move(c)), topics_(std::move(topic_prefix)) {}
 PgStore::~PgStore() = default;
 
 Result<std::unique_ptr<PgStore>> PgStore::Connect(const std::string& pg, const std::string& topic_prefix) {
@@ -782,13 +782,13 @@ Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_con
 // by the tick transaction that published it.
 PgStore::Relevant PgStore::FindRelevant(const IngestBatch& batch, IngestResult& result) {
   Relevant out;
-  result.outcome.assign(batch.events.size(), "no_match");
+  result.outcome.assign(batch.events.size(), EventOutcome::kNoMatch);
   out.relevant.assign(batch.events.size(), false);
   std::unordered_set<std::string_view> seen;
   for (size_t i = 0; i < batch.events.size(); ++i) {
     const Event& e = batch.events[i];
     if (!batch.own_ticks && IsOwnTick(e.type, e.id, e.tick.schedule)) {
-      result.outcome[i] = "duplicate";
+      result.outcome[i] = EventOutcome::kDuplicate;
       continue;
     }
     bool report = e.type == EventType::kProgram && !e.program.run_id.empty();
@@ -932,7 +932,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       const Event& e = batch.events[i];
       // The first copy of an id in the batch wins; later copies are duplicates.
       if (!fresh.erase(relevant.Key(i, e))) {
-        result.outcome[i] = "duplicate";
+        result.outcome[i] = EventOutcome::kDuplicate;
         continue;
       }
       if (e.type == EventType::kProgram && !e.program.run_id.empty()) {
@@ -948,7 +948,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       }
     }
     // Drops the inputs of these events (by batch index): no trigger counts them.
-    auto drop_inputs = [&](const std::set<size_t>& events, const char* outcome) {
+    auto drop_inputs = [&](const std::set<size_t>& events, EventOutcome outcome) {
       if (events.empty()) return;
       size_t kept = 0;
       for (size_t k = 0; k < inputs.size(); ++k) {
@@ -962,7 +962,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       inputs.resize(kept);
       input_index.resize(kept);
     };
-    auto drop_duplicates = [&](const std::set<size_t>& events) { drop_inputs(events, "duplicate"); };
+    auto drop_duplicates = [&](const std::set<size_t>& events) { drop_inputs(events, EventOutcome::kDuplicate); };
     if (!batch.own_ticks && !relevant.tick_ids.empty()) {
       std::set<size_t> repeated;
       for (size_t k : CheckProducerTicks(ctx, inputs)) repeated.insert(input_index[k]);
@@ -1006,7 +1006,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       for (size_t k = 0; k < reports.size(); ++k) {
         const RunReport& rep = reports[k];
         if (rep.status == ProgramStatus::kFailed && !rep.own && RetryFailedAttempt(ctx, rep)) {
-          result.outcome[rep.event] = "applied";
+          result.outcome[rep.event] = EventOutcome::kApplied;
           retried.insert(rep.event);
           continue;
         }
@@ -1025,7 +1025,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
           if (!rep.own) unmoved.push_back(k);
           continue;
         }
-        result.outcome[rep.event] = "applied";
+        result.outcome[rep.event] = EventOutcome::kApplied;
         if (!final_status) continue;
         ++result.run_outcomes[status];
         ended.push_back({r[0][0].as<int64_t>(),
@@ -1048,23 +1048,23 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
             // count for triggers as sent): a dead letter, naming both programs.
             const size_t i = reports[k].event;
             const Event& e = batch.events[i];
-            const Status why = Invalid("bad_field: payload.program: run " + reports[k].run_id + " is a run of " +
-                                       run->second + ", not of " + reports[k].program);
+            const Status why = DeadLetterStatus(DeadLetterReason::kBadField, "payload.program: run " + reports[k].run_id +
+                                                                 " is a run of " + run->second + ", not of " + reports[k].program);
             const IngestBatch::Source source = i < batch.sources.size() ? batch.sources[i] : IngestBatch::Source{};
             refused_letters.push_back({e.program.program, DeadLetterJson(why, source.topic, source.partition, source.offset,
                                                                          EnvelopeToJson(e).dump())});
-            result.dead_reasons.push_back(DeadLetterReason(why));
+            result.dead_reasons.push_back(DeadLetterReason::kBadField);
             refused.insert(i);
-            result.outcome[i] = "dead";
+            result.outcome[i] = EventOutcome::kDead;
             continue;
           }
           stale.insert(reports[k].event);
-          result.outcome[reports[k].event] = "duplicate";
+          result.outcome[reports[k].event] = EventOutcome::kDuplicate;
         }
         drop_duplicates(stale);
-        drop_inputs(refused, "dead");
+        drop_inputs(refused, EventOutcome::kDead);
       }
-      drop_inputs(retried, "applied");
+      drop_inputs(retried, EventOutcome::kApplied);
     }
     std::optional<CopyStream> id_copy;
     if (relevant.copy_ids) {
@@ -1078,7 +1078,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
     Accumulation& acc = built->acc = Accumulate(inputs, schedules, std::move(open), now);
     if (id_copy) id_copy->Finish();
     for (size_t k = 0; k < inputs.size(); ++k) {
-      if (acc.applied[k]) result.outcome[input_index[k]] = "applied";
+      if (acc.applied[k]) result.outcome[input_index[k]] = EventOutcome::kApplied;
     }
     // Changed jobs go back as one array per column (sql_array.h), then new jobs are copied in
     // (COPY: PostgreSQL fills whole heap pages per WAL record, where INSERT writes a record per
@@ -1190,10 +1190,10 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
     }
     OutboxRows outbox;
     // The key as Kafka delivered it, made storable (the payload is JSON trigd wrote).
-    for (const DeadLetter& d : batch.dead) outbox.Add(topic_prefix_ + "dead", ValidText(d.key), d.payload);
-    for (const DeadLetter& d : refused_letters) outbox.Add(topic_prefix_ + "dead", d.key, d.payload);
+    for (const DeadLetter& d : batch.dead) outbox.Add(topics_.dead, ValidText(d.key), d.payload);
+    for (const DeadLetter& d : refused_letters) outbox.Add(topics_.dead, d.key, d.payload);
     for (const Event& e : acc.published) {
-      outbox.Add(topic_prefix_ + "events.program", e.program.program, EnvelopeToJson(e).dump());
+      outbox.Add(topics_.events_program, e.program.program, EnvelopeToJson(e).dump());
     }
     result.published = static_cast<int>(acc.published.size());
     outbox.InsertInto(tx);
@@ -1613,7 +1613,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         runs.AddText(request);
         runs.AddText(run_history);
         runs.EndRow();
-        outbox.AddLaunch(topic_prefix_ + "launch." + s.program.target, s.program.name, request, d.id, d.ready_text);
+        outbox.AddLaunch(topics_.Launch(s.program.target), s.program.name, request, d.id, d.ready_text);
         ++rt.active;
         rt.last_launch = now;
         if (group) ++group_rt[*group];
@@ -1751,7 +1751,7 @@ Result<int> PgStore::FailUnpublishable(const std::vector<int64_t>& refused) {
     for (const auto& r : ended) {
       runs.push_back({r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
     }
-    pg_internal::AnnounceEndedRuns(tx, topic_prefix_, ended, 2, {"failed", "unpublishable", "unpublishable"});
+    pg_internal::AnnounceEndedRuns(tx, topics_, ended, 2, {"failed", "unpublishable", "unpublishable"});
     ReleaseRuns(tx, runs);
     return static_cast<int>(ended.size());
   });
@@ -1816,7 +1816,7 @@ Result<SweepResult> PgStore::SweepRuns() {
     // of the minimum until its first mark, a second or so.
     std::string watched = "now()";
     if (!consumer_group_.empty()) {
-      const std::string program_topic = topic_prefix_ + "events.program";
+      const std::string program_topic = topics_.events_program;
       watched = "(SELECT least(now(), min(caught_up_at)) FROM consumer_offsets WHERE group_id = " +
                 tx.quote(consumer_group_) + " AND topic = " + tx.quote(program_topic) + ")";
     }
@@ -1849,7 +1849,7 @@ Result<SweepResult> PgStore::SweepRuns() {
       const bool retry = attempt < max_attempts && !r[7].is_null();
       // Every worker is told the attempt ended, so none starts its request later (the control
       // topic, control_message.h); a retry, attempt + 1, still runs.
-      outbox.Add(topic_prefix_ + "control", run_id,
+      outbox.Add(topics_.control, run_id,
                  pg_internal::ControlMessage({run_id, attempt, retry ? "lost" : "failed", "lost", !retry,
                                               pg_internal::StartByField(r[9])},
                                              now));
@@ -1875,7 +1875,7 @@ Result<SweepResult> PgStore::SweepRuns() {
         std::string program = r[3].as<std::string>();
         e.payload = {{"program", program}, {"run_id", run_id}, {"status", "failed"},
                      {"attempt", attempt}, {"reason", "lost"}, {"schedule", r[5].as<std::string>()}};
-        outbox.Add(topic_prefix_ + "events.program", program, EnvelopeToJson(e).dump());
+        outbox.Add(topics_.events_program, program, EnvelopeToJson(e).dump());
       }
     }
     // A run waiting for its next attempt when its schedule was deleted: `trigctl schedules
@@ -1890,7 +1890,7 @@ Result<SweepResult> PgStore::SweepRuns() {
       ++out.killed;
       ended.push_back({r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
     }
-    pg_internal::KillByDeleteEvents(tx, topic_prefix_, killed_by_delete, 2);
+    pg_internal::KillByDeleteEvents(tx, topics_, killed_by_delete, 2);
     for (const auto& r : tx.exec(
              "UPDATE runs SET state='launched', attempt = attempt + 1, last_seen_at = now(), attempt_started_at = NULL, "
              "next_attempt_at = NULL, request = " TRIGD_RETRIED_REQUEST ", "
@@ -1899,7 +1899,7 @@ Result<SweepResult> PgStore::SweepRuns() {
              "WHERE run_id IN (SELECT run_id FROM runs WHERE state='retry_wait' AND next_attempt_at <= now() "
              "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING target, program, request")) {
       ++out.retried;
-      outbox.Add(topic_prefix_ + "launch." + r[0].as<std::string>(), r[1].c_str(), r[2].c_str());
+      outbox.Add(topics_.Launch(r[0].as<std::string>()), r[1].c_str(), r[2].c_str());
     }
     ReleaseRuns(tx, ended);
     outbox.InsertInto(tx);
@@ -1984,7 +1984,7 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
         e.time = now;
         e.payload = {{"schedule", d.name}, {"fire_time", fire_time}};
         e.tick = {d.name, fire};
-        outbox.AddToBundle(topic_prefix_ + "events.time", d.name, EnvelopeToJson(e).dump());
+        outbox.AddToBundle(topics_.events_time, d.name, EnvelopeToJson(e).dump());
         ticks.events.push_back(std::move(e));
         ticks.schedule_ids.push_back({d.id});
         ++out.produced;

@@ -41,9 +41,10 @@ TEST(EnvelopeFuzzRegressionTest, TimeThatAnOffsetCarriesOutOfYears0000To9999IsRe
               std::string("bad_field: time: invalid time \"") + time +
                   "\": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
   }
-  Result<Event> tick = Parse(Tick("9999-12-31T23:59:59.999-00:01"));
+  DeadLetterReason reason{};
+  Result<Event> tick = ParseEnvelope(Tick("9999-12-31T23:59:59.999-00:01"), kMaxEventBytes, &reason);
   ASSERT_FALSE(tick.ok());
-  EXPECT_EQ(DeadLetterReason(tick.status()), "bad_field");
+  EXPECT_EQ(reason, DeadLetterReason::kBadField);
 }
 
 TEST(EnvelopeFuzzRegressionTest, FirstAndLastInstantOfYears0000To9999RoundTrip) {

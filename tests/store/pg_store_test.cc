@@ -160,7 +160,7 @@ TEST_F(PgStoreTest, ABatchRoutedBeforeAChangeIsRefusedAndGoesThroughOnceRoutedAg
   r = store_->ApplyBatch(fresh);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->stale_index);
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 1);
   EXPECT_EQ(Count("SELECT next_offset FROM consumer_offsets"), 1);
 }
@@ -170,7 +170,7 @@ TEST_F(PgStoreTest, BatchWritesJobsOffsetsAndDeadLettersTogether) {
   auto r = store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0, {{"k", "{\"reason\":\"bad_json\"}"}}));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->fenced);
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_EQ(r->jobs_opened, 1);
   EXPECT_EQ(r->jobs_ready, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_constraint'"), 1);
@@ -235,12 +235,12 @@ TEST_F(PgStoreTest, ResentEventIdChangesNothing) {
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
   auto again = store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e2", "d"), PartitionEvent("e2", "d")}, 1));
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->outcome, (std::vector<std::string>{"duplicate", "applied", "duplicate"}));
+  EXPECT_EQ(again->outcome, (std::vector<EventOutcome>{EventOutcome::kDuplicate, EventOutcome::kApplied, EventOutcome::kDuplicate}));
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 2);
   // The batches after one that met a recorded id skip such ids without failing first.
   auto third = store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e3", "d")}, 4));
   ASSERT_TRUE(third.ok()) << third.status().ToString();
-  EXPECT_EQ(third->outcome, (std::vector<std::string>{"duplicate", "applied"}));
+  EXPECT_EQ(third->outcome, (std::vector<EventOutcome>{EventOutcome::kDuplicate, EventOutcome::kApplied}));
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 3);
   EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 3);
 }
@@ -255,8 +255,8 @@ TEST_F(PgStoreTest, ALargeBatchRecordsItsIdsOnceEachAndSkipsIdsRecordedBefore) {
   first.push_back(PartitionEvent("a7", "d", "again"));  // a copy of an id within the batch
   auto r = store_->ApplyBatch(Batch(first, 0));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(std::count(r->outcome.begin(), r->outcome.end(), "applied"), 200);
-  EXPECT_EQ(r->outcome.back(), "duplicate");
+  EXPECT_EQ(std::count(r->outcome.begin(), r->outcome.end(), EventOutcome::kApplied), 200);
+  EXPECT_EQ(r->outcome.back(), EventOutcome::kDuplicate);
   EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 200);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 200);
 
@@ -274,8 +274,8 @@ TEST_F(PgStoreTest, ALargeBatchRecordsItsIdsOnceEachAndSkipsIdsRecordedBefore) {
   for (int i = 0; i < 150; ++i) third.push_back(PartitionEvent("b" + std::to_string(i), "d", "q" + std::to_string(i)));
   auto again = store_->ApplyBatch(Batch(third, 301));
   ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(again->outcome.front(), "duplicate");
-  EXPECT_EQ(std::count(again->outcome.begin(), again->outcome.end(), "applied"), 150);
+  EXPECT_EQ(again->outcome.front(), EventOutcome::kDuplicate);
+  EXPECT_EQ(std::count(again->outcome.begin(), again->outcome.end(), EventOutcome::kApplied), 150);
   EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 450);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 350);
   EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 452"), 1);
@@ -301,7 +301,7 @@ TEST_F(PgStoreTest, AnEventIdRacingInFromAnotherInstanceIsADuplicateOnceThatComm
   other.commit();
   batch_thread.join();
   ASSERT_TRUE(r->ok()) << r->status().ToString();
-  EXPECT_EQ((*r)->outcome, (std::vector<std::string>{"duplicate", "applied"}));
+  EXPECT_EQ((*r)->outcome, (std::vector<EventOutcome>{EventOutcome::kDuplicate, EventOutcome::kApplied}));
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 2"), 1);
 }
@@ -638,21 +638,21 @@ TEST_F(PgStoreTest, AReportThatMovesNoKnownRunCountsForNoTrigger) {
   auto r = store_->ApplyBatch(Batch({ProgramEvent("w1", "prog.s", run_id, ProgramStatus::kSucceeded),
                                      ProgramEvent("w2", "prog.s", run_id, ProgramStatus::kSucceeded)}, 1));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, (std::vector<std::string>{"applied", "duplicate"}));
+  EXPECT_EQ(r->outcome, (std::vector<EventOutcome>{EventOutcome::kApplied, EventOutcome::kDuplicate}));
   r = store_->ApplyBatch(Batch({ProgramEvent("w3", "prog.s", run_id, ProgramStatus::kSucceeded)}, 3));
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"duplicate"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kDuplicate});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down' AND state='pending_trigger'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down' AND state<>'pending_trigger'"), 0);
   // A program trigd did not launch: its report counts, and completes the trigger.
   r = store_->ApplyBatch(Batch({ProgramEvent("x1", "prog.s", "external-run", ProgramStatus::kSucceeded)}, 4));
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down' AND state='pending_constraint'"), 1);
   // A report reaching no schedule and no run changes nothing.
   r = store_->ApplyBatch(Batch({ProgramEvent("x2", "prog.nobody", "r-9", ProgramStatus::kSucceeded)}, 5));
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"no_match"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kNoMatch});
 }
 
 TEST_F(PgStoreTest, HighestPriorityWaitingJobTakesTheFreedGroupSlotFirst) {
@@ -874,7 +874,7 @@ class FireTimeIdentityTest : public PgStoreTest {
   std::string Outcome(const Event& e, int64_t offset) {
     auto r = store_->ApplyBatch(Batch({e}, offset));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() && !r->outcome.empty() ? r->outcome[0] : "";
+    return r.ok() && !r->outcome.empty() ? EventOutcomeName(r->outcome[0]) : "";
   }
   int64_t Jobs() { return Count("SELECT count(*) FROM jobs"); }
 };
@@ -897,7 +897,7 @@ TEST_F(FireTimeIdentityTest, TwoTicksForOneFireTimeAreOneWhateverTheirIds) {
   const TimePoint fire = anchor + std::chrono::minutes(1);
   auto r = store_->ApplyBatch(Batch({TickEvent("a", "default/t", fire), TickEvent("b", "default/t", fire)}, 0));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, (std::vector<std::string>{"applied", "duplicate"}));
+  EXPECT_EQ(r->outcome, (std::vector<EventOutcome>{EventOutcome::kApplied, EventOutcome::kDuplicate}));
   EXPECT_EQ(Outcome(TickEvent("c", "default/t", fire), 2), "duplicate");
   EXPECT_EQ(Jobs(), 1);
 }
@@ -1033,7 +1033,7 @@ TEST_F(PgStoreTest, AFailedAttemptIsRetriedAndOnlyTheLastFailureReachesDownstrea
   const std::string run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
   auto first = store_->ApplyBatch(Batch({ProgramEvent("f1", "prog.s", run, ProgramStatus::kFailed)}, 1));
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  EXPECT_EQ(first->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(first->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_TRUE(first->run_outcomes.empty());
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'retry_wait' AND reason = 'failed' AND attempt = 1 "
                   "AND next_attempt_at > now()"), 1);
@@ -1118,8 +1118,8 @@ TEST_F(PgStoreTest, AReportNamingAnotherProgramThanItsRunsIsADeadLetter) {
   b.sources = {{"t.events.program", 3, 41}, {"t.events.program", 3, 42}};
   auto r = store_->ApplyBatch(b);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, (std::vector<std::string>{"dead", "dead"}));
-  EXPECT_EQ(r->dead_reasons, (std::vector<std::string>{"bad_field", "bad_field"}));
+  EXPECT_EQ(r->outcome, (std::vector<EventOutcome>{EventOutcome::kDead, EventOutcome::kDead}));
+  EXPECT_EQ(r->dead_reasons, (std::vector<DeadLetterReason>{DeadLetterReason::kBadField, DeadLetterReason::kBadField}));
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'launched' AND attempt = 1"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/other'"), 0);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.dead' AND key = 'prog.x' "
@@ -1130,7 +1130,7 @@ TEST_F(PgStoreTest, AReportNamingAnotherProgramThanItsRunsIsADeadLetter) {
   // The run's own report still moves it and reaches its own downstream schedule.
   r = store_->ApplyBatch(Batch({ProgramEvent("s1", "prog.s", run, ProgramStatus::kSucceeded)}, 3));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, (std::vector<std::string>{"applied"}));
+  EXPECT_EQ(r->outcome, (std::vector<EventOutcome>{EventOutcome::kApplied}));
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'succeeded'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/mine'"), 1);
 }
@@ -1168,7 +1168,7 @@ TEST_F(PgStoreTest, ARunKilledByADeleteIsAnnouncedForDownstreamSchedules) {
   Exec("DELETE FROM outbox");
   auto r = store_->ApplyBatch(Batch({*e}, 3));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'discarded' AND discard_reason LIKE '%upstream%'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.events.program' AND key = 'prog.down' "
                   "AND payload::jsonb->'payload'->>'reason' = 'upstream_failed'"), 1);
@@ -1225,7 +1225,7 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   ASSERT_TRUE(lost.ok()) << lost.status().ToString();
   auto r = store_->ApplyBatch(Batch({*lost}, 1));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down'"), 1);
 }
 
@@ -1538,7 +1538,7 @@ TEST_F(PgStoreTest, ABatchWaitsForAScheduleChangeInFlightAndSeesIt) {
   batch_thread.join();
   ASSERT_TRUE(r->ok()) << r->status().ToString();
   EXPECT_EQ((*r)->jobs_opened, 0);
-  EXPECT_EQ((*r)->outcome, std::vector<std::string>{"no_match"});
+  EXPECT_EQ((*r)->outcome, std::vector<EventOutcome>{EventOutcome::kNoMatch});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 0);
   EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 1"), 1);
 }
@@ -1864,7 +1864,7 @@ TEST_F(PgStoreTest, TickAppliesItselfAndItsCopyOnTheTopicIsADuplicate) {
   ASSERT_TRUE(tick.ok()) << tick.status().ToString();
   auto copy = store->ApplyBatch(Batch({*tick}, 0));
   ASSERT_TRUE(copy.ok()) << copy.status().ToString();
-  EXPECT_EQ(copy->outcome, std::vector<std::string>{"duplicate"});
+  EXPECT_EQ(copy->outcome, std::vector<EventOutcome>{EventOutcome::kDuplicate});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
 }
@@ -1935,7 +1935,7 @@ TEST_F(PgStoreTest, PruneDropsOnlyDeduplicationIdsOlderThanTheKeepPeriod) {
   // Still de-duplicated within the keep period.
   auto again = store_->ApplyBatch(Batch({PartitionEvent("new", "d", "q")}, 2));
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->outcome, std::vector<std::string>{"duplicate"});
+  EXPECT_EQ(again->outcome, std::vector<EventOutcome>{EventOutcome::kDuplicate});
 }
 
 }  // namespace
