@@ -48,22 +48,11 @@ inline constexpr int kMaxCheckers = 16;
 // value out of range is refused, not silently capped).
 Result<int> ParseCheckers(const std::string& text);
 
-// Reads the environment, then consumes --kafka, --pg, --metrics, --topic-prefix, --group and
-// --instance-id (as "--flag value" or "--flag=value") from args, leaving the other arguments in
-// place. One of them without a value is dropped and sets *refused (see TakeFlag) when given.
-// A TRIGD_CHECKERS that ParseCheckers refuses leaves the default (trigd itself refuses it).
-Config LoadConfig(std::vector<std::string>& args, std::string* refused = nullptr);
+// Reads the settings that have no flag (TRIGD_FAST_PATH, TRIGD_CHECKERS) into `c`.
+void ReadEnvironmentSettings(Config& c);
 
-// Removes "--name value" or "--name=value" from args and returns the value (the last given),
-// nothing when the flag is absent. A --name at the end, or followed by another --flag, has no
-// value: `refused` becomes "--name needs a value" (it used to read as an unknown flag, or took
-// the next flag as its value: `--pg --json` connected with the string "--json").
-std::optional<std::string> TakeFlag(std::vector<std::string>& args, const std::string& name, std::string& refused);
-
-// Whether `word`, after a flag that takes a value, is that value rather than another flag.
-bool IsFlagValue(const std::string& word);
-
-// Whether the command line asks for the usage (--help or -h anywhere).
-bool WantsHelp(const std::vector<std::string>& args);
+// Completes `c` once its flags are parsed: what depends on more than one setting. kInvalid
+// naming what is wrong.
+Status FinishConfig(Config& c);
 
 }  // namespace trigd

@@ -19,6 +19,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/topic_names.h"
 #include "core/envelope.h"
 #include "core/event_router.h"
 #include "core/schedule_index.h"
@@ -63,8 +64,8 @@ void Log(const std::string& what) { LogLine(what); }
 
 // A store connection that reconnects after PostgreSQL went away (restart, failover). While it
 // stays away each handle says so when it goes and then every kSayEvery, and once when it is
-// back (each of trigd's four loops logged a line a second: 300 lines in a 75 s outage, the
-// audit of 2026-11-25; the Kafka adapter says as much for Kafka).
+// back (a line a second from each of trigd's four loops would be 300 lines in a 75 s outage;
+// the Kafka adapter says as much for Kafka).
 class StoreHandle {
  public:
   StoreHandle(const Config& config, const char* name, int shard = 0, int shards = 1)
@@ -191,21 +192,18 @@ class EventCounters {
  public:
   explicit EventCounters(Metrics& metrics) {
     for (EventType type : {EventType::kPartition, EventType::kProgram, EventType::kTick}) {
-      for (size_t o = 0; o < kOutcomes.size(); ++o) {
-        counters_[static_cast<size_t>(type)][o] = &metrics.Event(EventTypeName(type), std::string(kOutcomes[o]));
+      for (EventOutcome o : kCountedEventOutcomes) {
+        counters_[static_cast<size_t>(type)][static_cast<size_t>(o)] = &metrics.Event(type, o);
       }
     }
   }
-  // `outcome`: applied, duplicate or no_match (IngestResult::outcome).
-  prometheus::Counter& Get(EventType type, std::string_view outcome) {
-    size_t o = 0;
-    while (o + 1 < kOutcomes.size() && kOutcomes[o] != outcome) ++o;
-    return *counters_[static_cast<size_t>(type)][o];
+  // `outcome`: applied, duplicate or no_match (IngestResult::outcome; kDead is counted by reason).
+  prometheus::Counter& Get(EventType type, EventOutcome outcome) {
+    return *counters_[static_cast<size_t>(type)][static_cast<size_t>(outcome)];
   }
 
  private:
-  static constexpr std::array<std::string_view, 3> kOutcomes = {"applied", "duplicate", "no_match"};
-  std::array<std::array<prometheus::Counter*, 3>, 3> counters_{};
+  std::array<std::array<prometheus::Counter*, std::size(kCountedEventOutcomes)>, 3> counters_{};
 };
 
 // Consumed messages made ready for one transaction. Events that match no schedule and report
@@ -221,7 +219,7 @@ struct PreparedBatch {
   std::vector<PartitionOffset> offsets;   // for Kafka's group once committed (Finish)
   std::array<int64_t, 3> no_match{};      // by EventType
   int64_t own_ticks = 0;                  // trigd's own ticks (IsOwnTick): applied when published
-  std::vector<std::string> dead_reasons;
+  std::vector<DeadLetterReason> dead_reasons;
   size_t messages = 0;
 
   bool empty() const { return messages == 0; }
@@ -260,7 +258,7 @@ void Prepare(const MessageBatch& messages, const ScheduleIndex& index, PreparedB
         ++out.no_match[static_cast<size_t>(r.type)];
         break;
       case RoutedEvent::Kind::kInvalid:
-        out.dead_reasons.push_back(DeadLetterReason(r.error));
+        out.dead_reasons.push_back(r.reason);
         out.in.dead.push_back({std::string(m.key), DeadLetterJson(r.error, m.topic, m.partition, m.offset, m.value)});
         break;
       case RoutedEvent::Kind::kMatch:
@@ -363,17 +361,17 @@ class IngestCommitter {
     if (r->stale_index) return Outcome::kStaleIndex;
     // Counted and woken here, as soon as the transaction is durable.
     sh_.metrics.IngestTransactions().Increment();
-    for (const std::string& reason : batch.dead_reasons) sh_.metrics.DeadLetter(reason).Increment();
-    for (const std::string& reason : r->dead_reasons) sh_.metrics.DeadLetter(reason).Increment();
+    for (DeadLetterReason reason : batch.dead_reasons) sh_.metrics.DeadLetter(reason).Increment();
+    for (DeadLetterReason reason : r->dead_reasons) sh_.metrics.DeadLetter(reason).Increment();
     if (!r->dead_reasons.empty()) sh_.relay_wake.Wake();
     for (size_t i = 0; i < batch.in.events.size(); ++i) {
       // A dead letter is counted as one (above), not as an event.
-      if (r->outcome[i] != "dead") counters_.Get(batch.in.events[i].type, r->outcome[i]).Increment();
+      if (r->outcome[i] != EventOutcome::kDead) counters_.Get(batch.in.events[i].type, r->outcome[i]).Increment();
     }
     for (EventType type : {EventType::kPartition, EventType::kProgram, EventType::kTick}) {
-      if (int64_t n = batch.no_match[static_cast<size_t>(type)]) counters_.Get(type, "no_match").Increment(static_cast<double>(n));
+      if (int64_t n = batch.no_match[static_cast<size_t>(type)]) counters_.Get(type, EventOutcome::kNoMatch).Increment(static_cast<double>(n));
     }
-    if (batch.own_ticks > 0) counters_.Get(EventType::kTick, "duplicate").Increment(static_cast<double>(batch.own_ticks));
+    if (batch.own_ticks > 0) counters_.Get(EventType::kTick, EventOutcome::kDuplicate).Increment(static_cast<double>(batch.own_ticks));
     RecordApplied(sh_, *r);
     if (!batch.in.dead.empty()) sh_.relay_wake.Wake();
     return Outcome::kCommitted;
@@ -395,10 +393,10 @@ class IngestCommitter {
 
 // Positions of committed batches, copied to Kafka's group (for `trigctl lag` and Kafka's own
 // tools; trigd reads its positions from PostgreSQL) at most once a second. A commit per batch
-// (hundreds a second at 1,000 events/s) queued on the group coordinator's connection, which the
-// broker serves one request at a time, ahead of the heartbeats: when the broker's disk stalled,
-// no heartbeat was answered for the 6 s session timeout, librdkafka gave the partitions up and
-// rejoined, and consumption stopped for 14 s (tools/bench latency, p90 10 s).
+// (hundreds a second at 1,000 events/s) would queue on the group coordinator's connection, which
+// the broker serves one request at a time, ahead of the heartbeats: when the broker's disk stalls,
+// no heartbeat is answered within the 6 s session timeout, librdkafka gives the partitions up and
+// rejoins, and consumption stops for seconds (docs/adr/0001-postgresql-holds-the-offsets.md).
 class KafkaCommits {
  public:
   void Add(const std::vector<PartitionOffset>& offsets) {
@@ -446,9 +444,8 @@ void IngestLoop(Shared& sh) {
   constexpr int kMaxStale = 3;
   int stale_in_a_row = 0;
   std::unique_ptr<Consumer> consumer;
-  const std::string data = sh.config.topic_prefix + "events.data";
-  const std::string program = sh.config.topic_prefix + "events.program";
-  const std::string time = sh.config.topic_prefix + "events.time";
+  const TopicNames topics(sh.config.topic_prefix);
+  const std::string& program = topics.events_program;
   auto last_refresh = Clock::time_point{};
   auto last_lag = Clock::time_point{};
   auto last_watch = Clock::time_point{};
@@ -485,7 +482,7 @@ void IngestLoop(Shared& sh) {
       options.prefetch_messages = kPrefetchMessages;
       options.prefetch_kbytes = kPrefetchKbytes;
       options.instance_id = sh.config.instance_id;
-      auto c = Consumer::Create(sh.config.kafka, sh.config.group, {data, program, time},
+      auto c = Consumer::Create(sh.config.kafka, sh.config.group, topics.Events(),
                                 [&](const std::vector<std::pair<std::string, int>>& parts) {
                                   // Positions come from PostgreSQL, where they are committed with the jobs;
                                   // after the batch in flight, so they include it.
@@ -612,8 +609,8 @@ void CheckerLoop(Shared& sh, int index) {
     RecordChecks(sh, *r);
     more = r->checked == 1000;
     // Time triggers are looked at every kTickInterval, so a fire time is noticed within that
-    // (it was 500 ms, the sweep's period: on average a quarter of a second late, and a storm
-    // started that much later); a look that finds nothing due is one statement.
+    // (at the sweep's 500 ms period a fire time would be on average a quarter of a second late,
+    // and a storm start that much later); a look that finds nothing due is one statement.
     const bool tick_due = Clock::now() - last_tick >= kTickInterval;
     if (tick_due) last_tick = Clock::now();
     const bool sweep_due = index == 0 && Clock::now() - last_sweep >= kSweepInterval;
@@ -626,7 +623,7 @@ void CheckerLoop(Shared& sh, int index) {
         if (t->produced > 0) sh.relay_wake.Wake();
         if (t->skipped > 0) sh.metrics.FireTimesSkipped().Increment(static_cast<double>(t->skipped));
         RecordApplied(sh, t->applied);
-        for (size_t i = 0; i < t->applied.outcome.size(); ++i) sh.metrics.Event("tick", t->applied.outcome[i]).Increment();
+        for (size_t i = 0; i < t->applied.outcome.size(); ++i) sh.metrics.Event(EventType::kTick, t->applied.outcome[i]).Increment();
         ticks_pending = t->produced >= static_cast<int>(kTickBatch);
         more = more || ticks_pending;
       } else {
@@ -718,12 +715,42 @@ void RetentionLoop(Shared& sh) {
   }
 }
 
+// Sends of a message the broker refuses for good (too large for the topic, a policy) before its
+// run is failed as unpublishable: a few, in case the refusal came from a broker being reconfigured.
+constexpr int kMaxRefusedSends = 5;
+
+// Outbox rows whose every send the broker refused for good, by id: those refused
+// kMaxRefusedSends times in a row are returned, and forgotten. A row sent or not refused is
+// forgotten too, so the map holds only rows of the current claims.
+class RefusedSends {
+ public:
+  std::vector<int64_t> Count(const std::vector<OutboxRow>& rows, const std::vector<bool>& refused) {
+    std::map<int64_t, int> next;
+    std::vector<int64_t> give_up;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (!refused[i] || next.contains(rows[i].id)) continue;
+      const int sends = tries_[rows[i].id] + 1;
+      if (sends >= kMaxRefusedSends) {
+        give_up.push_back(rows[i].id);
+      } else {
+        next[rows[i].id] = sends;
+      }
+    }
+    tries_ = std::move(next);
+    return give_up;
+  }
+
+ private:
+  std::map<int64_t, int> tries_;
+};
+
 // The relay: publishes what committed transactions decided, deletes a row only once the
 // broker confirmed it (a crash in between re-sends it: same run id).
 void RelayLoop(Shared& sh) {
   StoreHandle store(sh.config, "relay");
   std::unique_ptr<Producer> producer;
   std::set<std::string> known_topics;
+  RefusedSends refused_sends;
   while (!sh.Stopping()) {
     if (!producer) {
       auto p = Producer::Create(sh.config.kafka);
@@ -764,11 +791,29 @@ void RelayLoop(Shared& sh) {
     out.reserve(rows->size());
     for (const auto& row : *rows) out.push_back({row.topic, row.key, row.payload});
     std::vector<bool> ok = producer->ProduceAndWait(out, 10000);
+    const std::vector<int64_t> given_up = refused_sends.Count(*rows, producer->Refused());
+    if (!given_up.empty()) {
+      auto failed = pg->FailUnpublishable(given_up);
+      if (!failed.ok()) {
+        store.Failed(failed.status());
+        continue;
+      }
+      Log("relay: " + std::to_string(given_up.size()) + " launch requests refused by Kafka " +
+          std::to_string(kMaxRefusedSends) + " times (" + producer->LastError() + "): " + std::to_string(*failed) +
+          " runs failed as unpublishable");
+      sh.metrics.RunOutcome("failed").Increment(*failed);
+      sh.metrics.RunOutcome("unpublishable").Increment(*failed);
+    }
     // A row is confirmed when all its messages are (a bundle's share its id; rows come in id order).
     std::vector<int64_t> confirmed;
     size_t unconfirmed = 0;
     for (size_t i = 0; i < rows->size();) {
       size_t end = i;
+      if (std::find(given_up.begin(), given_up.end(), (*rows)[i].id) != given_up.end()) {  // withdrawn
+        while (end < rows->size() && (*rows)[end].id == (*rows)[i].id) ++end;
+        i = end;
+        continue;
+      }
       bool all = true;
       for (; end < rows->size() && (*rows)[end].id == (*rows)[i].id; ++end) {
         if (!ok[end]) ++unconfirmed, all = false;
@@ -795,16 +840,14 @@ void RelayLoop(Shared& sh) {
 }
 
 // The topics trigd reads, the dead-letter topic and the control topic must exist before it
-// starts: one started with a mistyped --topic-prefix ran against the shared database, took fire
-// times from the real instances and published their launch requests where no worker reads (the
-// broker made the topics on the first produce), and those runs failed as lost 10 minutes later
-// (the audit of 2026-11-25). The control topic, made by the relay on first use instead, would
-// have the relay's launch-topic settings, not those of topics/. Missing: refused (kInvalid).
+// starts: one started with a mistyped --topic-prefix would run against the shared database, take
+// fire times from the real instances and publish their launch requests where no worker reads (the
+// broker makes the topics on the first produce), and those runs would fail as lost 10 minutes
+// later (docs/adr/0028-topics-must-exist.md). The control topic, made by the relay on first use,
+// would have the relay's launch-topic settings, not those of topics/. Missing: refused (kInvalid).
 // Kafka not reachable yet: waits, saying so.
 Status CheckTopics(const Config& config, const std::atomic<bool>& stop) {
-  const std::string& p = config.topic_prefix;
-  const std::vector<std::string> needed = {p + "events.data", p + "events.program", p + "events.time", p + "dead",
-                                           p + "control"};
+  const std::vector<std::string> needed = TopicNames(config.topic_prefix).Needed();
   auto said = Clock::time_point{};
   while (!stop.load()) {
     auto missing = MissingTopics(config.kafka, needed);

@@ -45,10 +45,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli.h"
 #include "app/config.h"
 #include "app/worker_control.h"
 #include "common/log.h"
 #include "common/time.h"
+#include "common/topic_names.h"
 #include "core/schedule_parser.h"
 #include "log/kafka.h"
 
@@ -67,16 +69,16 @@ constexpr size_t kRememberFinished = 1000;
 // Requests taken are committed to the group once a second, by librdkafka
 // (ConsumerOptions::commit_stored_every_ms): while the group is stable, a revoked partition's
 // just before it goes, all of them on exit. A commit per request (about 1,000 a second under
-// a backlog) queued on the group coordinator's connection, which the broker serves one
-// request at a time, ahead of the heartbeats: with 27,000 requests waiting the worker lost
-// its partitions 6-7 s (the session timeout) after every assignment and then held none for
-// 30-90 s, while the broker saw a stable group (trigd's ingest had the same problem: README,
-// "Latency, 2026-11-24"). librdkafka, not a timer of the worker's: a commit sent while the
-// group rebalances is refused (ILLEGAL_GENERATION) and librdkafka then drops the whole
-// assignment as lost, uncommitted; so committed, a second worker joining mid-backlog made
-// the first re-run 2,000-3,000 requests. The cost: a worker killed with -9 leaves up to a
-// second of the requests it took to the next owner, which runs them again (at least once, as
-// before, in a wider window).
+// a backlog) would queue on the group coordinator's connection, which the broker serves one
+// request at a time, ahead of the heartbeats: under a large backlog the worker would lose its
+// partitions a session timeout after every assignment and then hold none for a minute or so,
+// while the broker sees a stable group (trigd's ingest commits to Kafka once a second for the
+// same reason). librdkafka, not a timer of the worker's: a commit sent while the group
+// rebalances is refused (ILLEGAL_GENERATION) and librdkafka then drops the whole assignment as
+// lost, uncommitted, so a second worker joining mid-backlog would make the first re-run
+// thousands of requests. The cost: a worker killed with -9 leaves up to a second of the
+// requests it took to the next owner, which runs them again (at least once, in a wider
+// window) (docs/adr/0032-worker-commits-through-librdkafka.md).
 constexpr int kCommitEveryMs = 1000;
 
 std::atomic<bool> g_stop{false};
@@ -221,8 +223,8 @@ class Worker {
       return;
     }
     if (!r.unrunnable.empty()) {
-      // Reported at once: skipped, the run waited 10 minutes to fail as lost (the audit of
-      // 2026-11-25); failed, its retry policy and downstream schedules see it now.
+      // Reported failed at once, so its retry policy and downstream schedules see it now
+      // (skipped, the run would wait 10 minutes to fail as lost).
       Log("run " + r.run_id + " attempt " + std::to_string(r.attempt) + " (" + r.program + "): cannot run: " +
           r.unrunnable + "; reported failed");
       Send({Report(events_topic_, r, "failed")});
@@ -370,7 +372,7 @@ bool DrainControl(trigd::TopicReader& control, Worker& worker, int wait_ms) {
 // every attempt trigd ended. nullptr when the topic does not exist (said why) or on SIGTERM;
 // an unreachable broker is waited for, saying so.
 std::unique_ptr<trigd::TopicReader> OpenControl(const trigd::Config& config, Worker& worker) {
-  const std::string topic = config.topic_prefix + "control";
+  const std::string topic = trigd::TopicNames(config.topic_prefix).control;
   auto said = SteadyClock::time_point{};
   std::unique_ptr<trigd::TopicReader> reader;
   while (!g_stop && !reader) {
@@ -394,39 +396,38 @@ std::unique_ptr<trigd::TopicReader> OpenControl(const trigd::Config& config, Wor
   return reader;
 }
 
-constexpr const char* kUsage =
-    "usage: trigd-worker [--target T] [--concurrency N] [--group-id G] [--kafka H:P] [--topic-prefix P] [--group G]\n";
-
-// A refused command line: what is wrong, then the usage, on stderr.
-int Usage(const std::string& why) {
-  std::cerr << "trigd-worker: " << why << "\n" << kUsage;
-  return 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (trigd::WantsHelp(args)) {
-    std::cout << kUsage;  // asked for: on stdout, exit 0 (as trigctl --help)
-    return 0;
-  }
-  std::string refused;
-  trigd::Config config = trigd::LoadConfig(args, &refused);
-  std::string target = trigd::TakeFlag(args, "--target", refused).value_or("default");
-  std::string group = trigd::TakeFlag(args, "--group-id", refused).value_or(config.group + "-worker-" + target);
-  std::optional<std::string> c = trigd::TakeFlag(args, "--concurrency", refused);
-  if (!refused.empty()) return Usage(refused);
+  trigd::Config config;
+  CLI::App app("trigd-worker: the reference worker. Runs each launch request's program.args.command "
+               "with /bin/sh and reports it on the program topic.");
+  trigd::SetUpApp(app, "trigd-worker");
+  std::string target = "default";
+  std::optional<std::string> group_id;
+  std::string concurrency_text = "1";
+  trigd::FlagValue(app.add_option("--target", target, "the program target whose launch topic it consumes")->capture_default_str());
+  trigd::FlagValue(app.add_option("--concurrency", concurrency_text, "commands run at once, 1 to 10000")->capture_default_str());
+  trigd::FlagValue(app.add_option("--group-id", group_id, "consumer group (default: GROUP-worker-TARGET)"));
+  // The engine's set, as the worker has always taken it: --metrics and --instance-id are accepted
+  // and unused (the worker serves no metrics and consumes with dynamic membership).
+  trigd::AddConfigFlags(app, config, trigd::ConfigFlags::kEngine);
+  if (auto rc = trigd::ParseCommandLine(app, argc, argv)) return *rc;
+  if (auto extra = app.remaining(true); !extra.empty()) return trigd::RefuseCommandLine(app, "unknown argument " + extra.front());
+  trigd::ReadEnvironmentSettings(config);
+  if (trigd::Status s = trigd::FinishConfig(config); !s.ok()) return trigd::RefuseSetting(app, s.message());
+  const std::string group = group_id.value_or(config.group + "-worker-" + target);
   size_t concurrency = 1;
-  if (c) {
+  {
     char* end = nullptr;
-    long n = std::strtol(c->c_str(), &end, 10);
-    if (c->empty() || *end != '\0' || n < 1 || n > 10000) return Usage("--concurrency: expected 1..10000, got " + *c);
+    long n = std::strtol(concurrency_text.c_str(), &end, 10);
+    if (concurrency_text.empty() || *end != '\0' || n < 1 || n > 10000) {
+      return trigd::RefuseCommandLine(app, "--concurrency: expected 1..10000, got " + concurrency_text);
+    }
     concurrency = static_cast<size_t>(n);
   }
-  if (!args.empty()) return Usage("unknown argument " + args.front());
-  if (target.empty()) return Usage("--target must not be empty");
-  if (trigd::Status t = trigd::CheckTarget(target); !t.ok()) return Usage("--target: " + t.message());
+  if (target.empty()) return trigd::RefuseCommandLine(app, "--target must not be empty");
+  if (trigd::Status t = trigd::CheckTarget(target); !t.ok()) return trigd::RefuseCommandLine(app, "--target: " + t.message());
 
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
@@ -439,10 +440,11 @@ int main(int argc, char** argv) {
     Log(producer.status().ToString());
     return 2;
   }
-  Worker worker(**producer, config.topic_prefix + "events.program", concurrency);
+  const trigd::TopicNames topics(config.topic_prefix);
+  Worker worker(**producer, topics.events_program, concurrency);
   std::unique_ptr<trigd::TopicReader> control = OpenControl(config, worker);
   if (!control) return g_stop ? 0 : 2;
-  const std::string launch_topic = config.topic_prefix + "launch." + target;
+  const std::string launch_topic = topics.Launch(target);
   trigd::ConsumerOptions options;
   options.commit_stored_every_ms = kCommitEveryMs;
   auto consumer = trigd::Consumer::Create(

@@ -22,8 +22,8 @@ std::string Str(const json& row, const char* field) {
 }
 
 // A time branch still waiting for its tick: when the tick comes (time_triggers.next_fire_at),
-// or that none will, and whether the timeout comes first (the audit of 2026-11-25: a job sure
-// to be discarded read only "waiting for a tick (cron ...)"). Added to `leaf`'s JSON and detail.
+// or that none will, and whether the timeout comes first (a job sure to be discarded would
+// otherwise read only "waiting for a tick (cron ...)"). Added to `leaf`'s JSON and detail.
 void AddNextFire(json& leaf, const TimeTrigger& time, int index, const JobInspection& in,
                  std::optional<TimePoint> deadline) {
   // Not an optional: g++ 12 at -O2 warns (maybe-uninitialized) on reading one here.
@@ -105,8 +105,8 @@ json ExplainJob(const JobInspection& in) {
   for (size_t i = 0; i < progress.size(); ++i) {
     const LeafProgress& p = progress[i];
     json leaf = {{"path", p.path}, {"satisfied", p.satisfied}, {"detail", p.detail}};
-    // The other branches of a complete `any` hold nothing up (the audit of 2026-11-25: seven
-    // "[unmet]" lines under a job that waited only on a constraint).
+    // The other branches of a complete `any` hold nothing up: not "[unmet]" under a job that
+    // waits only on a constraint.
     if (complete && !p.satisfied) leaf["needed"] = false;
     if (!p.satisfied && i < leaves.size() && leaves[i]->kind == TriggerKind::kTime) {
       AddNextFire(leaf, leaves[i]->time, static_cast<int>(i), in, deadline);
@@ -188,7 +188,7 @@ std::string FormatExplanation(const json& e) {
         for (const auto& l : entry["leaves"]) o << "; " << (l.is_string() ? l.get<std::string>() : l.dump());
       }
       if (entry.contains("run_id")) o << " run " << entry["run_id"].get<std::string>();
-      // What a launch by timeout went past (the audit of 2026-11-25: only --json showed it).
+      // What a launch by timeout went past, in the text as in --json.
       if (std::string ignored = IgnoredChecks(entry); !ignored.empty()) o << ", ignoring: " << ignored;
       // Waiting entries say their next check in their reason already.
       o << "\n";

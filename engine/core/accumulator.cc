@@ -39,10 +39,11 @@ std::string Fnv1a(std::string_view s) {
 }  // namespace
 
 // The id names the schedule and the root failure, not the chain that led here: at a join of the
-// DAG the second path's event has the same id and is a duplicate downstream (it used to double
-// at every join), a cycle stops after one round (a schedule's own killed event, read back, is a
-// duplicate), and the id no longer grows by a schedule name per level (at about 16 levels it
-// passed 1 KiB and the failure stopped travelling as a dead letter).
+// DAG the second path's event has the same id and is a duplicate downstream (not doubled at
+// every join), a cycle stops after one round (a schedule's own killed event, read back, is a
+// duplicate), and the id does not grow by a schedule name per level (at about 16 levels it would
+// pass 1 KiB and the failure stop travelling as a dead letter;
+// docs/adr/0009-upstream-failure-id.md).
 Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoint now) {
   Event e;
   std::string_view root = RootFailure(failed.id);

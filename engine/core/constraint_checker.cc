@@ -149,8 +149,8 @@ ConstraintCheck CheckWindow(const TimeWindow& window, TimePoint now) {
   check.result =
       window.on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
   // No current local clock here: a waiting job's reason is stored, and its history gets an
-  // entry whenever the text changes; "(local 14:34)" changed every minute (the audit of
-  // 2026-11-25 saw a nightly window's wait push a job's first entries out of its 50).
+  // entry whenever the text changes; "(local 14:34)" would change every minute, and a nightly
+  // window's wait push a job's first entries out of its 50 (docs/adr/0040-bounded-job-records.md).
   // `jobs why` shows the local time now beside it (LocalClock).
   check.reason = "outside window " + DescribeWindow(window) + "; opens " + FormatTime(opens) +
                  " (local " + FormatLocalClock(zone, opens) + ")";
@@ -379,12 +379,12 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
     outcome.reason += waiting[i];
   }
   // A wait on a run's end is also re-checked every kRunEndRecheck (the store does): said here,
-  // as `jobs why` shows that time as the next check (the audit read "next check when a run ends"
-  // beside a next check 30 s away). The text stays the same from check to check, so a job's
+  // as `jobs why` shows that time as the next check ("next check when a run ends" alone would
+  // contradict a next check 30 s away). The text stays the same from check to check, so a job's
   // history gets an entry when its reason changes, not at every re-check.
   const std::string recheck = " (re-checked every " + FormatDuration(kRunEndRecheck) + ")";
   // The time may be the timeout's deadline, which ends the wait one way or the other: said, so
-  // it does not read as a chance to launch (the audit of 2026-11-25).
+  // it does not read as a chance to launch.
   const std::string at =
       !next ? ""
       : deadline && *next == *deadline

@@ -18,8 +18,10 @@ namespace {
 // cannot refuse it. Refusing it here keeps every later step safe.
 constexpr int kMaxNesting = 64;
 
-Status Reject(const char* reason, const std::string& detail) {
-  return Invalid(std::string(reason) + ": " + detail);
+// A refusal: `why` takes its reason, for the caller's metric label; the message starts with it.
+Status Reject(DeadLetterReason& why, DeadLetterReason reason, const std::string& detail) {
+  why = reason;
+  return DeadLetterStatus(reason, detail);
 }
 
 // A quoted, escaped echo of producer text for a message, cut short so that a dead-letter
@@ -150,20 +152,20 @@ class PathTracker {
 };
 
 // A required, non-empty string member of `object`; `path` names it in messages.
-Result<std::string> RequiredString(const nlohmann::json& object, const char* key,
+Result<std::string> RequiredString(DeadLetterReason& why, const nlohmann::json& object, const char* key,
                                    const std::string& path) {
   auto it = object.find(key);
-  if (it == object.end()) return Reject("missing_field", path + " is required");
+  if (it == object.end()) return Reject(why, DeadLetterReason::kMissingField, path + " is required");
   if (!it->is_string()) {
-    return Reject("bad_field", path + ": expected a string, got " + it->type_name());
+    return Reject(why, DeadLetterReason::kBadField, path + ": expected a string, got " + it->type_name());
   }
   const std::string& value = it->get_ref<const std::string&>();
-  if (value.empty()) return Reject("bad_field", path + ": must not be empty");
+  if (value.empty()) return Reject(why, DeadLetterReason::kBadField, path + ": must not be empty");
   return value;
 }
 
 // An optional integer member no smaller than `min`; null counts as absent.
-Result<std::optional<int64_t>> OptionalInteger(const nlohmann::json& object, const char* key,
+Result<std::optional<int64_t>> OptionalInteger(DeadLetterReason& why, const nlohmann::json& object, const char* key,
                                                const std::string& path, int64_t min,
                                                const char* expected) {
   auto it = object.find(key);
@@ -172,98 +174,98 @@ Result<std::optional<int64_t>> OptionalInteger(const nlohmann::json& object, con
   if (it->is_number_unsigned()) {
     uint64_t value = it->get<uint64_t>();
     if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return Reject("bad_field", message);
+      return Reject(why, DeadLetterReason::kBadField, message);
     }
-    if (static_cast<int64_t>(value) < min) return Reject("bad_field", message);
+    if (static_cast<int64_t>(value) < min) return Reject(why, DeadLetterReason::kBadField, message);
     return std::optional<int64_t>(static_cast<int64_t>(value));
   }
   if (it->is_number_integer()) {
     int64_t value = it->get<int64_t>();
-    if (value < min) return Reject("bad_field", message);
+    if (value < min) return Reject(why, DeadLetterReason::kBadField, message);
     return std::optional<int64_t>(value);
   }
-  return Reject("bad_field", message);
+  return Reject(why, DeadLetterReason::kBadField, message);
 }
 
-Result<TimePoint> RequiredTime(const nlohmann::json& object, const char* key,
+Result<TimePoint> RequiredTime(DeadLetterReason& why, const nlohmann::json& object, const char* key,
                                const std::string& path) {
-  Result<std::string> text = RequiredString(object, key, path);
+  Result<std::string> text = RequiredString(why, object, key, path);
   if (!text.ok()) return text.status();
   std::optional<TimePoint> time = ParseEnvelopeTime(*text);
   if (!time) {
-    return Reject("bad_field", path + ": invalid time " + Quote(*text) +
+    return Reject(why, DeadLetterReason::kBadField, path + ": invalid time " + Quote(*text) +
                                    ": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
   }
   return *time;
 }
 
-Status ParsePartition(const nlohmann::json& payload, PartitionPayload& out) {
-  Result<std::string> dataset = RequiredString(payload, "dataset", "payload.dataset");
+Status ParsePartition(DeadLetterReason& why, const nlohmann::json& payload, PartitionPayload& out) {
+  Result<std::string> dataset = RequiredString(why, payload, "dataset", "payload.dataset");
   if (!dataset.ok()) return dataset.status();
   out.dataset = std::move(dataset).value();
 
   auto partitions = payload.find("partitions");
   if (partitions == payload.end()) {
-    return Reject("missing_field", "payload.partitions is required");
+    return Reject(why, DeadLetterReason::kMissingField, "payload.partitions is required");
   }
   if (!partitions->is_array()) {
-    return Reject("bad_field", std::string("payload.partitions: expected an array, got ") +
+    return Reject(why, DeadLetterReason::kBadField, std::string("payload.partitions: expected an array, got ") +
                                    partitions->type_name());
   }
   // An event that names no partition announces nothing a trigger could count.
-  if (partitions->empty()) return Reject("bad_field", "payload.partitions: must not be empty");
+  if (partitions->empty()) return Reject(why, DeadLetterReason::kBadField, "payload.partitions: must not be empty");
   for (size_t i = 0; i < partitions->size(); ++i) {
     const nlohmann::json& p = (*partitions)[i];
     const std::string path = "payload.partitions[" + std::to_string(i) + "]";
     if (!p.is_string()) {
-      return Reject("bad_field", path + ": expected a string, got " + p.type_name());
+      return Reject(why, DeadLetterReason::kBadField, path + ": expected a string, got " + p.type_name());
     }
     if (p.get_ref<const std::string&>().empty()) {
-      return Reject("bad_field", path + ": must not be empty");
+      return Reject(why, DeadLetterReason::kBadField, path + ": must not be empty");
     }
     out.partitions.push_back(p.get<std::string>());
   }
 
   Result<std::optional<int64_t>> bytes =
-      OptionalInteger(payload, "bytes", "payload.bytes", 0, "a non-negative integer");
+      OptionalInteger(why, payload, "bytes", "payload.bytes", 0, "a non-negative integer");
   if (!bytes.ok()) return bytes.status();
   out.bytes = *bytes;
   return Status::Ok();
 }
 
-Status ParseProgram(const nlohmann::json& payload, ProgramPayload& out) {
-  Result<std::string> program = RequiredString(payload, "program", "payload.program");
+Status ParseProgram(DeadLetterReason& why, const nlohmann::json& payload, ProgramPayload& out) {
+  Result<std::string> program = RequiredString(why, payload, "program", "payload.program");
   if (!program.ok()) return program.status();
   out.program = std::move(program).value();
 
-  Result<std::string> run_id = RequiredString(payload, "run_id", "payload.run_id");
+  Result<std::string> run_id = RequiredString(why, payload, "run_id", "payload.run_id");
   if (!run_id.ok()) return run_id.status();
   out.run_id = std::move(run_id).value();
 
   auto status = payload.find("status");
-  if (status == payload.end()) return Reject("missing_field", "payload.status is required");
+  if (status == payload.end()) return Reject(why, DeadLetterReason::kMissingField, "payload.status is required");
   if (!status->is_string()) {
-    return Reject("bad_field",
+    return Reject(why, DeadLetterReason::kBadField,
                   std::string("payload.status: expected a string, got ") + status->type_name());
   }
   std::optional<ProgramStatus> parsed =
       ProgramStatusFromName(status->get_ref<const std::string&>());
   if (!parsed) {
-    return Reject("bad_field", "payload.status: unknown status " +
+    return Reject(why, DeadLetterReason::kBadField, "payload.status: unknown status " +
                                    Quote(status->get_ref<const std::string&>()) +
                                    " (expected started, heartbeat, succeeded, failed or killed)");
   }
   out.status = *parsed;
 
   Result<std::optional<int64_t>> attempt =
-      OptionalInteger(payload, "attempt", "payload.attempt", 1, "a positive integer");
+      OptionalInteger(why, payload, "attempt", "payload.attempt", 1, "a positive integer");
   if (!attempt.ok()) return attempt.status();
   out.attempt = attempt->value_or(1);
 
   auto reason = payload.find("reason");
   if (reason != payload.end() && !reason->is_null()) {
     if (!reason->is_string()) {
-      return Reject("bad_field",
+      return Reject(why, DeadLetterReason::kBadField,
                     std::string("payload.reason: expected a string, got ") + reason->type_name());
     }
     out.reason = reason->get<std::string>();
@@ -271,18 +273,18 @@ Status ParseProgram(const nlohmann::json& payload, ProgramPayload& out) {
   return Status::Ok();
 }
 
-Status ParseTick(const nlohmann::json& payload, TickPayload& out) {
-  Result<std::string> schedule = RequiredString(payload, "schedule", "payload.schedule");
+Status ParseTick(DeadLetterReason& why, const nlohmann::json& payload, TickPayload& out) {
+  Result<std::string> schedule = RequiredString(why, payload, "schedule", "payload.schedule");
   if (!schedule.ok()) return schedule.status();
   const size_t slash = schedule->find('/');
   if (slash == 0 || slash == std::string::npos || slash + 1 == schedule->size() ||
       schedule->find('/', slash + 1) != std::string::npos) {
-    return Reject("bad_field", "payload.schedule: expected \"namespace/name\", got " +
+    return Reject(why, DeadLetterReason::kBadField, "payload.schedule: expected \"namespace/name\", got " +
                                    Quote(*schedule));
   }
   out.schedule = std::move(schedule).value();
 
-  Result<TimePoint> fire_time = RequiredTime(payload, "fire_time", "payload.fire_time");
+  Result<TimePoint> fire_time = RequiredTime(why, payload, "fire_time", "payload.fire_time");
   if (!fire_time.ok()) return fire_time.status();
   out.fire_time = *fire_time;
   return Status::Ok();
@@ -290,20 +292,22 @@ Status ParseTick(const nlohmann::json& payload, TickPayload& out) {
 
 }  // namespace
 
-Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes) {
+namespace {
+
+Result<Event> Parse(DeadLetterReason& why, std::string_view bytes, size_t max_bytes) {
   if (bytes.size() > max_bytes) {
-    return Reject("oversized", std::to_string(bytes.size()) + " bytes, more than the limit of " +
+    return Reject(why, DeadLetterReason::kOversized, std::to_string(bytes.size()) + " bytes, more than the limit of " +
                                    std::to_string(max_bytes));
   }
   // A tombstone (null value) or an empty produce: said as such, not as a JSON syntax error.
-  if (bytes.empty()) return Reject("bad_json", "empty message (no value)");
+  if (bytes.empty()) return Reject(why, DeadLetterReason::kBadJson, "empty message (no value)");
   if (NestsDeeperThan(bytes, kMaxNesting)) {
-    return Reject("bad_json", "nested deeper than " + std::to_string(kMaxNesting) + " levels");
+    return Reject(why, DeadLetterReason::kBadJson, "nested deeper than " + std::to_string(kMaxNesting) + " levels");
   }
   // nlohmann takes a NUL byte for the end of its input: `{...}\0garbage` parsed as `{...}`. JSON
   // text has no place for a raw NUL (not between tokens, not inside a string), so any is refused.
   if (const size_t nul = bytes.find('\0'); nul != std::string_view::npos) {
-    return Reject("bad_json", "a NUL byte at byte " + std::to_string(nul) + " (JSON text cannot contain one)");
+    return Reject(why, DeadLetterReason::kBadJson, "a NUL byte at byte " + std::to_string(nul) + " (JSON text cannot contain one)");
   }
   PathTracker tracker;
   nlohmann::json document;
@@ -315,7 +319,7 @@ Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes) {
         });
   } catch (const nlohmann::json::parse_error&) {
     // A syntax error or ill-formed UTF-8.
-    return Reject("bad_json", "not valid JSON (or not valid UTF-8)");
+    return Reject(why, DeadLetterReason::kBadJson, "not valid JSON (or not valid UTF-8)");
   } catch (const nlohmann::json::out_of_range& e) {
     // Valid JSON, but a number beyond a double ("bytes": 1e400): said where it is. nlohmann's
     // message ends "number overflow parsing '<token>'".
@@ -323,15 +327,15 @@ Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes) {
     const size_t open = what.find('\''), close = what.rfind('\'');
     const std::string token = open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : "";
     const std::string path = tracker.PendingPath();
-    return Reject("bad_field", (path.empty() ? std::string("value") : path) + ": number " + Quote(token) +
+    return Reject(why, DeadLetterReason::kBadField, (path.empty() ? std::string("value") : path) + ": number " + Quote(token) +
                                    " is out of range (beyond a double)");
   }
   if (!tracker.duplicate().empty()) {
-    return Reject("bad_json", tracker.duplicate() + ": duplicate key " + Quote(tracker.duplicate_key()) +
+    return Reject(why, DeadLetterReason::kBadJson, tracker.duplicate() + ": duplicate key " + Quote(tracker.duplicate_key()) +
                                   " (a key appears at most once in an object)");
   }
   if (!document.is_object()) {
-    return Reject("not_object", std::string("expected a JSON object, got ") +
+    return Reject(why, DeadLetterReason::kNotObject, std::string("expected a JSON object, got ") +
                                     document.type_name());
   }
 
@@ -341,24 +345,24 @@ Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes) {
   // is not valid JSON), and in valid JSON every backslash starts an escape.
   for (size_t i = bytes.find('\\'); i != std::string_view::npos; i = bytes.find('\\', i + 2)) {
     if (bytes.substr(i + 1, 5) == "u0000") {
-      return Reject("bad_json", "a string holds \\u0000 (NUL) at byte " + std::to_string(i) +
+      return Reject(why, DeadLetterReason::kBadJson, "a string holds \\u0000 (NUL) at byte " + std::to_string(i) +
                                     ", which trigd cannot store");
     }
   }
 
   Event event;
-  Result<std::string> id = RequiredString(document, "id", "id");
+  Result<std::string> id = RequiredString(why, document, "id", "id");
   if (!id.ok()) return id.status();
   if (id->size() > kMaxEventIdBytes) {
-    return Reject("bad_field", "id: " + std::to_string(id->size()) + " bytes, more than the limit of " +
+    return Reject(why, DeadLetterReason::kBadField, "id: " + std::to_string(id->size()) + " bytes, more than the limit of " +
                                    std::to_string(kMaxEventIdBytes));
   }
   event.id = std::move(id).value();
 
   auto type = document.find("type");
-  if (type == document.end()) return Reject("missing_field", "type is required");
+  if (type == document.end()) return Reject(why, DeadLetterReason::kMissingField, "type is required");
   if (!type->is_string()) {
-    return Reject("bad_field", std::string("type: expected a string, got ") + type->type_name());
+    return Reject(why, DeadLetterReason::kBadField, std::string("type: expected a string, got ") + type->type_name());
   }
   const std::string& type_name = type->get_ref<const std::string&>();
   if (type_name == "partition") {
@@ -368,33 +372,41 @@ Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes) {
   } else if (type_name == "tick") {
     event.type = EventType::kTick;
   } else {
-    return Invalid("unknown_type: " + Quote(type_name) + " (expected partition, program or tick)");
+    return Reject(why, DeadLetterReason::kUnknownType, Quote(type_name) + " (expected partition, program or tick)");
   }
 
-  Result<TimePoint> time = RequiredTime(document, "time", "time");
+  Result<TimePoint> time = RequiredTime(why, document, "time", "time");
   if (!time.ok()) return time.status();
   event.time = *time;
 
   auto payload = document.find("payload");
-  if (payload == document.end()) return Reject("missing_field", "payload is required");
+  if (payload == document.end()) return Reject(why, DeadLetterReason::kMissingField, "payload is required");
   if (!payload->is_object()) {
-    return Reject("bad_field",
+    return Reject(why, DeadLetterReason::kBadField,
                   std::string("payload: expected an object, got ") + payload->type_name());
   }
   Status status;
   switch (event.type) {
-    case EventType::kPartition: status = ParsePartition(*payload, event.partition); break;
-    case EventType::kProgram: status = ParseProgram(*payload, event.program); break;
-    case EventType::kTick: status = ParseTick(*payload, event.tick); break;
+    case EventType::kPartition: status = ParsePartition(why, *payload, event.partition); break;
+    case EventType::kProgram: status = ParseProgram(why, *payload, event.program); break;
+    case EventType::kTick: status = ParseTick(why, *payload, event.tick); break;
   }
   if (!status.ok()) return status;
   event.payload = std::move(*payload);
   return event;
 }
 
-std::string DeadLetterReason(const Status& status) {
-  const std::string& message = status.message();
-  return message.substr(0, message.find(':'));
+}  // namespace
+
+Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes, DeadLetterReason* reason) {
+  DeadLetterReason why = DeadLetterReason::kBadJson;
+  Result<Event> event = Parse(why, bytes, max_bytes);
+  if (!event.ok() && reason) *reason = why;
+  return event;
+}
+
+Status DeadLetterStatus(DeadLetterReason reason, const std::string& detail) {
+  return Invalid(std::string(DeadLetterReasonName(reason)) + ": " + detail);
 }
 
 namespace {

@@ -15,7 +15,7 @@ namespace trigd {
 
 inline constexpr size_t kMaxEventBytes = 1 << 20;
 // An event id is stored in a B-tree (de-duplication), whose entries hold at most 2,704 bytes: a
-// longer id failed every ingest transaction it was part of. 1 KiB leaves room for any id a
+// longer id fails every ingest transaction it is part of. 1 KiB leaves room for any id a
 // producer makes (a UUID is 36 bytes, trigd's own tick ids about 300 at most).
 inline constexpr size_t kMaxEventIdBytes = 1024;
 
@@ -29,15 +29,17 @@ inline constexpr size_t kMaxEventIdBytes = 1024;
 //                  status \"done\"", "bad_field: time: invalid time ...", an empty id, an
 //                  id longer than kMaxEventIdBytes
 //   unknown_type   e.g. "unknown_type: \"parquet\" (expected partition, program or tick)"
-// Unknown extra fields are allowed (producers may add their own).
-Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes = kMaxEventBytes);
+// Unknown extra fields are allowed (producers may add their own). A refusal sets *reason (when
+// given) to the reason its message starts with: the metric label, never read back from text.
+Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes = kMaxEventBytes,
+                            DeadLetterReason* reason = nullptr);
 
-// The dead-letter reason of a ParseEnvelope status: the text before the first ':'.
-std::string DeadLetterReason(const Status& status);
+// The kInvalid status of a refused event: "<reason>: <detail>", as ParseEnvelope makes them.
+Status DeadLetterStatus(DeadLetterReason reason, const std::string& detail);
 
 // The largest message trigd publishes (dead letters, launch requests): under librdkafka's
-// default message.max.bytes (1,000,000) and Kafka's (1,048,588). A larger one was refused by the
-// producer on every try and stayed in the outbox for good.
+// default message.max.bytes (1,000,000) and Kafka's (1,048,588). A larger one would be refused by
+// the producer on every try and stay in the outbox for good (docs/adr/0022-message-size-limits.md).
 inline constexpr size_t kMaxPublishedBytes = 900000;
 // How much of a message too large to publish whole a dead letter keeps (at most 6 bytes of JSON
 // each, escaped, plus its base64 copy: well under kMaxPublishedBytes).

@@ -11,7 +11,7 @@ namespace trigd {
 namespace {
 
 // RFC 3339 years have four digits, but an offset can carry 0000-01-01 or 9999-12-31 across a
-// year boundary; trigd could not write such an instant back as RFC 3339 (found by fuzzing).
+// year boundary; trigd could not write such an instant back as RFC 3339.
 constexpr TimePoint kMinTime{std::chrono::sys_days{std::chrono::year{0} / 1 / 1}};
 constexpr TimePoint kEndTime{std::chrono::sys_days{std::chrono::year{10000} / 1 / 1}};
 

@@ -34,6 +34,7 @@ struct RoutedEvent {
   std::optional<Event> event;              // kMatch
   std::span<const int64_t> schedules;      // kMatch: valid until the index changes
   Status error;                            // kInvalid
+  DeadLetterReason reason = DeadLetterReason::kBadJson;  // kInvalid: the metric label
 };
 
 // One message. `key` is scratch space, reused across calls so that routing allocates nothing

@@ -28,7 +28,7 @@ constexpr size_t kMaxDatasetLength = 256;
 // the recursive walk far from exhausting the stack on a hostile document.
 constexpr int kMaxTriggerDepth = 32;
 // Copying, comparing and dumping a JSON value recurse (program.args is copied into Schedule); a
-// document nested 10,000 deep overflowed the stack (found by fuzzing). Deep enough for any
+// document nested 10,000 deep would overflow the stack. Deep enough for any
 // args and for triggers nested past kMaxTriggerDepth to get that limit's clearer message.
 constexpr size_t kMaxJsonNesting = 128;
 // Values quoted in messages are cut so that one absurd field cannot flood a terminal.
@@ -223,8 +223,8 @@ class DocumentParser {
       } else if (key == "heartbeat_timeout") {
         if (auto v = ReadDuration(*value, path, /*allow_zero=*/false)) {
           // Runs are swept every 500 ms and the reference worker heartbeats every third of the
-          // timeout, at least every 500 ms: "1ms" (a typo for "1m") declared every run lost
-          // while its worker was heartbeating (the audit of 2026-11-25).
+          // timeout, at least every 500 ms: "1ms" (a typo for "1m") would declare every run lost
+          // while its worker heartbeats (docs/adr/0025-parser-limits.md).
           if (*v < std::chrono::seconds(1)) {
             Error(path, "must be at least 1s, got " + FormatDuration(*v));
           } else {

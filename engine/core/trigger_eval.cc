@@ -48,8 +48,8 @@ bool ApplyPartition(const PartitionTrigger& leaf, const PartitionPayload& event,
     counted = true;
   }
   if (!counted) return false;
-  // Saturating: two partitions of 5e18 bytes wrapped the sum negative, so the leaf never held
-  // (the audit of 2026-11-25). Envelope bytes are never negative.
+  // Saturating: two partitions of 5e18 bytes would wrap the sum negative, so the leaf would
+  // never hold. Envelope bytes are never negative.
   if (event.bytes) {
     state.bytes = *event.bytes > std::numeric_limits<int64_t>::max() - state.bytes ? std::numeric_limits<int64_t>::max()
                                                                                    : state.bytes + *event.bytes;

@@ -44,9 +44,9 @@ void MessageBatch::Clear() {
 namespace {
 
 // Says on stderr when a client cannot reach Kafka. librdkafka reconnects on its own and the
-// process keeps running (a broker restart must not stop trigd), but it did so in silence:
-// log_level 2 hides librdkafka's own logs, and trigd started with a wrong --kafka ran forever
-// without a word. librdkafka raises its error events in the thread that polls the client.
+// process keeps running (a broker restart must not stop trigd), but in silence: log_level 2
+// hides librdkafka's own logs, and trigd started with a wrong --kafka would run forever without
+// a word. librdkafka raises its error events in the thread that polls the client.
 //
 // The line is written once every broker is down (ALL_BROKERS_DOWN), with the reason of the last
 // connection error, and again on later connection errors while they stay down, at most once per
@@ -97,15 +97,35 @@ class BrokerWatch : public RdKafka::EventCb {
   std::chrono::steady_clock::time_point said_at_;
 };
 
+// Errors after which the same message can never be delivered: re-sending it is pointless.
+bool IsPermanentProduceError(RdKafka::ErrorCode err) {
+  switch (err) {
+    case RdKafka::ERR_MSG_SIZE_TOO_LARGE:
+    case RdKafka::ERR_INVALID_MSG_SIZE:
+    case RdKafka::ERR_RECORD_LIST_TOO_LARGE:
+    case RdKafka::ERR_INVALID_RECORD:
+    case RdKafka::ERR_POLICY_VIOLATION:
+    case RdKafka::ERR_TOPIC_EXCEPTION:
+    case RdKafka::ERR_INVALID_MSG:
+      return true;
+    default:
+      return false;
+  }
+}
+
 class DeliveryCollector : public RdKafka::DeliveryReportCb {
  public:
   void dr_cb(RdKafka::Message& m) override {
     auto* index = static_cast<size_t*>(m.msg_opaque());
-    if (index && *index < ok.size()) ok[*index] = (m.err() == RdKafka::ERR_NO_ERROR);
+    if (index && *index < ok.size()) {
+      ok[*index] = (m.err() == RdKafka::ERR_NO_ERROR);
+      refused[*index] = IsPermanentProduceError(m.err());
+    }
     if (m.err() != RdKafka::ERR_NO_ERROR && last_error.empty()) last_error = m.errstr();
     ++reported;
   }
   std::vector<bool> ok;
+  std::vector<bool> refused;
   size_t reported = 0;
   std::string last_error;
 };
@@ -114,6 +134,7 @@ class RdProducer : public Producer {
  public:
   std::vector<bool> ProduceAndWait(const std::vector<OutMessage>& messages, int timeout_ms) override {
     dr_.ok.assign(messages.size(), false);
+    dr_.refused.assign(messages.size(), false);
     dr_.reported = 0;
     dr_.last_error.clear();
     std::vector<size_t> indexes(messages.size());
@@ -131,7 +152,10 @@ class RdProducer : public Producer {
       }
       if (err == RdKafka::ERR_NO_ERROR) {
         ++queued;
-      } else if (dr_.last_error.empty()) {
+        continue;
+      }
+      dr_.refused[i] = IsPermanentProduceError(err);
+      if (dr_.last_error.empty()) {
         // Refused before it was queued (too large, unknown topic): no delivery report follows.
         dr_.last_error = RdKafka::err2str(err) + " (" + m.topic + ", " + std::to_string(m.value.size()) + " bytes)";
       }
@@ -147,6 +171,8 @@ class RdProducer : public Producer {
     if (producer_->fatal_error(fatal) != RdKafka::ERR_NO_ERROR) return "fatal: " + fatal;
     return dr_.last_error.empty() ? "no delivery report in time" : dr_.last_error;
   }
+
+  const std::vector<bool>& Refused() const override { return dr_.refused; }
 
   std::unique_ptr<BrokerWatch> watch_;  // declared first: outlives the producer, which calls it
   std::unique_ptr<RdKafka::Producer> producer_;
@@ -203,10 +229,11 @@ class Rebalancer : public RdKafka::RebalanceCb {
   // The beginning of a partition as a concrete offset (its low watermark), asked of the broker
   // now. librdkafka 2.0 resolves the logical OFFSET_BEGINNING itself, but a partition whose
   // leader it has not learnt yet when the assignment starts (usual right after a group join)
-  // waits for its 500 ms offset-query timer: the other partitions were consumed alone meanwhile,
-  // and the consumer then idled 200-300 ms with nothing fetched (tools/bench ingest, a fresh
-  // group per round). This query waits for the leader instead (about a millisecond a partition,
-  // at assignment only). Should it fail, librdkafka resolves the logical offset as before, for
+  // waits for its 500 ms offset-query timer: the other partitions are consumed alone meanwhile,
+  // and the consumer then idles 200-300 ms with nothing fetched
+  // (docs/adr/0041-new-partitions-start-at-their-low-watermark.md). This query waits for the
+  // leader instead (about a millisecond a partition, at assignment only). Should it fail,
+  // librdkafka resolves the logical offset itself, for
   // this partition and the assignment's others (`ask_broker` is cleared: the rebalance callback
   // waits for one timeout at most, well inside the group's session timeout); an offset that
   // retention removes in between is reset to the earliest (auto.offset.reset), as the logical
@@ -312,8 +339,9 @@ class RdConsumer : public Consumer {
     for (auto* p : parts) {
       int64_t low = 0, high = 0;
       // No position until a message is consumed after the assignment: the offset it was
-      // positioned at then (it used to count from the low watermark, so an idle partition showed
-      // its whole size as lag); none known (positioned at its beginning by librdkafka): skipped.
+      // positioned at then (counting from the low watermark would show an idle partition's whole
+      // size as lag); none known (positioned at its beginning by librdkafka): skipped
+      // (docs/adr/0036-lag-metric-per-held-partition.md).
       int64_t pos = p->offset();
       if (pos < 0) {
         auto started = rebalancer_->started_at_.find({p->topic(), p->partition()});

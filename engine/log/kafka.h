@@ -88,6 +88,9 @@ class Producer {
   // Why the last ProduceAndWait left messages unconfirmed ("fatal: ..." when the idempotent
   // producer hit a fatal error: the caller must create a new producer).
   virtual std::string LastError() = 0;
+  // One flag per message of the last ProduceAndWait: true when the broker or the client refused
+  // it for good (too large, an invalid record, a policy), so sending it again cannot help.
+  virtual const std::vector<bool>& Refused() const = 0;
 };
 
 // Called on assignment with the partitions assigned; returns the offset to start each at

@@ -24,11 +24,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   pruned_ = &BuildCounter().Name("trigd_history_pruned_total").Help("Finished jobs and runs deleted by the history retention (TRIGD_RETENTION), by table").Register(*registry_);
   for (const char* t : {"jobs", "runs"}) HistoryPruned(t);
   // The label sets SPEC §7 names are registered up front so a scrape shows them at zero.
-  for (const char* t : {"partition", "program", "tick"})
-    for (const char* o : {"applied", "duplicate", "no_match"}) Event(t, o);
+  for (EventType t : {EventType::kPartition, EventType::kProgram, EventType::kTick})
+    for (EventOutcome o : kCountedEventOutcomes) Event(t, o);
   for (const char* t : {"opened", "ready", "launched", "discarded"}) JobTransition(t);
   for (const char* o : {"succeeded", "failed", "killed", "lost", "retried"}) RunOutcome(o);
-  for (const char* r : {"oversized", "bad_json", "not_object", "missing_field", "bad_field", "unknown_type"}) DeadLetter(r);
+  for (DeadLetterReason r : kDeadLetterReasons) DeadLetter(r);
   for (const char* s : {"pending_trigger", "pending_constraint", "pending_launch"}) Jobs(s);
   for (const char* c : {"max_concurrent_runs", "concurrency_group", "delay", "time_window", "min_since_last_run",
                         "max_runs_per", "timeout", "trigger"})
@@ -61,11 +61,11 @@ T& Metrics::Get(prometheus::Family<T>& family, std::map<std::string, T*>& cache,
   return handle;
 }
 
-prometheus::Counter& Metrics::Event(const std::string& type, const std::string& outcome) {
-  return Get(*events_, counter_cache_, {{"type", type}, {"outcome", outcome}});
+prometheus::Counter& Metrics::Event(EventType type, EventOutcome outcome) {
+  return Get(*events_, counter_cache_, {{"type", EventTypeName(type)}, {"outcome", EventOutcomeName(outcome)}});
 }
-prometheus::Counter& Metrics::DeadLetter(const std::string& reason) {
-  return Get(*dead_letters_, counter_cache_, {{"reason", reason}});
+prometheus::Counter& Metrics::DeadLetter(DeadLetterReason reason) {
+  return Get(*dead_letters_, counter_cache_, {{"reason", DeadLetterReasonName(reason)}});
 }
 prometheus::Counter& Metrics::JobTransition(const std::string& transition) {
   return Get(*jobs_total_, counter_cache_, {{"transition", transition}});

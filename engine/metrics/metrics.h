@@ -15,6 +15,7 @@
 #include <prometheus/registry.h>
 
 #include "common/status.h"
+#include "model/event.h"
 
 namespace trigd {
 
@@ -24,8 +25,8 @@ class Metrics {
   // Serves /metrics on `address` ("127.0.0.1:9464"). kUnavailable when it cannot bind.
   Status Serve(const std::string& address);
 
-  prometheus::Counter& Event(const std::string& type, const std::string& outcome);
-  prometheus::Counter& DeadLetter(const std::string& reason);
+  prometheus::Counter& Event(EventType type, EventOutcome outcome);
+  prometheus::Counter& DeadLetter(DeadLetterReason reason);
   prometheus::Counter& JobTransition(const std::string& transition);
   prometheus::Gauge& Jobs(const std::string& state);
   prometheus::Counter& RunOutcome(const std::string& outcome);

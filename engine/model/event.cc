@@ -2,6 +2,29 @@
 
 namespace trigd {
 
+const char* EventOutcomeName(EventOutcome o) {
+  switch (o) {
+    case EventOutcome::kApplied: return "applied";
+    case EventOutcome::kDuplicate: return "duplicate";
+    case EventOutcome::kNoMatch: return "no_match";
+    case EventOutcome::kDead: return "dead";
+  }
+  return "?";
+}
+
+const char* DeadLetterReasonName(DeadLetterReason r) {
+  switch (r) {
+    case DeadLetterReason::kOversized: return "oversized";
+    case DeadLetterReason::kBadJson: return "bad_json";
+    case DeadLetterReason::kNotObject: return "not_object";
+    case DeadLetterReason::kMissingField: return "missing_field";
+    case DeadLetterReason::kBadField: return "bad_field";
+    case DeadLetterReason::kUnknownType: return "unknown_type";
+    case DeadLetterReason::kScheduleFailed: return "schedule_failed";
+  }
+  return "?";
+}
+
 const char* EventTypeName(EventType t) {
   switch (t) {
     case EventType::kPartition: return "partition";

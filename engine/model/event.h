@@ -16,6 +16,25 @@ namespace trigd {
 
 enum class EventType { kPartition, kProgram, kTick };
 const char* EventTypeName(EventType t);
+
+// What ingestion did with one event (trigd_events_total's `outcome` label, SPEC §7): it changed
+// a job or ended a run (applied), was seen before (duplicate), concerned no schedule
+// (no_match), or was refused to the dead-letter topic (dead, counted by its reason instead).
+enum class EventOutcome { kApplied, kDuplicate, kNoMatch, kDead };
+inline constexpr EventOutcome kCountedEventOutcomes[] = {EventOutcome::kApplied, EventOutcome::kDuplicate,
+                                                         EventOutcome::kNoMatch};
+const char* EventOutcomeName(EventOutcome o);
+
+// Why an event went to the dead-letter topic (trigd_dead_letters_total's `reason` label, and the
+// start of the dead letter's `reason` text). ParseEnvelope (core/envelope.h) gives the first
+// six; kScheduleFailed is ingest's, for an event a schedule's rows could not take
+// (store/poison.cc).
+enum class DeadLetterReason { kOversized, kBadJson, kNotObject, kMissingField, kBadField, kUnknownType, kScheduleFailed };
+inline constexpr DeadLetterReason kDeadLetterReasons[] = {
+    DeadLetterReason::kOversized, DeadLetterReason::kBadJson,  DeadLetterReason::kNotObject,
+    DeadLetterReason::kMissingField, DeadLetterReason::kBadField, DeadLetterReason::kUnknownType,
+    DeadLetterReason::kScheduleFailed};
+const char* DeadLetterReasonName(DeadLetterReason r);
 // The start of an event key (Event::EventKey): "partition:", "program:" or "time:".
 std::string_view EventKeyPrefix(EventType t);
 

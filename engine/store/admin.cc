@@ -14,7 +14,7 @@
 
 // A schedule's time trigger's next fire time, for `schedules list` and `show` (none while
 // suspended, or without a time trigger): a cron or every schedule has no job to ask `jobs why`
-// about before its first tick (the audit of 2026-11-25). For rows of schedules aliased s.
+// about before its first tick. For rows of schedules aliased s.
 #define TRIGD_NEXT_FIRE_AT \
   "(SELECT CASE WHEN isfinite(t.next_fire_at) THEN t.next_fire_at END FROM time_triggers t " \
   "WHERE t.schedule_id = s.id) AS next_fire_at"
@@ -60,7 +60,7 @@ void ResetTimeTrigger(pqxx::work& tx, int64_t id, const Schedule& s, TimePoint n
         "next_fire_at = EXCLUDED.next_fire_at, leaf = EXCLUDED.leaf",
         id, ToMillis(now), next ? std::optional<int64_t>(ToMillis(*next)) : std::nullopt, static_cast<int>(i),
         leaves[i]->time.cron.has_value());
-    return;  // one time leaf drives a schedule's ticks (see README)
+    return;  // one time leaf drives a schedule's ticks (docs/adr/0025-parser-limits.md)
   }
   tx.exec_params("DELETE FROM time_triggers WHERE schedule_id = $1", id);
 }
@@ -299,8 +299,8 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
     auto row = tx.exec_params("SELECT id, document::text, state FROM schedules WHERE name = $1 FOR UPDATE", name);
     if (row.empty()) return NotFound("no schedule named " + name);
     int64_t id = row[0][0].as<int64_t>();
-    // Resuming an active schedule (Airflow's unpause of an unpaused DAG) is a no-op: it used to
-    // discard the open job and reset the time trigger's phase.
+    // Resuming an active schedule (Airflow's unpause of an unpaused DAG) is a no-op: it keeps
+    // the open job and the time trigger's phase.
     const std::string state = row[0][2].as<std::string>();
     if ((action == ScheduleAction::kResume && state == "active") ||
         (action == ScheduleAction::kSuspend && state == "suspended")) {
@@ -334,16 +334,15 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
             "UPDATE runs SET " TRIGD_KILLED_BY_DELETE
             "WHERE job_id=$1 AND state='launched' " TRIGD_KILLED_BY_DELETE_RETURNING, job);
         if (!run.empty()) release(run[0][0]);
-        pg_internal::KillByDeleteEvents(tx, topic_prefix, run);
+        pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), run);
       }
-      // Runs waiting for their next attempt are not retried either (the audit of 2026-11-25
-      // saw a deleted schedule's failed run launched twice more, with the default backoff:
-      // its retry policy was gone with its document). A run still running goes on; its
-      // failure is final (PgStore::RetryFailedAttempt, SweepRuns).
+      // Runs waiting for their next attempt are not retried either: their retry policy is
+      // gone with the document (docs/adr/0020-delete-kills-and-announces.md). A run still
+      // running goes on; its failure is final (PgStore::RetryFailedAttempt, SweepRuns).
       const pqxx::result waiting = tx.exec_params(
           "UPDATE runs SET " TRIGD_KILLED_BY_DELETE "WHERE schedule_id=$1 AND state='retry_wait' " TRIGD_KILLED_BY_DELETE_RETURNING, id);
       for (const auto& run : waiting) release(run[0]);
-      pg_internal::KillByDeleteEvents(tx, topic_prefix, waiting);
+      pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), waiting);
       killed = static_cast<int64_t>(ended.size());
       pg_internal::DecrementRunCounters(tx, ended);
       // Its version goes on counting if the name is applied again (schema/013; the greatest: a
@@ -377,8 +376,8 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
 }
 
 // A job's last checker decision (`waiting for …`) is shown while it is pending; once launched
-// or discarded the checker writes none, so the last one would read as still current (the audit
-// of 2026-11-25: "state: launched, last_decision: waiting for time_window"). Its history keeps it.
+// or discarded the checker writes none, so the last one would read as still current ("state:
+// launched, last_decision: waiting for time_window"). Its history keeps it.
 namespace {
 Result<nlohmann::json> WithoutStaleDecisions(Result<nlohmann::json> rows) {
   if (!rows.ok()) return rows;

@@ -15,6 +15,7 @@
 #include <pqxx/pqxx>
 
 #include "common/time.h"
+#include "common/topic_names.h"
 #include "core/launch_request.h"
 
 namespace trigd::pg_internal {
@@ -54,10 +55,10 @@ inline std::string ControlMessage(const AttemptEnded& a, TimePoint now) {
   return m.dump();
 }
 
-// Writes the control message of `a` to the outbox in `tx` (topic <prefix>control, key run id).
-inline void AddControlMessage(pqxx::transaction_base& tx, const std::string& topic_prefix, const AttemptEnded& a,
+// Writes the control message of `a` to the outbox in `tx` (the control topic, key run id).
+inline void AddControlMessage(pqxx::transaction_base& tx, const TopicNames& topics, const AttemptEnded& a,
                               TimePoint now) {
-  tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topic_prefix + "control", a.run_id,
+  tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topics.control, a.run_id,
                  ControlMessage(a, now));
 }
 

@@ -1,7 +1,7 @@
 // Outbox bundles: many messages for one topic in a single outbox row (outbox.bundle = true).
-// A storm's ticks (one copy of each on trigd.events.time, for observers) were one outbox row
-// each: written, claimed and deleted like a launch request, a sixth of a 100k-schedule storm's
-// time. A tick transaction now writes them as bundles of at most kBundleMessages, and the relay
+// A storm's ticks (one copy of each on trigd.events.time, for observers) as one outbox row
+// each, written, claimed and deleted like a launch request, would cost a sixth of a 100k-schedule
+// storm's time. A tick transaction writes them as bundles of at most kBundleMessages, and the relay
 // publishes each message and deletes the row only once all of them are confirmed (a partial
 // failure re-sends the whole bundle; ingestion skips trigd's own ticks by their id anyway).
 //

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "common/topic_names.h"
 #include "core/envelope.h"
 #include "model/event.h"
 #include "model/job.h"
@@ -202,8 +203,8 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
 #define TRIGD_MS(col) "floor(extract(epoch from " col ") * 1000)::bigint"
 
 // now() as trigd writes times (FormatTime: UTC, milliseconds, "Z"), for history entries and
-// launch requests written by SQL: `jobs why` showed entries from trigctl and the sweep as
-// "2026-11-25T11:33:51.52998+00:00" beside the engine's "2026-11-25T11:33:51.529Z".
+// launch requests written by SQL, so that `jobs why` shows entries from trigctl and the sweep
+// as "2026-11-25T11:33:51.529Z" like the engine's, not "2026-11-25T11:33:51.52998+00:00".
 #define TRIGD_NOW_TEXT "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
 // A run killed because its schedule was deleted: its state, reason and history entry (SQL,
@@ -216,33 +217,47 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
 #define TRIGD_KILLED_BY_DELETE_RETURNING \
   "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS " "
 
+// How trigd ended runs itself: the program event's status and reason, and its id's prefix
+// (<prefix>:<run>:<attempt>), by which ingestion counts the event although the run ended.
+struct RunEnding {
+  const char* status;
+  const char* reason;
+  const char* id_prefix;
+};
+
+// trigd's own report for each run it ended (rows with run_id, attempt, program, schedule_name
+// and the request's start_by from column `first`), written to the outbox for the program topic,
+// so downstream schedules see the run end, and a control message, so no worker starts it: the
+// attempt's request may be on the launch topic, where a worker of another group may read it later.
+inline void AnnounceEndedRuns(pqxx::transaction_base& tx, const TopicNames& topics, const pqxx::result& ended,
+                              int first, const RunEnding& how) {
+  if (ended.empty()) return;
+  const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
+  for (const auto& r : ended) {
+    Event e;
+    const std::string run_id = r[first].as<std::string>(), program = r[first + 2].as<std::string>();
+    const int64_t attempt = r[first + 1].as<int64_t>();
+    e.id = std::string(how.id_prefix) + ":" + run_id + ":" + std::to_string(attempt);
+    e.type = EventType::kProgram;
+    e.time = now;
+    e.payload = {{"program", program}, {"run_id", run_id}, {"status", how.status}, {"attempt", attempt},
+                 {"reason", how.reason}, {"schedule", r[first + 3].as<std::string>()}};
+    tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topics.events_program, program,
+                   EnvelopeToJson(e).dump());
+    AddControlMessage(tx, topics, {run_id, attempt, how.status, how.reason, true, StartByField(r[first + 4])}, now);
+  }
+}
+
 // trigd's own `killed` report for each run a schedule delete killed (rows with run_id, attempt,
 // program, schedule_name and the request's start_by from column `first`, as
 // TRIGD_KILLED_BY_DELETE_RETURNING gives them from column 1), written to the outbox for the program
 // topic, as a lost run's `failed` is: downstream schedules see the run end
-// (on_upstream_failure), where they saw nothing (the audit of 2026-11-25). Reason
+// (on_upstream_failure), which they would not otherwise
+// (docs/adr/0020-delete-kills-and-announces.md). Reason
 // schedule_deleted; id killed:<run>:<attempt>, which ingestion counts although the run ended.
-inline void KillByDeleteEvents(pqxx::transaction_base& tx, const std::string& topic_prefix, const pqxx::result& killed,
+inline void KillByDeleteEvents(pqxx::transaction_base& tx, const TopicNames& topics, const pqxx::result& killed,
                                int first = 1) {
-  if (killed.empty()) return;
-  const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
-  for (const auto& r : killed) {
-    Event e;
-    const std::string run_id = r[first].as<std::string>(), program = r[first + 2].as<std::string>();
-    const int64_t attempt = r[first + 1].as<int64_t>();
-    e.id = "killed:" + run_id + ":" + std::to_string(attempt);
-    e.type = EventType::kProgram;
-    e.time = now;
-    e.payload = {{"program", program}, {"run_id", run_id}, {"status", "killed"}, {"attempt", attempt},
-                 {"reason", "schedule_deleted"}, {"schedule", r[first + 3].as<std::string>()}};
-    tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topic_prefix + "events.program",
-                   program, EnvelopeToJson(e).dump());
-    // And every worker is told not to start it: the attempt's request may be on the launch
-    // topic (a retry_wait run's last attempt; a withdrawn request whose publication's outbox
-    // delete was lost), where a worker of another group may read it later.
-    AddControlMessage(tx, topic_prefix,
-                      {run_id, attempt, "killed", "schedule_deleted", true, StartByField(r[first + 4])}, now);
-  }
+  AnnounceEndedRuns(tx, topics, killed, first, {"killed", "schedule_deleted", "killed"});
 }
 
 // A UUIDv7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits. Runs launched

@@ -427,7 +427,7 @@ std::map<int64_t, ScheduleView> LoadSchedules(pqxx::transaction_base& tx, Schedu
 // Messages for the relay, collected for one COPY: a job's launch request (with the job and the
 // time it became ready, for pending_launch and the event-to-launch histogram) and the others
 // (dead letters, program events trigd publishes, retried launches, time ticks). As a JSON
-// document for jsonb_to_recordset, every payload (itself JSON) was escaped into a string by
+// document for jsonb_to_recordset, every payload (itself JSON) would be escaped into a string by
 // trigd and parsed twice by the server, a tenth of trigd's CPU in a storm.
 class OutboxRows {
  public:
@@ -525,8 +525,8 @@ namespace {
 // of the ended runs: a checker holding such a job then either committed first (and the job is
 // free here) or is queued behind those locks and will see the freed slots. Woken before the
 // counters were locked (to let the fast path's claim take them), a job held by another
-// instance's check that had read the counters full was skipped and written back to wait 30 s,
-// while the slot stayed free (the audit of 2026-11-25): the fast path wakes again after.
+// instance's check that had read the counters full would be skipped and written back to wait
+// 30 s while the slot stayed free: the fast path wakes again after.
 void WakeWaitingJobs(pqxx::transaction_base& tx, const EndedRuns& e, const std::vector<int64_t>& claimed = {}) {
   std::vector<int64_t> ids;
   for (const auto& [id, n] : e.per_schedule) ids.push_back(id);
@@ -542,8 +542,8 @@ void WakeWaitingJobs(pqxx::transaction_base& tx, const EndedRuns& e, const std::
 // locks no other counter row afterwards (the run sweep; ingest without the fast path). One
 // that goes on to check jobs leaves the decrement to CheckJobs (CheckFilter::ended), which
 // takes every counter lock in one order: releasing first and then locking the checked jobs'
-// counters took schedules and groups twice, out of order, and deadlocked with the checkers
-// about once a second under load (the audit of 2026-11-25).
+// counters would take schedules and groups twice, out of order, and deadlock with the checkers
+// (docs/adr/0015-run-counter-lock-order.md).
 void ReleaseRuns(pqxx::transaction_base& tx, const std::vector<EndedRun>& ended) {
   if (ended.empty()) return;
   const EndedRuns e(ended);
@@ -554,7 +554,7 @@ void ReleaseRuns(pqxx::transaction_base& tx, const std::vector<EndedRun>& ended)
 }  // namespace
 
 PgStore::PgStore(std::unique_ptr<Conn> c, std::string topic_prefix)
-    : conn_(std::move(c)), topic_prefix_(std::move(topic_prefix)) {}
+    : conn_(std::move(c)), topics_(std::move(topic_prefix)) {}
 PgStore::~PgStore() = default;
 
 Result<std::unique_ptr<PgStore>> PgStore::Connect(const std::string& pg, const std::string& topic_prefix) {
@@ -563,14 +563,12 @@ Result<std::unique_ptr<PgStore>> PgStore::Connect(const std::string& pg, const s
   for (const auto& [name, sql] : PreparedStatements()) (*c)->prepare(name, sql);
   // The prepared statements run on one generic plan each, made anew every kPlanLifetime
   // (RenewPlans) for the tables as they are then. Planning every execution for its own
-  // arguments (force_custom_plan, until 2026-11-24) cost 0.1-0.4 ms per statement, about 1.5 ms
-  // of a single event's 4 ms ingest transaction; the latency benchmark at 1,000 events/s gained
-  // 1.5-2 ms at the median (7.2 and 7.5 ms against 9.6 and 9.3, same sitting), storm, launch and
-  // append were unchanged. A plan kept for good is what went wrong before: PostgreSQL's own
-  // choice (auto) cached a generic plan made while `jobs` was empty, which then hashed the whole
-  // grown table for every batch of checker writes until an autoanalyze (a storm stalled for
-  // minutes). A plan made anew uses the tables' current size in pages, so a plan made for an
-  // empty table lasts a second at most.
+  // arguments (force_custom_plan) costs 0.1-0.4 ms per statement, a large share of a single
+  // event's ingest transaction. A plan kept for good goes wrong: PostgreSQL's own choice (auto)
+  // caches a generic plan made while `jobs` is empty, which then hashes the whole grown table
+  // for every batch of checker writes until an autoanalyze (a storm stalls for minutes). A plan
+  // made anew uses the tables' current size in pages, so a plan made for an empty table lasts a
+  // second at most (docs/adr/0030-generic-plans-renewed.md).
   (*c)->set_variable("plan_cache_mode", "force_generic_plan");
   return std::unique_ptr<PgStore>(new PgStore(std::make_unique<Conn>(std::move(*c)), topic_prefix));
 }
@@ -747,7 +745,7 @@ Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_con
       return result;
     }
     // A schedule applied (or changed) before this transaction began is one the batch's events
-    // must meet: an event produced after `trigctl schedules apply` returned was otherwise
+    // must meet: an event produced after `trigctl schedules apply` returned would otherwise be
     // counted no_match if trigd had not refreshed its index yet (every 200 ms).
     if (batch.index_seq >= 0 && clock[5].as<int64_t>() > batch.index_seq) {
       tx.Rollback();
@@ -793,13 +791,13 @@ Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_con
 // by the tick transaction that published it.
 PgStore::Relevant PgStore::FindRelevant(const IngestBatch& batch, IngestResult& result) {
   Relevant out;
-  result.outcome.assign(batch.events.size(), "no_match");
+  result.outcome.assign(batch.events.size(), EventOutcome::kNoMatch);
   out.relevant.assign(batch.events.size(), false);
   std::unordered_set<std::string_view> seen;
   for (size_t i = 0; i < batch.events.size(); ++i) {
     const Event& e = batch.events[i];
     if (!batch.own_ticks && IsOwnTick(e.type, e.id, e.tick.schedule)) {
-      result.outcome[i] = "duplicate";
+      result.outcome[i] = EventOutcome::kDuplicate;
       continue;
     }
     bool report = e.type == EventType::kProgram && !e.program.run_id.empty();
@@ -892,7 +890,7 @@ std::set<size_t> PgStore::CheckProducerTicks(const TxContext& ctx, const std::ve
 // A worker reported its attempt failed: when the run's retry policy has attempts left, the run
 // waits for the next one (retry_wait, the same backoff as a lost run's; the sweep relaunches it
 // with the same run id), and true is returned. Airflow, Temporal and Dagster users expect a
-// failure to be retried as `retry` says; until 2026-11-25 only lost runs were.
+// failure to be retried as `retry` says (docs/adr/0011-worker-failures-are-retried.md).
 bool PgStore::RetryFailedAttempt(const TxContext& ctx, const RunReport& rep) {
   pqxx::transaction_base& tx = ctx.tx;
   pqxx::result r = tx.exec_params(
@@ -943,12 +941,13 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       const Event& e = batch.events[i];
       // The first copy of an id in the batch wins; later copies are duplicates.
       if (!fresh.erase(relevant.Key(i, e))) {
-        result.outcome[i] = "duplicate";
+        result.outcome[i] = EventOutcome::kDuplicate;
         continue;
       }
       if (e.type == EventType::kProgram && !e.program.run_id.empty()) {
         reports.push_back({e.program.run_id, e.program.program, e.program.status, e.program.attempt, i,
                            (e.id.starts_with("lost:") && e.program.reason == "lost") ||
+                               (e.id.starts_with("unpublishable:") && e.program.reason == "unpublishable") ||
                                (e.id.starts_with("killed:") && e.program.reason == "schedule_deleted")});
       }
       if (!batch.schedule_ids[i].empty()) {
@@ -958,7 +957,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       }
     }
     // Drops the inputs of these events (by batch index): no trigger counts them.
-    auto drop_inputs = [&](const std::set<size_t>& events, const char* outcome) {
+    auto drop_inputs = [&](const std::set<size_t>& events, EventOutcome outcome) {
       if (events.empty()) return;
       size_t kept = 0;
       for (size_t k = 0; k < inputs.size(); ++k) {
@@ -972,7 +971,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       inputs.resize(kept);
       input_index.resize(kept);
     };
-    auto drop_duplicates = [&](const std::set<size_t>& events) { drop_inputs(events, "duplicate"); };
+    auto drop_duplicates = [&](const std::set<size_t>& events) { drop_inputs(events, EventOutcome::kDuplicate); };
     if (!batch.own_ticks && !relevant.tick_ids.empty()) {
       std::set<size_t> repeated;
       for (size_t k : CheckProducerTicks(ctx, inputs)) repeated.insert(input_index[k]);
@@ -1016,7 +1015,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       for (size_t k = 0; k < reports.size(); ++k) {
         const RunReport& rep = reports[k];
         if (rep.status == ProgramStatus::kFailed && !rep.own && RetryFailedAttempt(ctx, rep)) {
-          result.outcome[rep.event] = "applied";
+          result.outcome[rep.event] = EventOutcome::kApplied;
           retried.insert(rep.event);
           continue;
         }
@@ -1040,7 +1039,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
           if (!rep.own) unmoved.push_back(k);
           continue;
         }
-        result.outcome[rep.event] = "applied";
+        result.outcome[rep.event] = EventOutcome::kApplied;
         if (!final_status) continue;
         ++result.run_outcomes[status];
         ended.push_back({r[0][0].as<int64_t>(),
@@ -1058,28 +1057,28 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
           auto run = known.find(reports[k].run_id);
           if (run == known.end()) continue;
           if (run->second != reports[k].program) {
-            // Another program's run: applied, it ended that run and sent its outcome down the
-            // wrong DAG (the audit of 2026-11-25). Not a report of an unknown run either (those
+            // Another program's run: applied, it would end that run and send its outcome down
+            // the wrong DAG. Not a report of an unknown run either (those
             // count for triggers as sent): a dead letter, naming both programs.
             const size_t i = reports[k].event;
             const Event& e = batch.events[i];
-            const Status why = Invalid("bad_field: payload.program: run " + reports[k].run_id + " is a run of " +
-                                       run->second + ", not of " + reports[k].program);
+            const Status why = DeadLetterStatus(DeadLetterReason::kBadField, "payload.program: run " + reports[k].run_id +
+                                                                 " is a run of " + run->second + ", not of " + reports[k].program);
             const IngestBatch::Source source = i < batch.sources.size() ? batch.sources[i] : IngestBatch::Source{};
             refused_letters.push_back({e.program.program, DeadLetterJson(why, source.topic, source.partition, source.offset,
                                                                          EnvelopeToJson(e).dump())});
-            result.dead_reasons.push_back(DeadLetterReason(why));
+            result.dead_reasons.push_back(DeadLetterReason::kBadField);
             refused.insert(i);
-            result.outcome[i] = "dead";
+            result.outcome[i] = EventOutcome::kDead;
             continue;
           }
           stale.insert(reports[k].event);
-          result.outcome[reports[k].event] = "duplicate";
+          result.outcome[reports[k].event] = EventOutcome::kDuplicate;
         }
         drop_duplicates(stale);
-        drop_inputs(refused, "dead");
+        drop_inputs(refused, EventOutcome::kDead);
       }
-      drop_inputs(retried, "applied");
+      drop_inputs(retried, EventOutcome::kApplied);
     }
     std::optional<CopyStream> id_copy;
     if (relevant.copy_ids) {
@@ -1093,7 +1092,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
     Accumulation& acc = built->acc = Accumulate(inputs, schedules, std::move(open), now);
     if (id_copy) id_copy->Finish();
     for (size_t k = 0; k < inputs.size(); ++k) {
-      if (acc.applied[k]) result.outcome[input_index[k]] = "applied";
+      if (acc.applied[k]) result.outcome[input_index[k]] = EventOutcome::kApplied;
     }
     // Changed jobs go back as one array per column (sql_array.h), then new jobs are copied in
     // (COPY: PostgreSQL fills whole heap pages per WAL record, where INSERT writes a record per
@@ -1207,10 +1206,10 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
     }
     OutboxRows outbox;
     // The key as Kafka delivered it, made storable (the payload is JSON trigd wrote).
-    for (const DeadLetter& d : batch.dead) outbox.Add(topic_prefix_ + "dead", ValidText(d.key), d.payload);
-    for (const DeadLetter& d : refused_letters) outbox.Add(topic_prefix_ + "dead", d.key, d.payload);
+    for (const DeadLetter& d : batch.dead) outbox.Add(topics_.dead, ValidText(d.key), d.payload);
+    for (const DeadLetter& d : refused_letters) outbox.Add(topics_.dead, d.key, d.payload);
     for (const Event& e : acc.published) {
-      outbox.Add(topic_prefix_ + "events.program", e.program.program, EnvelopeToJson(e).dump());
+      outbox.Add(topics_.events_program, e.program.program, EnvelopeToJson(e).dump());
     }
     result.published = static_cast<int>(acc.published.size());
     outbox.InsertInto(tx);
@@ -1616,7 +1615,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         runs.AddText(run_history);
         runs.AddText(now_text);
         runs.EndRow();
-        outbox.AddLaunch(topic_prefix_ + "launch." + s.program.target, s.program.name, request, first, d.id, d.ready_text);
+        outbox.AddLaunch(topics_.Launch(s.program.target), s.program.name, request, first, d.id, d.ready_text);
         ++rt.active;
         rt.last_launch = now;
         if (group) ++group_rt[*group];
@@ -1687,8 +1686,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
 }
 
 // The relay's transaction is opened by the claim's query and closed by CompleteOutbox's, each
-// a simple query of several statements (one round trip each: BEGIN and COMMIT were a round trip
-// of their own with pqxx::work). The connection is the relay's alone.
+// a simple query of several statements (one round trip each: BEGIN and COMMIT would be a round
+// trip of their own with pqxx::work). The connection is the relay's alone.
 Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
   claim_.reset();  // a claim never completed is rolled back
   auto result = Guard([&]() -> Result<std::vector<OutboxRow>> {
@@ -1729,7 +1728,7 @@ Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& 
     // Committed without waiting for the WAL flush: if PostgreSQL crashes before the flush, the
     // delete is lost and the relay publishes those requests again, with the same run ids,
     // which a crash between publishing and deleting does anyway (SPEC §5). The relay's next
-    // claim no longer waits for an fsync of its own, and nor do the launches behind it.
+    // claim does not wait for an fsync of its own, and nor do the launches behind it.
     claim_->Commit(confirmed.empty() ? std::string()
                                      : "SET LOCAL synchronous_commit = off; DELETE FROM outbox WHERE id = ANY('" +
                                            IntArray(confirmed) + "'::bigint[])");
@@ -1742,6 +1741,32 @@ Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& 
     return ages;
   });
   claim_.reset();
+  return result;
+}
+
+Result<int> PgStore::FailUnpublishable(const std::vector<int64_t>& refused) {
+  if (!claim_ || refused.empty()) return 0;
+  auto result = Guard([&]() -> Result<int> {
+    pqxx::transaction_base& tx = claim_->tx();
+    // Launch requests only: bundles (program events, ticks, dead letters) are trigd's own small
+    // messages, kept under the limit when written.
+    const pqxx::result ended = tx.exec(
+        "WITH gone AS (DELETE FROM outbox WHERE id = ANY('" + IntArray(refused) + "'::bigint[]) AND NOT bundle "
+        "RETURNING payload::jsonb->>'run_id' AS gone_run, coalesce(attempt, (payload::jsonb->>'attempt')::int) AS gone_attempt) "
+        "UPDATE runs SET state=" + Sql(RunState::kFailed) + ", reason='unpublishable', finished_at=now(), "
+        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
+        "'status', 'failed', 'reason', 'unpublishable', 'attempt', attempt))) "
+        "FROM gone WHERE runs.run_id = gone.gone_run AND runs.attempt = gone.gone_attempt AND runs.state = " + Sql(RunState::kLaunched) + " "
+        "RETURNING schedule_id, concurrency_group, runs.run_id, runs.attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS);
+    std::vector<EndedRun> runs;
+    for (const auto& r : ended) {
+      runs.push_back({r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
+    }
+    pg_internal::AnnounceEndedRuns(tx, topics_, ended, 2, {"failed", "unpublishable", "unpublishable"});
+    ReleaseRuns(tx, runs);
+    return static_cast<int>(ended.size());
+  });
+  if (!result.ok()) claim_.reset();
   return result;
 }
 
@@ -1786,7 +1811,7 @@ Result<SweepResult> PgStore::SweepRuns() {
     // of the minimum until its first mark, a second or so.
     std::string watched = "now()";
     if (!consumer_group_.empty()) {
-      const std::string program_topic = topic_prefix_ + "events.program";
+      const std::string program_topic = topics_.events_program;
       watched = "(SELECT least(now(), min(caught_up_at)) FROM consumer_offsets WHERE group_id = " +
                 tx.quote(consumer_group_) + " AND topic = " + tx.quote(program_topic) + ")";
     }
@@ -1824,7 +1849,7 @@ Result<SweepResult> PgStore::SweepRuns() {
       // Every worker is told the attempt ended, so none starts its request later (the control
       // topic, control_message.h); a retry, attempt + 1, still runs.
       if (t->control_message) {
-        outbox.Add(topic_prefix_ + "control", run_id,
+        outbox.Add(topics_.control, run_id,
                    pg_internal::ControlMessage({run_id, attempt, retry ? "lost" : "failed", "lost", !retry,
                                                 pg_internal::StartByField(r[9])},
                                                now));
@@ -1852,7 +1877,7 @@ Result<SweepResult> PgStore::SweepRuns() {
         std::string program = r[3].as<std::string>();
         e.payload = {{"program", program}, {"run_id", run_id}, {"status", "failed"},
                      {"attempt", attempt}, {"reason", "lost"}, {"schedule", r[5].as<std::string>()}};
-        outbox.Add(topic_prefix_ + "events.program", program, EnvelopeToJson(e).dump());
+        outbox.Add(topics_.events_program, program, EnvelopeToJson(e).dump());
       }
     }
     // A run waiting for its next attempt when its schedule was deleted: `trigctl schedules
@@ -1867,7 +1892,7 @@ Result<SweepResult> PgStore::SweepRuns() {
       ++out.killed;
       ended.push_back({r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
     }
-    pg_internal::KillByDeleteEvents(tx, topic_prefix_, killed_by_delete, 2);
+    pg_internal::KillByDeleteEvents(tx, topics_, killed_by_delete, 2);
     // The next attempt: its number and launch time are columns, placed into the run's request
     // template by the relay (RenderLaunchRequest); the stored text is not touched.
     for (const auto& r : tx.exec(
@@ -1880,7 +1905,7 @@ Result<SweepResult> PgStore::SweepRuns() {
              TRIGD_MS("attempt_launched_at") ", heartbeat_timeout_ms")) {
       ++out.retried;
       const LaunchAttempt a{r[3].as<int64_t>(), Millis(r[5].as<int64_t>()), FromMillis(r[4].as<int64_t>())};
-      outbox.AddLaunch(topic_prefix_ + "launch." + r[0].as<std::string>(), r[1].c_str(), r[2].c_str(), a);
+      outbox.AddLaunch(topics_.Launch(r[0].as<std::string>()), r[1].c_str(), r[2].c_str(), a);
     }
     ReleaseRuns(tx, ended);
     outbox.InsertInto(tx);
@@ -1965,7 +1990,7 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
         e.time = now;
         e.payload = {{"schedule", d.name}, {"fire_time", fire_time}};
         e.tick = {d.name, fire};
-        outbox.AddToBundle(topic_prefix_ + "events.time", d.name, EnvelopeToJson(e).dump());
+        outbox.AddToBundle(topics_.events_time, d.name, EnvelopeToJson(e).dump());
         ticks.events.push_back(std::move(e));
         ticks.schedule_ids.push_back({d.id});
         ++out.produced;

@@ -19,6 +19,7 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "common/topic_names.h"
 #include "core/accumulator.h"
 #include "model/event.h"
 #include "model/partition.h"
@@ -114,10 +115,10 @@ struct IngestResult {
   // The batch was routed with a reverse index older than the change log (IngestBatch::index_seq):
   // nothing applied; refresh the index, rewind and route the events again.
   bool stale_index = false;
-  std::vector<std::string> outcome;  // per event: applied, duplicate, no_match, or dead (see dead_reasons)
-  // Reasons of the events this transaction sent to the dead-letter topic (outcome "dead"): a
+  std::vector<EventOutcome> outcome;  // per event; kDead: see dead_reasons
+  // Reasons of the events this transaction sent to the dead-letter topic (outcome kDead): a
   // run's report that names another program than the run's.
-  std::vector<std::string> dead_reasons;
+  std::vector<DeadLetterReason> dead_reasons;
   int jobs_opened = 0;
   int jobs_ready = 0;
   int jobs_discarded = 0;
@@ -212,6 +213,12 @@ class PgStore {
   // seconds from its job's trigger completing to the claim (for the latency histogram). The jobs
   // were marked launched when decided: the outbox row is what guaranteed the publication.
   Result<std::vector<double>> CompleteOutbox(const std::vector<int64_t>& confirmed);
+  // Within the relay's claim, before CompleteOutbox: launch requests the broker refused for
+  // good (outbox ids) are withdrawn and their runs end `failed`, reason `unpublishable`,
+  // announced on the program topic (downstream triggers see the failure) and the control topic,
+  // their slots freed. Not retried: the same request would be refused again. Returns how many
+  // runs ended (a request whose run moved on meanwhile is withdrawn without ending it).
+  Result<int> FailUnpublishable(const std::vector<int64_t>& refused);
 
   // Lost runs (no heartbeat within heartbeat_timeout): retried with capped exponential
   // backoff while attempts remain, else failed with a published `failed` event (reason lost).
@@ -306,7 +313,7 @@ class PgStore {
   // The relay's claim: its open transaction, and its launch requests' ages by id (id order).
   std::unique_ptr<pg_internal::OpenTransaction> claim_;
   std::vector<std::pair<int64_t, double>> claim_ages_;
-  std::string topic_prefix_;
+  TopicNames topics_;
   ScheduleCache cache_;
   // The last claim of due jobs was full: a backlog (e.g. a storm of schedules due at once).
   bool claim_backlog_ = false;

@@ -44,7 +44,7 @@ DeadLetter ScheduleFailedLetter(const IngestBatch& batch, size_t event, const st
                                 const std::string& error) {
   const Event& e = batch.events[event];
   const IngestBatch::Source source = event < batch.sources.size() ? batch.sources[event] : IngestBatch::Source{};
-  const Status why = Invalid("schedule_failed: schedule " + schedule + " cannot apply this event: " + error);
+  const Status why = DeadLetterStatus(DeadLetterReason::kScheduleFailed, "schedule " + schedule + " cannot apply this event: " + error);
   return {schedule, DeadLetterJson(why, source.topic, source.partition, source.offset, EnvelopeToJson(e).dump())};
 }
 
@@ -118,9 +118,9 @@ Result<IngestResult> PgStore::ApplyIsolating(const IngestBatch& batch, const std
   if (!r.ok() || r->fenced || r->stale_index) return r;
   for (const auto& [k, message] : iso.poison) {
     const PoisonPair& p = iso.pairs[k];
-    r->dead_reasons.push_back("schedule_failed");
+    r->dead_reasons.push_back(DeadLetterReason::kScheduleFailed);
     // An event that reached no schedule it could be applied to (and reported no run) is dead.
-    if (iso.work.schedule_ids[p.event].empty() && r->outcome[p.event] == "no_match") r->outcome[p.event] = "dead";
+    if (iso.work.schedule_ids[p.event].empty() && r->outcome[p.event] == EventOutcome::kNoMatch) r->outcome[p.event] = EventOutcome::kDead;
     if (poison_suspects_.size() >= kMaxSuspects) poison_suspects_.clear();
     poison_suspects_.insert(p.schedule);
   }

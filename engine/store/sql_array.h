@@ -1,7 +1,7 @@
 // PostgreSQL array literals ("{1,2,NULL}", "{\"a\",\"b\"}") built in one pass. The hot
 // transactions send a batch of rows as one array parameter per column and expand them with
 // `unnest($1::bigint[], $2::text[], ...)`: the server parses each value once with its type's
-// input function. (A JSON document expanded by jsonb_to_recordset was parsed whole, then its
+// input function. (A JSON document expanded by jsonb_to_recordset is parsed whole, then its
 // fields converted again: twice the server time for the same rows, and every row built as a
 // JSON object in trigd first.) Only engine/store uses it. Not thread-safe; one per column.
 #pragma once

@@ -7,8 +7,8 @@
 namespace trigd {
 namespace {
 
-// 999999999999d wrapped to a negative duration and was refused as "must be at least 1d";
-// 213503982336d wrapped to 33.6 h and was accepted.
+// Unchecked, 999999999999d would wrap to a negative duration and be refused as "must be at
+// least 1d", and 213503982336d wrap to 33.6 h and be accepted.
 TEST(ConfigTest, RetentionTooLongIsRefusedAsTooLong) {
   for (const char* text : {"999999999999d", "213503982336d", "3651d"}) {
     Result<Millis> r = ParseRetention(text);

@@ -22,9 +22,10 @@ TEST(DurationTest, RefusesBadInputWithReason) {
   EXPECT_FALSE(ParseDuration("-5m").ok());
 }
 
-// The one duration parser of every path (documents, trigctl flags, TRIGD_RETENTION): days were
-// multiplied into milliseconds unchecked, so "213503982336d" wrapped to 33.6 h and a prune
-// deleted history 3 days old. Every product and sum is checked against kMaxDuration.
+// The one duration parser of every path (documents, trigctl flags, TRIGD_RETENTION): days
+// multiplied into milliseconds unchecked would wrap "213503982336d" to 33.6 h, and a prune
+// delete history 3 days old. Every product and sum is checked against kMaxDuration
+// (docs/adr/0051-one-checked-duration-parser.md).
 TEST(DurationTest, TheMaximumIsAcceptedAndOneMillisecondMoreIsRefusedNamingIt) {
   EXPECT_EQ(kMaxDuration, std::chrono::hours(24 * 3650));
   EXPECT_EQ(ParseDuration("3650d").value(), kMaxDuration);

@@ -165,10 +165,10 @@ TEST(UpstreamFailedEventTest, ParsesBackAsAKilledProgramEventForTheNextLevel) {
   EXPECT_EQ(back->payload["reason"], "upstream_failed");
 }
 
-// The audit (2026-11-25): each level prefixed its schedule to the id, so a chain of about 16
-// schedules passed the 1 KiB id limit and the failure stopped there as a dead letter; a join
-// doubled the events per failure; a cycle went on until the id was too long. The id now names
-// the schedule and the root failure only.
+// The id names the schedule and the root failure only: prefixing each level's schedule would
+// pass the 1 KiB id limit at about 16 schedules (the failure would stop there as a dead letter),
+// a join would double the events per failure, and a cycle would go on until the id was too long
+// (docs/adr/0009-upstream-failure-id.md).
 TEST(UpstreamFailedEventTest, TheIdNamesTheScheduleAndTheRootFailureAtAnyDepth) {
   auto schedule = [](const std::string& name, const std::string& upstream) {
     ParsedSchedule parsed = ParseSchedule(nlohmann::json{

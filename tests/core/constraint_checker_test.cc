@@ -290,9 +290,9 @@ TEST(ConstraintCheckerTest, OutsideWindowWaitsUntilItOpensWithLocalTimesInReason
             "opens 2026-11-22T21:00:00Z (local 22:00)); next check 2026-11-22T21:00:00Z");
 }
 
-// The audit (2026-11-25): the stored reason carried the local time now ("(local 14:34)"), so a
-// job waiting for a window got a history entry every minute, and the 50 kept pushed out its
-// first ones. The reason stays the same from check to check while nothing changes.
+// The stored reason leaves out the local time now ("(local 14:34)"), which would give a job
+// waiting for a window a history entry every minute, and the 50 kept would push out its first
+// ones. The reason stays the same from check to check while nothing changes.
 TEST(ConstraintCheckerTest, AWindowWaitsReasonStaysTheSameFromCheckToCheck) {
   Schedule schedule = Named();
   schedule.constraints.time_window = Window("03:00", "04:00", "Asia/Kathmandu");
@@ -471,9 +471,8 @@ TEST(ConstraintCheckerTest, MaxConcurrentRunsWaitsForARunToEnd) {
             "waiting for max_concurrent_runs (1 of 1 runs active); next check when a run ends (re-checked every 30s)");
 }
 
-// The audit (2026-11-25): with a timeout, the wait's next check was the deadline alone, and
-// `jobs why` no longer said that a run's end wakes the job (nor did the checker re-check it
-// after 30 s, as it does without a timeout).
+// With a timeout, the wait's next check is not the deadline alone: `jobs why` says that a run's
+// end wakes the job, and the checker re-checks it after 30 s, as it does without a timeout.
 TEST(ConstraintCheckerTest, AConcurrencyWaitWithATimeoutStillWakesOnARunsEnd) {
   Schedule schedule = Named();
   schedule.constraints.max_concurrent_runs = 1;
@@ -562,8 +561,8 @@ TEST(ConstraintCheckerTest, TimeoutNotYetReachedIsRecordedWithItsExpiry) {
   EXPECT_EQ(outcome.reason, "trigger complete; no constraints");
 }
 
-// The audit (2026-11-25): `[ok] timeout: expires at T` did not say what happens at T, and "next
-// check ..., or at T" read as a chance to launch when T was the discard.
+// `[ok] timeout: expires at T` says what happens at T, and "next check ..., or at T" says T is
+// the timeout, so it does not read as a chance to launch when T is the discard.
 TEST(ConstraintCheckerTest, ATimeoutAheadSaysWhatItWillDoAndTheNextCheckSaysItIsTheTimeout) {
   TimePoint opened = At("2026-11-22T04:00:00Z");
   TimePoint now = At("2026-11-22T05:00:00Z");

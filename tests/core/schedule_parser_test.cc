@@ -215,8 +215,8 @@ TEST(ScheduleParserTest, MessagesNamePathAndReasonAsDocumented) {
   cron["trigger"] = {{"time", {{"cron", "0 25 * * *"}}}};
   EXPECT_EQ(ErrorLines(ParseSchedule(cron)),
             std::vector<std::string>{"trigger.time.cron: field 2 (hour) out of range: 25"});
-  // The audit (2026-11-25): a cron that never fires was applied without a word, and an `every`
-  // under a second launched about 10 times a second (due times are looked for every 100 ms).
+  // A cron that never fires is refused, and an `every` under a second too (it would launch
+  // about 10 times a second: due times are looked for every 100 ms).
   cron["trigger"] = {{"time", {{"cron", "0 0 30 2 *"}}}};
   EXPECT_EQ(ErrorLines(ParseSchedule(cron)),
             std::vector<std::string>{"trigger.time.cron: never fires: no date matches \"0 0 30 2 *\""});
@@ -227,8 +227,7 @@ TEST(ScheduleParserTest, MessagesNamePathAndReasonAsDocumented) {
             std::vector<std::string>{"trigger.time.every: must be at least 1s, got 100ms"});
   cron["trigger"] = {{"time", {{"every", "1s"}}}};
   EXPECT_TRUE(ParseSchedule(cron).ok());
-  // The second audit of 2026-11-25: "1ms" (for "1m") declared every run lost while its worker
-  // heartbeated.
+  // "1ms" (for "1m") would declare every run lost while its worker heartbeats.
   json heartbeat = Base();
   heartbeat["heartbeat_timeout"] = "1ms";
   EXPECT_EQ(ErrorLines(ParseSchedule(heartbeat)),
@@ -474,8 +473,9 @@ TEST(ScheduleParserTest, HugeDurationIsRefusedWithoutOverflowing) {
 }
 
 // Each integer field has one range (model/schedule.h), that of the column it is stored in:
-// retry.max_attempts 2147483648 passed, and every ingest transaction that reached the schedule
-// then failed on runs.max_attempts (integer), stalling all data partitions.
+// retry.max_attempts 2147483648, accepted, would fail every ingest transaction that reached the
+// schedule on runs.max_attempts (integer), stalling all data partitions
+// (docs/adr/0050-one-range-per-numeric-schedule-field.md).
 TEST(ScheduleParserTest, IssueReproductionMaxAttemptsBeyondItsColumnIsRefused) {
   std::vector<ParsedSchedule> parsed = ParseScheduleFile(
       R"({"name":"r","program":{"name":"x"},"trigger":{"partition":{"dataset":"x.ds"}},)"

@@ -169,8 +169,8 @@ TEST(TriggerEvalTest, MinBytesAloneCountsOnlyBytes) {
   EXPECT_TRUE(state.leaves[0].satisfied);
 }
 
-// The audit (2026-11-25): two partitions of 5e18 bytes wrapped the sum negative and the leaf
-// never held; the sum saturates.
+// Two partitions of 5e18 bytes must not wrap the sum negative (the leaf would never hold): the
+// sum saturates.
 TEST(TriggerEvalTest, HugeBytesSaturateInsteadOfWrapping) {
   const int64_t min_bytes = 9'000'000'000'000'000'000;
   const Trigger trigger = PartitionLeaf("d", std::nullopt, min_bytes);
@@ -390,8 +390,8 @@ TEST(TriggerEvalTest, DescribesARootLeafAsTrigger) {
   EXPECT_EQ(progress[0].detail, "2 of 4 partitions of sales.raw");
 }
 
-// Events keep counting while an `all` waits for its other branches: the audit of 2026-11-25
-// read "2 of 1 succeeded events".
+// Events keep counting while an `all` waits for its other branches: the description says how
+// many are needed, not "2 of 1 succeeded events".
 TEST(TriggerEvalTest, DescribesCountsPastTheTargetAsNeeded) {
   const Trigger trigger = All({ProgramLeaf("up", {ProgramStatus::kSucceeded}, 1), PartitionLeaf("d", 1, 10)});
   TriggerState state = NewTriggerState(trigger);

@@ -130,7 +130,7 @@ done
 echo "SIGTERM: worker2 exited, runs $pair reported killed"
 
 # A command that fails its first attempt: the failure is retried per `retry`, with the same run
-# id, and the second attempt succeeds (until 2026-11-25 a worker's `failed` was final).
+# id, and the second attempt succeeds (docs/adr/0011-worker-failures-are-retried.md).
 cat >"$tmp/flaky.json" <<'EOF'
 {"namespace": "default", "name": "flaky", "program": {"name": "flaky.job",
  "args": {"command": "[ \"$TRIGD_ATTEMPT\" = 1 ] && exit 3; true"}},
@@ -156,7 +156,7 @@ print(" ".join("%s/%s" % (e.get("status"), e.get("attempt")) for e in json.load(
 echo "failed attempt retried: run $flaky $story"
 
 # A schedule deleted while its failed run waits for a retry: the run is killed, and no further
-# attempt is launched (the second audit of 2026-11-25 saw two more, with the default backoff).
+# attempt is launched (docs/adr/0020-delete-kills-and-announces.md).
 cat >"$tmp/doomed.json" <<'EOF'
 {"namespace": "default", "name": "doomed", "program": {"name": "doomed.job", "args": {"command": "exit 1"}},
  "trigger": {"partition": {"dataset": "doomed.raw"}}, "retry": {"max_attempts": 3, "backoff": "3s"}}
@@ -175,9 +175,9 @@ attempts=$(launches | grep -c "\"run_id\":\"$doomed\"")
 [[ $(run_field "$doomed" state) == killed ]] || fail "doomed run $doomed: $(run_field "$doomed" state) 5 s after delete"
 echo "schedule deleted during a retry wait: run $doomed killed, not launched again"
 # trigd stopped for longer than a running run's heartbeat_timeout while the worker goes on
-# heartbeating: back, trigd reads those heartbeats before it counts the run silent (the audit
-# of 2026-11-25: it swept at once, declared the healthy run lost and launched it again, so the
-# command ran twice).
+# heartbeating: back, trigd reads those heartbeats before it counts the run silent, so the
+# healthy run is not declared lost and its command runs once
+# (docs/adr/0013-lost-runs-wait-for-the-program-topic.md).
 cat >"$tmp/steady.json" <<'EOF'
 {"namespace": "default", "name": "steady", "program": {"name": "steady.job", "args": {"command": "sleep 16"}},
  "trigger": {"partition": {"dataset": "steady.raw"}}, "heartbeat_timeout": "3s", "retry": {"max_attempts": 2, "backoff": "1s"}}
@@ -200,7 +200,7 @@ attempts=$(launches | grep -c "\"run_id\":\"$steady\"")
 [[ $attempts == 1 ]] || fail "steady run $steady launched $attempts times across trigd's stop, expected once"
 echo "trigd stopped 8 s under a 3 s heartbeat_timeout: run $steady $story, launched once"
 # A launch request the worker cannot run (its command is not a string) is reported failed at
-# once: it was skipped, and the run failed as lost 10 minutes later (the audit of 2026-11-25).
+# once, not skipped (the run would fail as lost only 10 minutes later).
 cat >"$tmp/badcmd.json" <<'EOF'
 {"namespace": "default", "name": "badcmd", "program": {"name": "badcmd.job", "args": {"command": ["echo", "hi"]}},
  "trigger": {"partition": {"dataset": "badcmd.raw"}}}

@@ -21,8 +21,8 @@ ctl topics create >/dev/null
 # Refused, with what is wrong named.
 expect 1 "trigctl history prune: needs --older-than DURATION (e.g. 90d)" ctl history prune
 expect 1 "trigctl history prune: retention must be at least 1d, got 1h" ctl history prune --older-than 1h
-expect 1 "trigctl: --older-than needs a value" ctl history prune --older-than
-expect 1 "trigctl: runs list does not take --dry-run" ctl runs list --dry-run
+expect 1 "trigctl history prune: --older-than needs a value" ctl history prune --older-than
+expect 1 "trigctl runs list: unknown flag --dry-run" ctl runs list --dry-run
 expect 1 "trigd: retention must be at least 1d (or 0: keep everything), got 12h" env TRIGD_RETENTION=12h "$bin/trigd"
 # Too large is said as such (999999999999d wrapped to a negative duration: "at least 1d").
 expect 1 "trigd: retention: duration \"999999999999d\" is longer than the maximum of 3650d" \

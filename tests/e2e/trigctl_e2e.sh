@@ -63,8 +63,9 @@ for f in --kafka --pg --metrics --topic-prefix --group --instance-id; do
   # trigd's own flags are refused by trigctl whatever follows them.
   case $f in
     --metrics|--instance-id) want="trigctl: $f is a flag of trigd, not of trigctl" ;;
-    *) want="trigctl: $f needs a value" ;;
+    *) want="trigctl lag: $f needs a value" ;;
   esac
+  # Named with the command, before or after it.
   expect 1 "$want" ctl lag $f
   expect 1 "$want" ctl $f --json lag
   expect 1 "trigd: $f needs a value" "$bin/trigd" $f
@@ -77,23 +78,28 @@ done
 # A target no schedule can name (a launch topic no request reaches) is refused, with the rule.
 expect 1 "trigd-worker: --target: invalid target \"Bad/Target\": use 1 to 128 lowercase letters, digits, '.', '_' or '-'" \
   "$bin/trigd-worker" --target Bad/Target
-expect 1 "trigctl: -f needs a value" ctl schedules apply -f
-expect 1 "trigctl: --state needs a value" ctl jobs list --state
-expect 1 "trigctl: --schedule needs a value" ctl runs list --schedule --limit 3
-expect 1 "trigctl: --limit needs a value" ctl runs list --limit
-expect 1 "trigctl: --bytes needs a value" ctl events emit partition d p --bytes
-expect 1 "trigctl: --run-id needs a value" ctl events emit program p succeeded --run-id
-expect 1 "trigctl: --attempt needs a value" ctl events emit program p succeeded --attempt
-expect 1 "trigctl: --fire-time needs a value" ctl events emit tick default/x --fire-time
+expect 1 "trigctl schedules apply: -f needs a value" ctl schedules apply -f
+expect 1 "trigctl jobs list: --state needs a value" ctl jobs list --state
+expect 1 "trigctl runs list: --schedule needs a value" ctl runs list --schedule --limit 3
+expect 1 "trigctl runs list: --limit needs a value" ctl runs list --limit
+expect 1 "trigctl events emit partition: --bytes needs a value" ctl events emit partition d p --bytes
+expect 1 "trigctl events emit program: --run-id needs a value" ctl events emit program p succeeded --run-id
+expect 1 "trigctl events emit program: --attempt needs a value" ctl events emit program p succeeded --attempt
+expect 1 "trigctl events emit tick: --fire-time needs a value" ctl events emit tick default/x --fire-time
 expect 1 'trigctl events emit: --fire-time: invalid time "yesterday": expected RFC 3339, e.g. 2026-11-22T10:00:00Z' ctl events emit tick default/x --fire-time yesterday
 # A flag given twice is refused (it took the first value in silence), except -f, which applies
 # every file given; an unknown flag is named with its command; a noun alone lists its verbs.
-expect 1 "trigctl: --state given more than once" ctl jobs list --state launched --state discarded
-expect 1 "trigctl: runs list: unknown flag --bogus" ctl runs list --bogus
-expect 1 "trigctl: schedules needs a verb: apply, list, show, delete, suspend or resume" ctl schedules
-expect 1 "trigctl: schedules apply: unexpected b.json (each file or folder takes its own -f: -f a.json -f b.json)" ctl schedules apply -f a.json b.json
+expect 1 "trigctl jobs list: --state given more than once" ctl jobs list --state launched --state discarded
+expect 1 "trigctl jobs list: --limit given more than once" ctl jobs list --limit=1 --limit 2
+expect 1 "trigctl lag: --pg given more than once" ctl --pg x lag --pg y
+expect 1 "trigctl runs list: unknown flag --bogus" ctl runs list --bogus
+expect 1 "trigctl schedules: needs a verb: apply, list, show, delete, suspend or resume" ctl schedules
+expect 1 "trigctl schedules: unknown verb lst (apply, list, show, delete, suspend or resume)" ctl schedules lst
+expect 1 "trigctl: unknown command: jbos list" ctl jbos list
+expect 1 "trigctl jobs show: unexpected argument 2" ctl jobs show 1 2
+expect 1 "trigctl schedules apply: unexpected b.json (each file or folder takes its own -f: -f a.json -f b.json)" ctl schedules apply -f a.json b.json
 expect 1 "trigctl: --metrics is a flag of trigd, not of trigctl" ctl --metrics 127.0.0.1:1 lag
-expect 1 "trigctl: events emit partition needs DATASET PARTITION... (one partition at least)" ctl events emit partition d
+expect 1 "trigctl events emit partition: needs DATASET PARTITION... (one partition at least)" ctl events emit partition d
 expect 1 "trigctl events emit: payload.status: unknown status \"done\" (expected started, heartbeat, succeeded, failed or killed)" ctl events emit program p done
 echo '[]' >"$tmp/empty.json"
 expect 1 "$tmp/empty.json: no schedule documents (an empty array)" ctl schedules apply -f "$tmp/empty.json"
@@ -217,8 +223,8 @@ ctl schedules apply -f "$tmp/watch2.json" | grep -q "applied    default/watch v3
 ctl runs list --schedule default/watch | grep -q "$run_id" || fail "runs list --schedule after delete and apply"
 ctl jobs list --schedule default/watch --json | json_get 'sorted(set(r["version"] for r in d))' | grep -qxF "[1, 2]" ||
   fail "jobs list --schedule after delete and apply: $(ctl jobs list --schedule default/watch)"
-# An event produced right after `apply` returned meets the new schedule (it used to be counted
-# no_match when trigd had not refreshed its index yet): three new schedules, no pause.
+# An event produced right after `apply` returned meets the new schedule (not no_match while
+# trigd has not refreshed its index yet): three new schedules, no pause.
 for k in 1 2 3; do
   cat >"$tmp/now$k.json" <<DOC
 {"name": "now$k", "program": {"name": "now.p$k"}, "trigger": {"partition": {"dataset": "now.d$k", "count": 5}}}

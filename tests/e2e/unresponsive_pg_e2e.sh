@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# e2e: a PostgreSQL that accepts TCP and never answers, and SIGTERM (issue 39, acceptance 4).
+# e2e: a PostgreSQL that accepts TCP and never answers, and SIGTERM
+# (docs/adr/0056-connect-timeout-and-stop-grace.md).
 # - trigctl fails within its connect timeout (TRIGD_PG_CONNECT_TIMEOUT, and 10 s by default)
 #   with exit 2 and a message naming the timeout; a bad TRIGD_PG_CONNECT_TIMEOUT is refused.
 # - trigd, trigctl and trigd-worker stop within 2 s of SIGTERM: trigd held in its connect, trigd

@@ -2,14 +2,14 @@
 # e2e: trigd-worker under a backlog of launch requests (no trigd: the requests are produced
 # straight onto the launch topic, without a command, so each run succeeds at once).
 # 1. One worker (--concurrency 8) drains 20,000 requests and keeps its partitions throughout.
-#    It used to commit each request's offset on its own (about 1,000 commits a second): they
-#    crowded out the group heartbeats on the coordinator connection, the worker lost its
-#    partitions about 7 s after the assignment and then held none for 30-90 s (100 s for
-#    27,000 requests, against 13 s now).
+#    A commit of each request's offset on its own (about 1,000 commits a second) would crowd
+#    out the group heartbeats on the coordinator connection: the worker would lose its
+#    partitions a session timeout after the assignment and then hold none for 30-90 s
+#    (docs/adr/0032-worker-commits-through-librdkafka.md).
 # 2. A second worker joins the group of a fresh pair mid-backlog: the partitions handed over
 #    were committed up to what the first had taken, so no request runs twice (with commits
-#    sent by the worker itself, one refused during the rebalance made librdkafka drop the
-#    assignment as lost, and 2,000-3,000 requests ran twice).
+#    sent by the worker itself, one refused during the rebalance would make librdkafka drop
+#    the assignment as lost, and thousands of requests run twice).
 set -euo pipefail
 src=$1; bin=$2
 source "$src/tests/e2e/lib.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# e2e (issue 39, defect 5): a worker never starts a run attempt that trigd has ended, nor one
-# past its start deadline. Runs are launched with no worker up; a dead worker's `started`
+# e2e: a worker never starts a run attempt that trigd has ended, nor one past its start deadline
+# (docs/adr/0060-workers-start-no-ended-attempt.md). Runs are launched with no worker up; a dead worker's `started`
 # reports (emitted by the test) make them running, and with heartbeat_timeout 2s trigd ends
 # them as lost: three fail (no retry), one is retried as attempt 2. A launch request past its
 # start_by is put on the launch topic by hand. Then a worker starts (a new group: it reads the

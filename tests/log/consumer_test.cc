@@ -21,8 +21,8 @@ std::string Kafka() {
 }
 
 // PollBatch's first wait is honoured even when it is a single millisecond: the ingest loop polls
-// with 1 ms while a batch commits, and a wait rounded down to 0 made it spin on the consumer
-// (half of a core in clock_gettime, and the commit it was waiting for starved). 200 polls of an
+// with 1 ms while a batch commits, and a wait rounded down to 0 would make it spin on the consumer
+// (half of a core in clock_gettime, and the commit it waits for starved). 200 polls of an
 // empty topic must therefore take at least 200 ms; a lower bound only, so a slow machine cannot
 // fail it.
 TEST(ConsumerTest, OneMillisecondFirstWaitIsWaited) {
@@ -152,9 +152,9 @@ TEST(ConsumerTest, PartitionWithoutPositionStartsAtItsFirstRemainingRecord) {
   }
 }
 
-// The audit (2026-11-25): a partition positioned at its stored offset and idle since showed its
-// whole size as lag (trigd_consumer_lag counted from the low watermark while nothing was
-// consumed). It counts from where it was positioned.
+// A partition positioned at its stored offset and idle since has no lag: trigd_consumer_lag
+// counts from where it was positioned, not from the low watermark (which would show its whole
+// size as lag while nothing is consumed).
 TEST(ConsumerTest, AnIdlePartitionPositionedAtItsEndHasNoLag) {
   const std::string topic = UniqueTopic("lag");
   ASSERT_NO_FATAL_FAILURE(CreateWithTenRecords(topic));

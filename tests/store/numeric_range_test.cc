@@ -115,7 +115,7 @@ class NumericRangeTest : public ::testing::Test {
     offset_ += static_cast<int64_t>(events.size());
     auto r = store_->ApplyBatch(b);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_EQ(r->outcome, std::vector<std::string>(events.size(), "applied"));
+    EXPECT_EQ(r->outcome, std::vector<EventOutcome>(events.size(), EventOutcome::kApplied));
   }
 
   std::string Text(const std::string& sql) {

@@ -186,7 +186,7 @@ TEST_F(PgStoreTest, ABatchRoutedBeforeAChangeIsRefusedAndGoesThroughOnceRoutedAg
   r = store_->ApplyBatch(fresh);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->stale_index);
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 1);
   EXPECT_EQ(Count("SELECT next_offset FROM consumer_offsets"), 1);
 }
@@ -196,7 +196,7 @@ TEST_F(PgStoreTest, BatchWritesJobsOffsetsAndDeadLettersTogether) {
   auto r = store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0, {{"k", "{\"reason\":\"bad_json\"}"}}));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->fenced);
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_EQ(r->jobs_opened, 1);
   EXPECT_EQ(r->jobs_ready, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_constraint'"), 1);
@@ -261,12 +261,12 @@ TEST_F(PgStoreTest, ResentEventIdChangesNothing) {
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
   auto again = store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e2", "d"), PartitionEvent("e2", "d")}, 1));
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->outcome, (std::vector<std::string>{"duplicate", "applied", "duplicate"}));
+  EXPECT_EQ(again->outcome, (std::vector<EventOutcome>{EventOutcome::kDuplicate, EventOutcome::kApplied, EventOutcome::kDuplicate}));
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 2);
   // The batches after one that met a recorded id skip such ids without failing first.
   auto third = store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e3", "d")}, 4));
   ASSERT_TRUE(third.ok()) << third.status().ToString();
-  EXPECT_EQ(third->outcome, (std::vector<std::string>{"duplicate", "applied"}));
+  EXPECT_EQ(third->outcome, (std::vector<EventOutcome>{EventOutcome::kDuplicate, EventOutcome::kApplied}));
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 3);
   EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 3);
 }
@@ -281,8 +281,8 @@ TEST_F(PgStoreTest, ALargeBatchRecordsItsIdsOnceEachAndSkipsIdsRecordedBefore) {
   first.push_back(PartitionEvent("a7", "d", "again"));  // a copy of an id within the batch
   auto r = store_->ApplyBatch(Batch(first, 0));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(std::count(r->outcome.begin(), r->outcome.end(), "applied"), 200);
-  EXPECT_EQ(r->outcome.back(), "duplicate");
+  EXPECT_EQ(std::count(r->outcome.begin(), r->outcome.end(), EventOutcome::kApplied), 200);
+  EXPECT_EQ(r->outcome.back(), EventOutcome::kDuplicate);
   EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 200);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 200);
 
@@ -300,8 +300,8 @@ TEST_F(PgStoreTest, ALargeBatchRecordsItsIdsOnceEachAndSkipsIdsRecordedBefore) {
   for (int i = 0; i < 150; ++i) third.push_back(PartitionEvent("b" + std::to_string(i), "d", "q" + std::to_string(i)));
   auto again = store_->ApplyBatch(Batch(third, 301));
   ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(again->outcome.front(), "duplicate");
-  EXPECT_EQ(std::count(again->outcome.begin(), again->outcome.end(), "applied"), 150);
+  EXPECT_EQ(again->outcome.front(), EventOutcome::kDuplicate);
+  EXPECT_EQ(std::count(again->outcome.begin(), again->outcome.end(), EventOutcome::kApplied), 150);
   EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 450);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 350);
   EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 452"), 1);
@@ -327,7 +327,7 @@ TEST_F(PgStoreTest, AnEventIdRacingInFromAnotherInstanceIsADuplicateOnceThatComm
   other.commit();
   batch_thread.join();
   ASSERT_TRUE(r->ok()) << r->status().ToString();
-  EXPECT_EQ((*r)->outcome, (std::vector<std::string>{"duplicate", "applied"}));
+  EXPECT_EQ((*r)->outcome, (std::vector<EventOutcome>{EventOutcome::kDuplicate, EventOutcome::kApplied}));
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 2"), 1);
 }
@@ -408,8 +408,8 @@ TEST_F(PgStoreTest, CheckerLaunchesReadyJobWithItsRunAndLaunchRequestTogether) {
   EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
 }
 
-// The audit (2026-11-25): six 200 KB partition events made a 1.2 MB launch request that Kafka
-// refused for good. A request is cut to fit and says so; the partitions stay.
+// Six 200 KB partition events would make a 1.2 MB launch request that Kafka refuses for good.
+// A request is cut to fit and says so; the partitions stay (docs/adr/0022-message-size-limits.md).
 TEST_F(PgStoreTest, ALaunchRequestTooLargeForKafkaKeepsItsPartitionsAndSaysItWasCut) {
   json doc = PartitionSchedule("s", "d");
   doc["trigger"] = {{"partition", {{"dataset", "d"}, {"count", 3}}}};
@@ -433,8 +433,8 @@ TEST_F(PgStoreTest, ALaunchRequestTooLargeForKafkaKeepsItsPartitionsAndSaysItWas
   EXPECT_EQ(Count("SELECT count(*) FROM outbox o JOIN runs r ON o.payload = r.request WHERE o.topic = 't.launch.default'"), 1);
 }
 
-// The audit (2026-11-25): a concurrency wait of a schedule with a timeout was stored with the
-// timeout as its next check (no 30 s re-check), and `jobs why` did not say a run's end wakes it.
+// A concurrency wait of a schedule with a timeout is re-checked every 30 s, not only at the
+// timeout, and `jobs why` says a run's end wakes it.
 TEST_F(PgStoreTest, AConcurrencyWaitWithATimeoutIsRecheckedAndSaysARunsEndWakesIt) {
   json doc = PartitionSchedule("s", "d", {{"max_concurrent_runs", 1}});
   doc["timeout"] = {{"after", "10m"}, {"action", "run"}};
@@ -450,8 +450,8 @@ TEST_F(PgStoreTest, AConcurrencyWaitWithATimeoutIsRecheckedAndSaysARunsEndWakesI
   EXPECT_NE(FormatExplanation(why).find("or sooner on: a run of this schedule"), std::string::npos);
 }
 
-// The audit (2026-11-25): `jobs why` listed the other branches of a complete `any` as unmet,
-// and `jobs show` kept a launched job's last "waiting for" decision as if it still held.
+// `jobs why` does not list the other branches of a complete `any` as unmet, and `jobs show`
+// drops a launched job's last "waiting for" decision, which no longer holds.
 TEST_F(PgStoreTest, WhyMarksBranchesACompleteTriggerDoesNotNeedAndShowDropsAStaleDecision) {
   json doc = PartitionSchedule("s", "d1", {{"max_concurrent_runs", 1}});
   doc["trigger"] = {{"any", {{{"partition", {{"dataset", "d1"}}}}, {{"partition", {{"dataset", "d2"}}}}}}};
@@ -478,8 +478,8 @@ TEST_F(PgStoreTest, WhyMarksBranchesACompleteTriggerDoesNotNeedAndShowDropsAStal
   EXPECT_TRUE((*shown)[0]["last_decision"].is_null()) << shown->dump();
 }
 
-// The audit (2026-11-25): a time branch that had not fired showed only "waiting for a tick (cron
-// ...)", not when the tick comes, nor that the timeout would discard the job first.
+// A time branch that has not fired shows when the tick comes and whether the timeout would
+// discard the job first, not only "waiting for a tick (cron ...)".
 TEST_F(PgStoreTest, WhyShowsATimeBranchsNextFireAndWhetherTheTimeoutComesFirst) {
   json cron = {{"name", "tc"}, {"program", {{"name", "prog.tc"}}},
                {"trigger", {{"all", {{{"time", {{"cron", "0 3 * * *"}, {"timezone", "America/New_York"}}}},
@@ -550,9 +550,9 @@ TEST_F(PgStoreTest, WhyShowsATimeBranchsNextFireAndWhetherTheTimeoutComesFirst) 
   EXPECT_EQ(ParseEnvelopeTime(next_shown("default/te").get<std::string>()), next_fire("default/te"));
 }
 
-// The audit (2026-11-25): for a job a timeout launched (action run), `jobs why` printed only
-// "launched by timeout (action run)"; what the launch ignored was only in --json. And a window's
-// wait shows the local time now live (the stored reason leaves it out, so it stays the same).
+// For a job a timeout launched (action run), `jobs why` prints what the launch ignored, not only
+// "launched by timeout (action run)", in the text as in --json. And a window's wait shows the
+// local time now live (the stored reason leaves it out, so it stays the same).
 TEST_F(PgStoreTest, WhyListsWhatALaunchByTimeoutIgnored) {
   // A window closed now: it opens two hours from now, for an hour.
   const int64_t hour = (Count("SELECT extract(hour from now() AT TIME ZONE 'UTC')::bigint") + 2) % 24;
@@ -649,9 +649,10 @@ TEST_F(PgStoreTest, WorkerReportsMoveRunsAndFreeTheirSlot) {
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 2);
 }
 
-// The audit (2026-11-25): a repeated `succeeded` for one run launched the downstream schedule
-// again (and with count 2, two copies completed it); a report that moves no run trigd knows is
-// now a duplicate for triggers too. A report for a run trigd did not launch counts as sent.
+// A repeated `succeeded` for one run must not launch the downstream schedule again (nor, with
+// count 2, complete it with two copies): a report that moves no run trigd knows is a duplicate
+// for triggers too. A report for a run trigd did not launch counts as sent
+// (docs/adr/0033-reports-that-move-no-run.md).
 TEST_F(PgStoreTest, AReportThatMovesNoKnownRunCountsForNoTrigger) {
   json down = {{"name", "down"}, {"program", {{"name", "prog.down"}}},
                {"trigger", {{"program", {{"name", "prog.s"}, {"count", 2}}}}}};
@@ -663,21 +664,21 @@ TEST_F(PgStoreTest, AReportThatMovesNoKnownRunCountsForNoTrigger) {
   auto r = store_->ApplyBatch(Batch({ProgramEvent("w1", "prog.s", run_id, ProgramStatus::kSucceeded),
                                      ProgramEvent("w2", "prog.s", run_id, ProgramStatus::kSucceeded)}, 1));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, (std::vector<std::string>{"applied", "duplicate"}));
+  EXPECT_EQ(r->outcome, (std::vector<EventOutcome>{EventOutcome::kApplied, EventOutcome::kDuplicate}));
   r = store_->ApplyBatch(Batch({ProgramEvent("w3", "prog.s", run_id, ProgramStatus::kSucceeded)}, 3));
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"duplicate"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kDuplicate});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down' AND state='pending_trigger'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down' AND state<>'pending_trigger'"), 0);
   // A program trigd did not launch: its report counts, and completes the trigger.
   r = store_->ApplyBatch(Batch({ProgramEvent("x1", "prog.s", "external-run", ProgramStatus::kSucceeded)}, 4));
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down' AND state='pending_constraint'"), 1);
   // A report reaching no schedule and no run changes nothing.
   r = store_->ApplyBatch(Batch({ProgramEvent("x2", "prog.nobody", "r-9", ProgramStatus::kSucceeded)}, 5));
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"no_match"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kNoMatch});
 }
 
 TEST_F(PgStoreTest, HighestPriorityWaitingJobTakesTheFreedGroupSlotFirst) {
@@ -837,8 +838,8 @@ TEST_F(PgStoreTest, DeleteWithdrawsALaunchRequestNotYetPublished) {
   EXPECT_EQ(store_->TakeChangeCounts()->jobs_discarded, 0);
 }
 
-// The audit (2026-11-25): jobs discarded by trigctl's suspend, update and delete never reached
-// trigd_jobs_total{transition="discarded"}: the change runs in trigctl's process.
+// Jobs discarded by trigctl's suspend, update and delete reach
+// trigd_jobs_total{transition="discarded"} once, although the change runs in trigctl's process.
 TEST_F(PgStoreTest, JobsDiscardedBySuspendAndUpdateAreCountedOnceForTrigd) {
   json doc = PartitionSchedule("s", "d");
   doc["trigger"] = {{"partition", {{"dataset", "d"}, {"count", 2}}}};
@@ -884,8 +885,8 @@ TEST_F(PgStoreTest, DueTickIsProducedOncePerFireTime) {
 }
 
 // SPEC §5: a fire time has one identity (schedule + fire time), whether trigd's checker or a
-// producer's tick decides it. The audit (2026-11-25) found a producer's tick for a fire time
-// trigd had fired launching it again.
+// producer's tick decides it: a producer's tick for a fire time trigd has fired does not launch
+// it again (docs/adr/0006-fire-time-identity.md).
 class FireTimeIdentityTest : public PgStoreTest {
  protected:
   // A `every: 1m` schedule "default/t" (catch-up `latest`) whose anchor lies `ago` in the past,
@@ -899,7 +900,7 @@ class FireTimeIdentityTest : public PgStoreTest {
   std::string Outcome(const Event& e, int64_t offset) {
     auto r = store_->ApplyBatch(Batch({e}, offset));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() && !r->outcome.empty() ? r->outcome[0] : "";
+    return r.ok() && !r->outcome.empty() ? EventOutcomeName(r->outcome[0]) : "";
   }
   int64_t Jobs() { return Count("SELECT count(*) FROM jobs"); }
 };
@@ -922,7 +923,7 @@ TEST_F(FireTimeIdentityTest, TwoTicksForOneFireTimeAreOneWhateverTheirIds) {
   const TimePoint fire = anchor + std::chrono::minutes(1);
   auto r = store_->ApplyBatch(Batch({TickEvent("a", "default/t", fire), TickEvent("b", "default/t", fire)}, 0));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, (std::vector<std::string>{"applied", "duplicate"}));
+  EXPECT_EQ(r->outcome, (std::vector<EventOutcome>{EventOutcome::kApplied, EventOutcome::kDuplicate}));
   EXPECT_EQ(Outcome(TickEvent("c", "default/t", fire), 2), "duplicate");
   EXPECT_EQ(Jobs(), 1);
 }
@@ -997,8 +998,8 @@ TEST_F(PgStoreTest, SuspendedScheduleLeavesTheDueRangeAndResumeCountsFromThen) {
   EXPECT_EQ(store_->TickTimeTriggers(100)->produced, 0);  // nothing due until a minute from the resume
 }
 
-// The audit (2026-11-25): resuming an active schedule discarded its open job and reset its
-// time trigger's phase; an update of a schedule suspended by the command resumed it.
+// Resuming an active schedule keeps its open job and its time trigger's phase; an update of a
+// schedule suspended by the command keeps it suspended (docs/adr/0018-update-keeps-suspension.md).
 TEST_F(PgStoreTest, ResumeOfAnActiveScheduleAndSuspendOfASuspendedOneChangeNothing) {
   json doc = PartitionSchedule("s", "d");
   doc["trigger"] = {{"partition", {{"dataset", "d"}, {"count", 2}}}};
@@ -1043,9 +1044,9 @@ TEST_F(PgStoreTest, AnUpdateKeepsASuspensionByCommandUntilTheDocumentChangesEnab
   EXPECT_EQ(Count("SELECT count(*) FROM schedules WHERE state='active' AND version=6"), 1);
 }
 
-// The audit (2026-11-25): a worker's `failed` report was final whatever `retry` said (only lost
-// runs were retried). Now a failed attempt with attempts left waits for its retry, and no
-// downstream trigger sees it; the last attempt's failure is the one they see.
+// A worker's `failed` report is retried as `retry` says, like a lost run: a failed attempt with
+// attempts left waits for its retry, and no downstream trigger sees it; the last attempt's
+// failure is the one they see (docs/adr/0011-worker-failures-are-retried.md).
 TEST_F(PgStoreTest, AFailedAttemptIsRetriedAndOnlyTheLastFailureReachesDownstream) {
   json doc = PartitionSchedule("s", "d");
   doc["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
@@ -1058,7 +1059,7 @@ TEST_F(PgStoreTest, AFailedAttemptIsRetriedAndOnlyTheLastFailureReachesDownstrea
   const std::string run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
   auto first = store_->ApplyBatch(Batch({ProgramEvent("f1", "prog.s", run, ProgramStatus::kFailed)}, 1));
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  EXPECT_EQ(first->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(first->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_TRUE(first->run_outcomes.empty());
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'retry_wait' AND reason = 'failed' AND attempt = 1 "
                   "AND next_attempt_at > now()"), 1);
@@ -1081,10 +1082,10 @@ TEST_F(PgStoreTest, AFailedAttemptIsRetriedAndOnlyTheLastFailureReachesDownstrea
                   "(SELECT id FROM schedules WHERE name = 'default/s')"), 0);
 }
 
-// The audit (2026-11-25): trigd restarted after a stop longer than heartbeat_timeout swept at
-// once, before reading the heartbeats the worker had sent meanwhile, declared the healthy run
-// lost and launched it again (two copies running). Silence counts only up to the moment trigd
-// had read every partition of the program topic to its end.
+// trigd restarted after a stop longer than heartbeat_timeout must not sweep before reading the
+// heartbeats the worker sent meanwhile (it would declare the healthy run lost and launch it
+// again: two copies running). Silence counts only up to the moment trigd has read every
+// partition of the program topic to its end (docs/adr/0013-lost-runs-wait-for-the-program-topic.md).
 TEST_F(PgStoreTest, ARunIsLostOnlyForSilenceUpToWhereTrigdHasReadTheProgramTopic) {
   json doc = PartitionSchedule("s", "d");
   doc["heartbeat_timeout"] = "1s";
@@ -1123,9 +1124,9 @@ TEST_F(PgStoreTest, ARunIsLostOnlyForSilenceUpToWhereTrigdHasReadTheProgramTopic
   EXPECT_EQ(swept->failed, 1);
 }
 
-// The audit (2026-11-25): a report with a run's id but another program's name ended that run
-// (succeeded), launched the other program's downstream schedule, and the real report was then
-// a duplicate: the run's own downstream never ran. Such a report is a dead letter, naming both.
+// A report with a run's id but another program's name, applied, would end that run, launch the
+// other program's downstream schedule, and make the real report a duplicate, so the run's own
+// downstream never runs. Such a report is a dead letter, naming both.
 TEST_F(PgStoreTest, AReportNamingAnotherProgramThanItsRunsIsADeadLetter) {
   json upstream = PartitionSchedule("s", "d");
   upstream["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
@@ -1143,8 +1144,8 @@ TEST_F(PgStoreTest, AReportNamingAnotherProgramThanItsRunsIsADeadLetter) {
   b.sources = {{"t.events.program", 3, 41}, {"t.events.program", 3, 42}};
   auto r = store_->ApplyBatch(b);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, (std::vector<std::string>{"dead", "dead"}));
-  EXPECT_EQ(r->dead_reasons, (std::vector<std::string>{"bad_field", "bad_field"}));
+  EXPECT_EQ(r->outcome, (std::vector<EventOutcome>{EventOutcome::kDead, EventOutcome::kDead}));
+  EXPECT_EQ(r->dead_reasons, (std::vector<DeadLetterReason>{DeadLetterReason::kBadField, DeadLetterReason::kBadField}));
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'launched' AND attempt = 1"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/other'"), 0);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.dead' AND key = 'prog.x' "
@@ -1155,14 +1156,14 @@ TEST_F(PgStoreTest, AReportNamingAnotherProgramThanItsRunsIsADeadLetter) {
   // The run's own report still moves it and reaches its own downstream schedule.
   r = store_->ApplyBatch(Batch({ProgramEvent("s1", "prog.s", run, ProgramStatus::kSucceeded)}, 3));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, (std::vector<std::string>{"applied"}));
+  EXPECT_EQ(r->outcome, (std::vector<EventOutcome>{EventOutcome::kApplied}));
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'succeeded'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/mine'"), 1);
 }
 
-// The audit (2026-11-25): a run killed by `schedules delete` published nothing, so a downstream
-// schedule with on_upstream_failure: discard never learned its upstream ended. It is announced
-// by a `killed` event (reason schedule_deleted), which reaches downstream although the run ended.
+// A run killed by `schedules delete` is announced by a `killed` event (reason schedule_deleted),
+// which reaches downstream although the run ended, so a downstream schedule with
+// on_upstream_failure: discard learns its upstream ended (docs/adr/0020-delete-kills-and-announces.md).
 TEST_F(PgStoreTest, ARunKilledByADeleteIsAnnouncedForDownstreamSchedules) {
   json upstream = PartitionSchedule("s", "d");
   upstream["retry"] = {{"max_attempts", 2}, {"backoff", "1h"}};
@@ -1193,7 +1194,7 @@ TEST_F(PgStoreTest, ARunKilledByADeleteIsAnnouncedForDownstreamSchedules) {
   Exec("DELETE FROM outbox");
   auto r = store_->ApplyBatch(Batch({*e}, 3));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'discarded' AND discard_reason LIKE '%upstream%'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.events.program' AND key = 'prog.down' "
                   "AND payload::jsonb->'payload'->>'reason' = 'upstream_failed'"), 1);
@@ -1220,7 +1221,7 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='retry_wait'"), 1);
   Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second', attempt_started_at = now() - interval '1 minute'");
   EXPECT_EQ(store_->SweepRuns()->retried, 1);
-  // The new attempt has not started: attempt 1's start no longer shows as its own (the audit).
+  // The new attempt has not started: attempt 1's start does not show as its own.
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE attempt = 2 AND attempt_started_at IS NULL"), 1);
   {
     // Attempts 1 and 2 as published: the same run, the retry's attempt 2; the same text after
@@ -1254,7 +1255,7 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   ASSERT_TRUE(lost.ok()) << lost.status().ToString();
   auto r = store_->ApplyBatch(Batch({*lost}, 1));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, std::vector<std::string>{"applied"});
+  EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down'"), 1);
 }
 
@@ -1312,10 +1313,9 @@ TEST_F(PgStoreTest, ARetryChangesTheAttemptColumnsNotTheStoredRequest) {
   EXPECT_EQ(again[0], second[0]);
 }
 
-// The second audit of 2026-11-25: a deleted schedule's failed run was launched twice more,
-// with the default backoff (its retry policy was gone with its document). Nothing of a deleted
-// schedule launches: delete kills a run waiting for its retry, a running run's failure is
-// final, and the sweep kills a retry decided by a transaction that committed after the delete.
+// Nothing of a deleted schedule launches (its retry policy is gone with its document): delete
+// kills a run waiting for its retry, a running run's failure is final, and the sweep kills a
+// retry decided by a transaction that committed after the delete.
 TEST_F(PgStoreTest, ADeletedSchedulesRunsAreNotRetried) {
   auto launch = [&](const std::string& name, int64_t offset) {
     json doc = PartitionSchedule(name, "d." + name);
@@ -1545,8 +1545,8 @@ TEST_F(PgStoreTest, RunsKilledByADeleteAreAnnouncedToWorkers) {
   EXPECT_TRUE(ControlMessages(conn_).empty());
 }
 
-// The second audit of 2026-11-25: a name deleted and applied again started at version 1, so two
-// launch requests with different args both said schedule_version 1.
+// A name deleted and applied again goes on counting versions, so no two launch requests with
+// different args both say schedule_version 1 (docs/adr/0019-versions-continue-across-delete.md).
 TEST_F(PgStoreTest, AScheduleVersionKeepsCountingAcrossADelete) {
   json doc = PartitionSchedule("s", "d");
   Apply({doc});
@@ -1607,17 +1607,17 @@ TEST_F(PgStoreTest, ABatchWaitsForAScheduleChangeInFlightAndSeesIt) {
   batch_thread.join();
   ASSERT_TRUE(r->ok()) << r->status().ToString();
   EXPECT_EQ((*r)->jobs_opened, 0);
-  EXPECT_EQ((*r)->outcome, std::vector<std::string>{"no_match"});
+  EXPECT_EQ((*r)->outcome, std::vector<EventOutcome>{EventOutcome::kNoMatch});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 0);
   EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 1"), 1);
 }
 
-// The audit of 2026-11-25 (about one deadlock a second under load): an ingest transaction
-// freed the counters of the runs its reports ended (schedule, then group) and then, on the
-// fast path, locked the counters of the jobs it checks: schedules after a group, out of the
-// order the checkers use (schedules, then groups). A checker holding the checked job's schedule
-// counter and asking for the group's then closed the cycle. Now the ingest takes every counter
-// lock in one order and frees the slots after.
+// An ingest transaction that freed the counters of the runs its reports ended (schedule, then
+// group) and then, on the fast path, locked the counters of the jobs it checks would take
+// schedules after a group, out of the order the checkers use (schedules, then groups); a checker
+// holding the checked job's schedule counter and asking for the group's would close the cycle.
+// The ingest takes every counter lock in one order and frees the slots after
+// (docs/adr/0015-run-counter-lock-order.md).
 TEST_F(PgStoreTest, AnIngestThatEndsARunAndChecksAJobTakesCounterLocksInTheCheckersOrder) {
   json a = PartitionSchedule("a", "d.a", {{"concurrency_group", {{"name", "g"}, {"max", 2}}}});
   json b = PartitionSchedule("b", "d.b", {{"concurrency_group", {{"name", "g"}, {"max", 2}}}});
@@ -1655,10 +1655,10 @@ TEST_F(PgStoreTest, AnIngestThatEndsARunAndChecksAJobTakesCounterLocksInTheCheck
   EXPECT_EQ(Count("SELECT active_runs FROM group_runtime WHERE name = 'g'"), 1);
 }
 
-// The audit (2026-11-25), two instances: a batch that ended a run of a group woke the group's
-// waiting jobs before it held the group's counter, skipping one another instance's check held;
-// that check had read the group full and wrote the job back to wait 30 s, and the freed slot
-// stayed idle until some other run ended. The batch wakes again once it holds the counter.
+// Two instances: a batch that ends a run of a group and wakes the group's waiting jobs before
+// it holds the group's counter skips one another instance's check holds; that check has read
+// the group full and writes the job back to wait 30 s, and the freed slot would stay idle until
+// some other run ends. The batch wakes again once it holds the counter.
 TEST_F(PgStoreTest, ARunsEndWakesAWaitingJobAnotherInstanceHeldWhileCheckingIt) {
   json group = {{"concurrency_group", {{"name", "g"}, {"max", 1}}}};
   Apply({PartitionSchedule("a", "d.a", group), PartitionSchedule("b", "d.b", group)});
@@ -1803,8 +1803,9 @@ TEST_F(PgStoreTest, FastPathWritesANewJobOnceInItsDecidedStateAfterOlderWaitingJ
 
 // The prepared statements run on generic plans made anew every second (PgStore::Connect): a
 // plan made while `jobs` was empty reads the whole table, and once the table has grown the next
-// plan must look rows up by key. A plan kept for good (PostgreSQL's own cache) stayed on the
-// whole-table plan until an autoanalyze, and a storm stalled for minutes.
+// plan must look rows up by key. A plan kept for good (PostgreSQL's own cache) would stay on the
+// whole-table plan until an autoanalyze, and a storm stall for minutes
+// (docs/adr/0030-generic-plans-renewed.md).
 TEST_F(PgStoreTest, GenericPlansAreMadeAnewForTheTablesCurrentSize) {
   constexpr int kCheckerWritesParams = 12 + 18 + 16 + 8;  // + the columns of jobs, runs and outbox rows it inserts
   auto empty = store_->ExplainPrepared("checker_writes", kCheckerWritesParams);
@@ -1932,7 +1933,7 @@ TEST_F(PgStoreTest, TickAppliesItselfAndItsCopyOnTheTopicIsADuplicate) {
   ASSERT_TRUE(tick.ok()) << tick.status().ToString();
   auto copy = store->ApplyBatch(Batch({*tick}, 0));
   ASSERT_TRUE(copy.ok()) << copy.status().ToString();
-  EXPECT_EQ(copy->outcome, std::vector<std::string>{"duplicate"});
+  EXPECT_EQ(copy->outcome, std::vector<EventOutcome>{EventOutcome::kDuplicate});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
 }
@@ -2003,7 +2004,7 @@ TEST_F(PgStoreTest, PruneDropsOnlyDeduplicationIdsOlderThanTheKeepPeriod) {
   // Still de-duplicated within the keep period.
   auto again = store_->ApplyBatch(Batch({PartitionEvent("new", "d", "q")}, 2));
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->outcome, std::vector<std::string>{"duplicate"});
+  EXPECT_EQ(again->outcome, std::vector<EventOutcome>{EventOutcome::kDuplicate});
 }
 
 }  // namespace

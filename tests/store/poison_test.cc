@@ -96,8 +96,8 @@ TEST_P(PoisonTest, AFailingScheduleIsDeadLetteredAndTheBatchGoesOn) {
   auto r = store_->ApplyBatch(Batch({Partition("e1", "x.ds", "p1"), Partition("e2", "y.ds", "p1"),
                                      Partition("e3", "x.ds", "p2")}, 0));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, (std::vector<std::string>{"applied", "applied", "applied"}));
-  EXPECT_EQ(r->dead_reasons, (std::vector<std::string>{"schedule_failed", "schedule_failed"}));
+  EXPECT_EQ(r->outcome, (std::vector<EventOutcome>(3, EventOutcome::kApplied)));
+  EXPECT_EQ(r->dead_reasons, (std::vector<DeadLetterReason>(2, DeadLetterReason::kScheduleFailed)));
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/a'"), 0);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/b'"), 2);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/c'"), 1);
@@ -121,8 +121,8 @@ TEST_P(PoisonTest, AFailingScheduleIsDeadLetteredAndTheBatchGoesOn) {
   IngestBatch next = Batch({Partition("e4", "x.ds", "p3"), Partition("e5", "y.ds", "p2")}, 3);
   auto again = store_->ApplyBatch(next);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(again->outcome, (std::vector<std::string>{"dead", "applied"}));
-  EXPECT_EQ(again->dead_reasons, (std::vector<std::string>{"schedule_failed"}));
+  EXPECT_EQ(again->outcome, (std::vector<EventOutcome>{EventOutcome::kDead, EventOutcome::kApplied}));
+  EXPECT_EQ(again->dead_reasons, (std::vector<DeadLetterReason>{DeadLetterReason::kScheduleFailed}));
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/c'"), 2);
   EXPECT_EQ(Count("SELECT next_offset FROM consumer_offsets WHERE group_id = 'g'"), 5);
 }

@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> id_of_k(schedules);
   for (const auto& [id, name] : name_of) id_of_k[std::stoll(name.substr(name.find("/s") + 2))] = id;
 
-  const std::string topic = run.prefix + "events.data";
+  const std::string topic = trigd::TopicNames(run.prefix).events_data;
   std::vector<double> engine_rate, copy_rate, engine_db_cpu, engine_client_cpu, copy_db_cpu;
   const double per_1000 = 1e6 / static_cast<double>(events);
   // CPU (ms per 1000 jobs): what the work costs, however busy the shared machine was.

@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
+#include "common/topic_names.h"
 #include "core/schedule_parser.h"
 #include "log/topics.h"
 #include "store/admin.h"

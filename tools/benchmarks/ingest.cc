@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
                     {"trigger", {{"partition", {{"dataset", "listened." + std::to_string(k)}}}}}});
   }
   bench::ApplyScheduleDocs(run, docs);
-  const std::string topic = run.prefix + "events.data";
+  const std::string topic = trigd::TopicNames(run.prefix).events_data;
   auto t = bench::Clock::now();
   {
     bench::BulkProducer producer(run.kafka);

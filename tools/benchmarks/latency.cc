@@ -226,8 +226,8 @@ int main(int argc, char** argv) {
     ::sync();
   }
   bench::Child& trigd = run.StartTrigd();
-  const std::string events_topic = run.prefix + "events.data";
-  const std::string launch_topic = run.prefix + "launch.default";
+  const std::string events_topic = trigd::TopicNames(run.prefix).events_data;
+  const std::string launch_topic = trigd::TopicNames(run.prefix).Launch("default");
 
   auto engine_event = [&](const std::string& tag) {
     return [&events_topic, schedules, tag](int64_t i) {

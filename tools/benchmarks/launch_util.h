@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "app/config.h"
+#include "app/cli.h"
 #include "core/envelope.h"
 #include "core/schedule_index.h"
 #include "log/kafka.h"
@@ -44,7 +44,7 @@ inline void MakeReadyJobs(Run& run, int64_t schedules, int64_t jobs) {
     trigd::IngestBatch in;
     in.group = run.group;
     int64_t end = std::min(jobs, first + batch);
-    in.positions.push_back({run.prefix + "events.data", 0, first, end});
+    in.positions.push_back({trigd::TopicNames(run.prefix).events_data, 0, first, end});
     for (int64_t i = first; i < end; ++i) {
       auto e = trigd::ParseEnvelope(PartitionEvent("seed-" + std::to_string(i), "d" + std::to_string(i % schedules),
                                                    "dt=2026-11-22/h=" + std::to_string(i)));
@@ -131,8 +131,7 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
   bool woken = false, checker_done = false;
   auto producer = trigd::Producer::Create(run.kafka);
   if (!producer.ok()) run.Fail(producer.status().ToString());
-  std::vector<std::string> no_args;
-  f.checkers = trigd::LoadConfig(no_args).checkers;
+  f.checkers = trigd::LoadConfig().checkers;
   std::vector<std::unique_ptr<trigd::PgStore>> checker_stores;
   std::vector<pid_t> checker_backends;
   for (int i = 0; i < f.checkers; ++i) {

@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   bench::Child& trigd = run.StartTrigd();
   {
     bench::BulkProducer producer(run.kafka);
-    producer.Produce(bench::Cat(run.prefix, "events.data"), "warm", bench::PartitionEvent("warm-1", "warm", "p1"));
+    producer.Produce(trigd::TopicNames(run.prefix).events_data, "warm", bench::PartitionEvent("warm-1", "warm", "p1"));
     producer.Flush();
     auto deadline = Clock::now() + std::chrono::seconds(90);
     while (Count(watch, "SELECT count(*) FROM jobs WHERE state = 'launched'") < 1) {
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
                   utc.tm_hour, utc.tm_min);
     return std::string(buf);
   }();
-  const std::string launch_topic = bench::Cat(run.prefix, "launch.default");
+  const std::string launch_topic = trigd::TopicNames(run.prefix).Launch("default");
   std::vector<double> storm_s, published_at, trigd_cpu;
   std::printf("\n%6s %14s %20s %16s %16s\n", "round", "storm (s)", "all on topic (s)", "launches/s", "trigd CPU (s)");
   for (int round = 0; round < rounds; ++round) {
