@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <regex>
 #include <set>
@@ -1311,6 +1312,81 @@ TEST_F(PgStoreTest, ARetryChangesTheAttemptColumnsNotTheStoredRequest) {
   const std::vector<json> again = PublishedJson();
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0], second[0]);
+}
+
+// schema/016 on a database with a run in flight: its request, stored whole by a trigd before
+// 016, becomes a template and its launch time a column; the workers are told its lost attempt's
+// start_by as the request said it, and its retry is attempt 2 with the other fields unchanged.
+TEST_F(PgStoreTest, ARunInFlightAcrossMigration016IsRetriedWithItsFields) {
+  const std::string db = Pg() + " dbname=trigd_store_upgrade_test";
+  {
+    pqxx::connection admin(Pg());
+    pqxx::nontransaction tx(admin);
+    tx.exec("DROP DATABASE IF EXISTS trigd_store_upgrade_test WITH (FORCE)");
+    tx.exec("CREATE DATABASE trigd_store_upgrade_test");
+  }
+  const auto old_schema = std::filesystem::temp_directory_path() / "trigd_schema_015";
+  std::filesystem::remove_all(old_schema);
+  std::filesystem::create_directories(old_schema);
+  for (const auto& f : std::filesystem::directory_iterator(TRIGD_SOURCE_DIR "/schema")) {
+    const std::string name = f.path().filename().string();
+    if (name.ends_with(".sql") && name < "016") std::filesystem::copy(f.path(), old_schema / name);
+  }
+  ASSERT_TRUE(ApplyMigrations(db, old_schema.string(), nullptr).ok());
+  json doc = PartitionSchedule("s", "d");
+  doc["retry"] = {{"max_attempts", 3}, {"backoff", "1s"}};
+  doc["heartbeat_timeout"] = "1s";
+  ASSERT_TRUE(ApplySchedules(db, {Parse(doc)}).ok());
+  const std::string old_request =
+      R"({"attempt":1,"heartbeat_timeout":"1s","launched_at":"2026-11-25T10:00:00.5Z","start_by":"2026-11-25T10:10:00.5Z",)"
+      R"("program":{"args":{},"name":"prog.s","target":"default"},"run_id":"r-old","schedule":"default/s",)"
+      R"("schedule_version":1,"triggered_by":[{"id":"e1","payload":{"dataset":"d"},"type":"partition"}]})";
+  {
+    pqxx::connection c(db);
+    pqxx::work tx(c);
+    tx.exec_params("INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, state, attempt, "
+                   "max_attempts, heartbeat_timeout_ms, launched_at, last_seen_at, request) "
+                   "SELECT 'r-old', 1, id, name, 'prog.s', 'default', 'running', 1, 3, 1000, "
+                   "'2026-11-25T10:00:00.5Z', now() - interval '10 seconds', $1 FROM schedules",
+                   old_request);
+    tx.commit();
+  }
+  ASSERT_TRUE(ApplyMigrations(db, TRIGD_SOURCE_DIR "/schema", nullptr).ok());
+  {
+    pqxx::connection c(db);
+    pqxx::work tx(c);
+    const json t = json::parse(tx.exec1("SELECT request FROM runs")[0].as<std::string>());
+    EXPECT_FALSE(t.contains("attempt")) << t.dump();
+    EXPECT_FALSE(t.contains("launched_at")) << t.dump();
+    EXPECT_EQ(tx.exec1("SELECT attempt_launched_at = '2026-11-25T10:00:00.5Z' FROM runs")[0].as<bool>(), true);
+  }
+  auto store = PgStore::Connect(db, "t.");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_EQ((*store)->SweepRuns()->lost, 1);
+  auto claimed = (*store)->ClaimOutbox(100);
+  ASSERT_TRUE(claimed.ok());
+  ASSERT_EQ(claimed->size(), 1u);
+  EXPECT_EQ(json::parse((*claimed)[0].payload)["start_by"], "2026-11-25T10:10:00.500Z");
+  ASSERT_TRUE((*store)->CompleteOutbox({(*claimed)[0].id}).ok());
+  {
+    pqxx::connection c(db);
+    pqxx::work tx(c);
+    tx.exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
+    tx.commit();
+  }
+  ASSERT_EQ((*store)->SweepRuns()->retried, 1);
+  claimed = (*store)->ClaimOutbox(100);
+  ASSERT_TRUE(claimed.ok());
+  ASSERT_EQ(claimed->size(), 1u);
+  json retry = json::parse((*claimed)[0].payload);
+  EXPECT_EQ(retry["attempt"], 2);
+  EXPECT_NE(retry["launched_at"], "2026-11-25T10:00:00.5Z");
+  json old = json::parse(old_request);
+  for (const char* field : {"attempt", "launched_at", "start_by"}) retry[field] = old[field];
+  EXPECT_EQ(retry, old);
+  ASSERT_TRUE((*store)->CompleteOutbox({}).ok());
+  store->reset();
+  std::filesystem::remove_all(old_schema);
 }
 
 // Nothing of a deleted schedule launches (its retry policy is gone with its document): delete
