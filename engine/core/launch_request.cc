@@ -4,11 +4,60 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
+
 namespace trigd {
 
+std::string ProgramJson(const Program& p) {
+  // nlohmann sorts an object's keys: args, name, target.
+  return nlohmann::json{{"name", p.name}, {"args", p.args}, {"target", p.target}}.dump();
+}
+
+std::string LaunchRequestTemplate(const LaunchRequest& r) {
+  std::string out;
+  out.reserve(r.program_json.size() + r.triggered_by_json.size() + r.schedule.size() + 128);
+  out += "{\"program\":";
+  out += r.program_json;
+  out += ",\"run_id\":";
+  AppendJsonString(out, r.run_id);
+  out += ",\"schedule\":";
+  AppendJsonString(out, r.schedule);
+  out += ",\"schedule_version\":";
+  out += std::to_string(r.schedule_version);
+  out += ",\"triggered_by\":";
+  out += r.triggered_by_json;
+  if (r.triggered_by_truncated) out += ",\"triggered_by_truncated\":true";
+  out += '}';
+  return out;
+}
+
+std::string RenderLaunchRequest(std::string_view template_text, const LaunchAttempt& a) {
+  // After the template's '{' (and any white space), an empty object ends with its '}'.
+  size_t body = template_text.find('{');
+  body = body == std::string_view::npos ? template_text.size() : body + 1;
+  while (body < template_text.size() && (template_text[body] == ' ' || template_text[body] == '\n')) ++body;
+  const bool empty = body >= template_text.size() || template_text[body] == '}';
+  std::string out;
+  out.reserve(template_text.size() + kLaunchAttemptFieldsBytes);
+  out += "{\"attempt\":";
+  out += std::to_string(a.attempt);
+  out += ",\"heartbeat_timeout\":";
+  AppendJsonString(out, FormatDuration(a.heartbeat_timeout));
+  out += ",\"launched_at\":";
+  AppendJsonString(out, FormatTime(a.launched_at));
+  out += ",\"start_by\":";
+  AppendJsonString(out, FormatTime(a.StartBy()));
+  if (empty) {
+    out += '}';
+  } else {
+    out += ',';
+    out.append(template_text.substr(body));
+  }
+  return out;
+}
+
 size_t LaunchRequestFixedBytes(const Schedule& s) {
-  const nlohmann::json program = {{"name", s.program.name}, {"args", s.program.args}, {"target", s.program.target}};
-  return program.dump().size() + nlohmann::json(s.id().value()).dump().size() + kLaunchRequestOverheadBytes;
+  return ProgramJson(s.program).size() + nlohmann::json(s.id().value()).dump().size() + kLaunchRequestOverheadBytes;
 }
 
 Status CheckLaunchRequestFits(const Schedule& s) {

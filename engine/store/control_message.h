@@ -16,30 +16,22 @@
 
 #include "common/time.h"
 #include "common/topic_names.h"
+#include "core/launch_request.h"
 
 namespace trigd::pg_internal {
 
-// How long a launched run may wait for a worker to start it before it counts as lost (Airflow's
-// task_queued_timeout): a backlog or a worker rebalance is not a lost run.
-inline constexpr Millis kQueuedTimeout = std::chrono::minutes(10);
+using trigd::kQueuedTimeout;
+using trigd::StartWindow;
 
-// How long after its launch an attempt may still be started: past it the sweep already counts
-// the attempt lost (a queued attempt is lost after the greater of heartbeat_timeout and the
-// queued timeout of silence since its launch; SweepRuns). Launch requests carry launched_at plus
-// this as `start_by` (docs/adr/0060).
-inline Millis StartWindow(Millis heartbeat_timeout) { return std::max(heartbeat_timeout, kQueuedTimeout); }
-
-// The same deadline for a request written by SQL (a retry): now() plus the window, as trigd
-// writes times (TRIGD_NOW_TEXT's format). Needs the runs row's heartbeat_timeout_ms.
+// The start_by of a runs row's current attempt, as epoch milliseconds (SQL): its
+// attempt_launched_at plus StartWindow(heartbeat_timeout_ms), as RenderLaunchRequest writes it
+// into the request (core/launch_request.h). NULL for a finished run migrated from before
+// schema/016 (such a run is never ended again).
 #define TRIGD_QUEUED_TIMEOUT_MS "600000"  // kQueuedTimeout, for SQL text
 static_assert(kQueuedTimeout == std::chrono::milliseconds(600000), "TRIGD_QUEUED_TIMEOUT_MS is kQueuedTimeout");
-#define TRIGD_START_BY_TEXT                                                                                    \
-  "to_char((now() + make_interval(secs => greatest(heartbeat_timeout_ms, " TRIGD_QUEUED_TIMEOUT_MS ") / 1000.0)) " \
-  "AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-
-// The `start_by` of a runs row's stored request (as trigd writes it, or rendered from jsonb with
-// a space after the colon); NULL for a request written before requests had one.
-#define TRIGD_REQUEST_START_BY "substring(request from '\"start_by\": ?\"([^\"]*)\"')"
+#define TRIGD_RUN_START_BY_MS                                                      \
+  "(floor(extract(epoch from attempt_launched_at) * 1000)::bigint + greatest(heartbeat_timeout_ms, " \
+  TRIGD_QUEUED_TIMEOUT_MS "))"
 
 // A run attempt trigd ended: lost (another attempt follows, `final` false) or failed as lost,
 // killed by a schedule delete. `cancel` (trigctl runs cancel) is to come with the same fields.
@@ -70,10 +62,10 @@ inline void AddControlMessage(pqxx::transaction_base& tx, const TopicNames& topi
                  ControlMessage(a, now));
 }
 
-// The start_by column of a result row (TRIGD_REQUEST_START_BY), if any.
+// The start_by column of a result row (TRIGD_RUN_START_BY_MS), if any, as the request says it.
 inline std::optional<std::string> StartByField(const pqxx::field& f) {
   if (f.is_null()) return std::nullopt;
-  return f.as<std::string>();
+  return FormatTime(TimePoint(Millis(f.as<int64_t>())));
 }
 
 }  // namespace trigd::pg_internal

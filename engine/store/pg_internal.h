@@ -18,6 +18,8 @@
 #include "common/topic_names.h"
 #include "core/envelope.h"
 #include "model/event.h"
+#include "model/job.h"
+#include "model/run.h"
 #include "store/control_message.h"
 
 #include "store/pg_conninfo.h"
@@ -30,6 +32,28 @@ struct trigd::PgStore::Conn {
 };
 
 namespace trigd::pg_internal {
+
+// A state as an SQL literal ('pending_constraint'), from its enum's one name function: the
+// store's SQL names job and run states only through these. Literals, not parameters: the
+// partial indexes of schema/ (on the active states) serve a generic plan only for a literal.
+inline std::string Sql(JobState s) { return std::string("'") + JobStateName(s) + "'"; }
+inline std::string Sql(RunState s) { return std::string("'") + RunStateName(s) + "'"; }
+// A state column read back; a name no enum value has is an error naming it (through Guard).
+inline JobState JobStateOf(const pqxx::field& f) {
+  if (auto s = JobStateFromName(std::string_view(f.c_str(), f.size()))) return *s;
+  throw std::runtime_error("jobs.state: unknown state '" + std::string(std::string_view(f.c_str(), f.size())) + "'");
+}
+inline RunState RunStateOf(const pqxx::field& f) {
+  if (auto s = RunStateFromName(std::string_view(f.c_str(), f.size()))) return *s;
+  throw std::runtime_error("runs.state: unknown state '" + std::string(std::string_view(f.c_str(), f.size())) + "'");
+}
+// "('a', 'b')", for IN.
+template <class... S>
+std::string SqlIn(S... states) {
+  std::string out;
+  ((out += (out.empty() ? "(" : ", ") + Sql(states)), ...);
+  return out + ")";
+}
 
 // Frees the run-counter slots of runs that ended or were killed: schedules first, then groups,
 // each in sorted order, the order the checker locks them in (pg_store.cc).
@@ -191,7 +215,7 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
   "'status', 'killed', 'reason', 'schedule deleted', 'attempt', attempt))) "
 // What such an UPDATE returns for KillByDeleteEvents.
 #define TRIGD_KILLED_BY_DELETE_RETURNING \
-  "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_REQUEST_START_BY " "
+  "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS " "
 
 // How trigd ended runs itself: the program event's status and reason, and its id's prefix
 // (<prefix>:<run>:<attempt>), by which ingestion counts the event although the run ended.

@@ -13,10 +13,12 @@
 #include <pqxx/tablewriter>
 
 #include "common/json_text.h"
+#include "common/check.h"
 #include "core/constraint_checker.h"
 #include "core/cron.h"
 #include "core/envelope.h"
 #include "core/launch_request.h"
+#include "core/run_lifecycle.h"
 #include "core/schedule_parser.h"
 #include "core/trigger_eval.h"
 #include "store/outbox_bundle.h"
@@ -35,6 +37,8 @@ using pg_internal::CopyRows;
 using pg_internal::SqlArray;
 using pg_internal::OpenTransaction;
 using pg_internal::TableRows;
+using pg_internal::Sql;
+using pg_internal::SqlIn;
 using pg_internal::ToMillis;
 using pg_internal::ValidText;
 
@@ -75,11 +79,12 @@ struct PgStore::TxContext {
 
 // The checker's claim: due jobs in priority order, locked (SKIP LOCKED: checkers never take the
 // same job). Columns as CheckJobs reads them.
-#define TRIGD_CLAIM_COLUMNS                                                                     \
-  "SELECT id, schedule_id, schedule_version, state, "                                          \
-  "CASE WHEN state = 'pending_trigger' THEN trigger_state::text END, triggered_by::text, "     \
-  TRIGD_MS("opened_at") ", " TRIGD_MS("ready_at") ", coalesce(last_decision, ''), "             \
-  "coalesce(ready_at, opened_at)::text, priority FROM jobs WHERE next_check_at <= now() "
+std::string ClaimColumnsSql() {
+  return "SELECT id, schedule_id, schedule_version, state, "
+         "CASE WHEN state = " + Sql(JobState::kPendingTrigger) + " THEN trigger_state::text END, triggered_by::text, "
+         TRIGD_MS("opened_at") ", " TRIGD_MS("ready_at") ", coalesce(last_decision, ''), "
+         "coalesce(ready_at, opened_at)::text, priority FROM jobs WHERE next_check_at <= now() ";
+}
 #define TRIGD_CLAIM_ORDER "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT $1 FOR UPDATE SKIP LOCKED"
 // The fast path's claim: only the due jobs of the batch's schedules ($2) and the waiting jobs of
 // their concurrency groups ($3), found through the indexes on pending jobs by schedule and group
@@ -87,14 +92,15 @@ struct PgStore::TxContext {
 // the group and is the checker loop's. A plain filter on the claim above let the planner walk
 // jobs_claim in priority order past every due job of other schedules (40 ms per batch with
 // 200,000 due; the plan is generic, made without the arrays' sizes).
-#define TRIGD_CLAIM_FOR                                                                          \
-  TRIGD_CLAIM_COLUMNS "AND id = ANY(ARRAY("                                                     \
-  "SELECT id FROM jobs WHERE state = 'pending_trigger' AND schedule_id = ANY($2::bigint[]) "    \
-  "AND next_check_at <= now() UNION ALL "                                                       \
-  "SELECT id FROM jobs WHERE state = 'pending_constraint' AND schedule_id = ANY($2::bigint[]) " \
-  "AND next_check_at <= now() UNION ALL "                                                       \
-  "SELECT id FROM jobs WHERE state = 'pending_constraint' AND concurrency_group = ANY($3::text[]) " \
-  "AND next_check_at <= now())) " TRIGD_CLAIM_ORDER
+std::string ClaimForSql() {
+  return ClaimColumnsSql() + "AND id = ANY(ARRAY("
+         "SELECT id FROM jobs WHERE state = " + Sql(JobState::kPendingTrigger) + " AND schedule_id = ANY($2::bigint[]) "
+         "AND next_check_at <= now() UNION ALL "
+         "SELECT id FROM jobs WHERE state = " + Sql(JobState::kPendingConstraint) + " AND schedule_id = ANY($2::bigint[]) "
+         "AND next_check_at <= now() UNION ALL "
+         "SELECT id FROM jobs WHERE state = " + Sql(JobState::kPendingConstraint) + " AND concurrency_group = ANY($3::text[]) "
+         "AND next_check_at <= now())) " TRIGD_CLAIM_ORDER;
+}
 
 // Tables the checker writes rows of (TableRows): a few rows ride on checker_writes as one array
 // per column, many are copied in. Names and types as in schema/.
@@ -134,10 +140,11 @@ const Table kRuns{"runs",
                    {"program", "text"}, {"target", "text"}, {"concurrency_group", "text"}, {"state", "text"},
                    {"attempt", "int"}, {"max_attempts", "int"}, {"heartbeat_timeout_ms", "bigint"},
                    {"launched_at", "timestamptz"}, {"last_seen_at", "timestamptz"}, {"request", "text"},
-                   {"history", "jsonb"}}};
+                   {"history", "jsonb"}, {"attempt_launched_at", "timestamptz"}}};
 const Table kOutbox{"outbox",
                     {{"topic", "text"}, {"key", "text"}, {"payload", "text"}, {"job_id", "bigint"},
-                     {"ready_at", "timestamptz"}}};
+                     {"ready_at", "timestamptz"}, {"attempt", "int"}, {"launched_at", "timestamptz"},
+                     {"heartbeat_timeout_ms", "bigint"}}};
 // checker_writes' parameters: the counters and stored jobs' changes, then the columns of
 // kDecidedJobs, kRuns and kOutbox, in that order.
 constexpr int kCheckerWritesFixedParams = 12;
@@ -164,11 +171,11 @@ std::string CheckerWritesSql() {
          "FROM unnest($4::text[], $5::int[]) AS x(name, active) WHERE g.name = x.name)" +
          inserts +
          " UPDATE jobs j SET state = x.state, "
-         "next_check_at = CASE WHEN x.state IN ('pending_trigger', 'pending_constraint') "
+         "next_check_at = CASE WHEN x.state IN " + SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint) + " "
          "  THEN to_timestamp(x.next_check_at / 1000.0) END, "
          "last_decision = coalesce(x.decision, j.last_decision), forced = coalesce(x.forced, j.forced), "
          "discard_reason = x.reason, "
-         "finished_at = CASE WHEN x.state IN ('discarded', 'launched') THEN now() END, "
+         "finished_at = CASE WHEN x.state IN " + SqlIn(JobState::kDiscarded, JobState::kLaunched) + " THEN now() END, "
          "history = CASE WHEN x.history IS NULL THEN j.history ELSE trigd_append_history(j.history, x.history) END "
          "FROM unnest($6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::boolean[], $11::text[], $12::jsonb[]) "
          "AS x(id, state, next_check_at, decision, forced, reason, history) WHERE j.id = x.id";
@@ -180,13 +187,13 @@ std::string CheckerWritesSql() {
 // the tables grow.
 const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
   static const auto* statements = new std::vector<std::pair<std::string, std::string>>{
-    {"claim_for", TRIGD_CLAIM_FOR},
+    {"claim_for", ClaimForSql()},
     // The same, and ids for $4 fresh jobs from the jobs sequence in the same round trip (their
     // runs and launch requests refer to them): rows with the 12th column set are those ids. And
     // the run counters of the claimed jobs' schedules and of $2, locked in schedule order (as
     // lock_counters): rows with the last three columns set.
     {"claim_for_fresh",
-     "WITH due AS (" TRIGD_CLAIM_FOR "), "
+     "WITH due AS (" + ClaimForSql() + "), "
      "counters AS (SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " AS last_ms FROM schedule_runtime "
      "WHERE schedule_id = ANY(ARRAY(SELECT schedule_id FROM due UNION SELECT unnest($2::bigint[]))) "
      "ORDER BY schedule_id FOR UPDATE) "
@@ -214,7 +221,7 @@ const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
      "WITH s AS (SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE), "
      "j AS (SELECT id, schedule_id, schedule_version, trigger_state::text AS trigger_state, "
      "triggered_by::text AS triggered_by, " TRIGD_MS("opened_at") " AS opened_ms FROM jobs "
-     "WHERE schedule_id = ANY(ARRAY(SELECT id FROM s)) AND state = 'pending_trigger' ORDER BY id FOR UPDATE) "
+     "WHERE schedule_id = ANY(ARRAY(SELECT id FROM s)) AND state = " + Sql(JobState::kPendingTrigger) + " ORDER BY id FOR UPDATE) "
      "SELECT id, version, NULL::bigint, NULL::text, NULL::text, NULL::bigint FROM s UNION ALL "
      "SELECT id, schedule_version, schedule_id, trigger_state, triggered_by, opened_ms FROM j"},
     {"lock_counters",
@@ -232,9 +239,10 @@ const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
     // messages and $2 bundles (outbox_bundle.h; through their own partial index).
     {"outbox_claim",
      "WITH single AS (SELECT id, topic, coalesce(key, ''), payload, extract(epoch from now() - ready_at)::float8, "
-     "false FROM outbox WHERE NOT bundle ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED), "
-     "bundled AS (SELECT id, topic, '', payload, NULL::float8, true FROM outbox WHERE bundle ORDER BY id LIMIT $2 "
-     "FOR UPDATE SKIP LOCKED) "
+     "false, attempt, " TRIGD_MS("launched_at") ", heartbeat_timeout_ms "
+     "FROM outbox WHERE NOT bundle ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED), "
+     "bundled AS (SELECT id, topic, '', payload, NULL::float8, true, NULL::int, NULL::bigint, NULL::bigint "
+     "FROM outbox WHERE bundle ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED) "
      "SELECT * FROM single UNION ALL SELECT * FROM bundled ORDER BY 1"},
   };
   return *statements;
@@ -276,11 +284,6 @@ const TimeTrigger* TimeLeaf(const Schedule& s, int leaf) {
   if (leaf < 0 || static_cast<size_t>(leaf) >= leaves.size() || leaves[leaf]->kind != TriggerKind::kTime) return nullptr;
   return &leaves[leaf]->time;
 }
-
-using pg_internal::kQueuedTimeout;
-
-// A launch request as written at launch: at most kMaxLaunchRequestBytes (core/launch_request.h).
-// A longer list of triggering events is cut to fit (TriggeredByWithin) and the request says so.
 
 // A PostgreSQL array literal of integers, e.g. "{1,2,3}" (no quoting needed).
 template <class C>
@@ -432,15 +435,21 @@ class OutboxRows {
   explicit OutboxRows(bool as_arrays = false) : rows_(kOutbox.columns.size(), as_arrays) {}
   void Add(std::string_view topic, std::string_view key, std::string_view payload) {
     AddMessage(topic, key, payload);
-    rows_.AddNull();
-    rows_.AddNull();
+    for (int i = 0; i < 5; ++i) rows_.AddNull();
     rows_.EndRow();
   }
-  void AddLaunch(std::string_view topic, std::string_view key, std::string_view request, int64_t job_id,
-                 std::string_view ready_at) {
-    AddMessage(topic, key, request);
-    rows_.AddInt(job_id);
-    rows_.AddText(ready_at);
+  // A launch request: its template (LaunchRequestTemplate) and its attempt's fields as columns,
+  // placed by the relay at publish time (ClaimOutbox). A first attempt's comes with its job and
+  // the time it became ready; a retry's without.
+  void AddLaunch(std::string_view topic, std::string_view key, std::string_view request_template,
+                 const LaunchAttempt& a, std::optional<int64_t> job_id = std::nullopt,
+                 std::string_view ready_at = {}) {
+    AddMessage(topic, key, request_template);
+    job_id ? rows_.AddInt(*job_id) : rows_.AddNull();
+    job_id ? rows_.AddText(ready_at) : rows_.AddNull();
+    rows_.AddInt(a.attempt);
+    rows_.AddText(FormatTime(a.launched_at));
+    rows_.AddInt(a.heartbeat_timeout.count());
     rows_.EndRow();
   }
   // A message that no transaction waits for and nothing counts (a tick's copy for observers):
@@ -523,7 +532,7 @@ void WakeWaitingJobs(pqxx::transaction_base& tx, const EndedRuns& e, const std::
   for (const auto& [id, n] : e.per_schedule) ids.push_back(id);
   json groups = json::array();
   for (const auto& [name, n] : e.per_group) groups.push_back(name);
-  tx.exec_params("UPDATE jobs SET next_check_at = now() WHERE id IN (SELECT id FROM jobs WHERE state = 'pending_constraint' "
+  tx.exec_params("UPDATE jobs SET next_check_at = now() WHERE id IN (SELECT id FROM jobs WHERE state = " + Sql(JobState::kPendingConstraint) + " "
                  "AND next_check_at > now() AND id <> ALL($3::bigint[]) "
                  "AND (schedule_id = ANY($1::bigint[]) OR concurrency_group IN (SELECT jsonb_array_elements_text($2::jsonb))) "
                  "FOR UPDATE SKIP LOCKED)", IntArray(ids), groups.dump(), IntArray(claimed));
@@ -889,7 +898,7 @@ bool PgStore::RetryFailedAttempt(const TxContext& ctx, const RunReport& rep) {
       // A deleted schedule's run is not retried (nothing of it launches after a delete), and
       // its retry policy is gone with its document: the failure is final.
       "JOIN schedules s ON s.id = r.schedule_id "
-      "WHERE r.run_id = $1 AND r.state IN ('launched', 'running') AND ($2 = 0 OR r.attempt = $2) "
+      "WHERE r.run_id = $1 AND r.state IN " + SqlIn(RunState::kLaunched, RunState::kRunning) + " AND ($2 = 0 OR r.attempt = $2) "
       "AND r.program = $3 AND r.attempt < r.max_attempts FOR UPDATE OF r",
       rep.run_id, rep.attempt, rep.program);
   if (r.empty()) return false;
@@ -897,7 +906,7 @@ bool PgStore::RetryFailedAttempt(const TxContext& ctx, const RunReport& rep) {
   RetryPolicy retry;
   if (auto s = cache_.Get(r[0][1].as<int64_t>(), r[0][2].as<int>(), r[0][3].as<std::string>())) retry = s->retry;
   const Millis wait = RetryWait(retry, attempt);
-  tx.exec_params("UPDATE runs SET state = 'retry_wait', reason = 'failed', last_seen_at = now(), "
+  tx.exec_params("UPDATE runs SET state = " + Sql(RunState::kRetryWait) + ", reason = 'failed', last_seen_at = now(), "
                  "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
                  "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
                  "'status', 'failed', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id = $1",
@@ -1012,15 +1021,20 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
         }
         bool final_status = IsFinal(rep.status);
         std::string status = ProgramStatusName(rep.status);
+        // The state the report moves the run to (model/run.h); the WHERE below is the
+        // compare-and-set on the states it may move from.
+        const RunState to = RunStateAfterReport(rep.status);
+        TRIGD_CHECK(IsAllowedTransition(RunState::kLaunched, to) &&
+                    (to == RunState::kRunning || IsAllowedTransition(RunState::kRunning, to)));
         auto r = tx.exec_params(
-            "UPDATE runs SET state = CASE WHEN $3 THEN $2 ELSE 'running' END, last_seen_at = now(), "
+            "UPDATE runs SET state = $6, last_seen_at = now(), "
             "attempt_started_at = CASE WHEN $2 = 'started' THEN now() ELSE attempt_started_at END, "
             "finished_at = CASE WHEN $3 THEN now() END, reason = CASE WHEN $3 THEN $2 ELSE reason END, "
             "history = CASE WHEN $2 = 'heartbeat' THEN history ELSE trigd_append_history(history, "
             "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", 'status', $2::text, 'attempt', attempt))) END "
-            "WHERE run_id = $1 AND state IN ('launched', 'running') AND ($4 = 0 OR attempt = $4) AND program = $5 "
+            "WHERE run_id = $1 AND state IN " + SqlIn(RunState::kLaunched, RunState::kRunning) + " AND ($4 = 0 OR attempt = $4) AND program = $5 "
             "RETURNING schedule_id, concurrency_group",
-            rep.run_id, status, final_status, rep.attempt, rep.program);
+            rep.run_id, status, final_status, rep.attempt, rep.program, RunStateName(to));
         if (r.empty()) {
           if (!rep.own) unmoved.push_back(k);
           continue;
@@ -1097,7 +1111,9 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
       return std::nullopt;
     };
     auto state_of = [](const OpenJob& job) {
-      return job.discarded ? "discarded" : job.complete ? "pending_constraint" : "pending_trigger";
+      return JobStateName(job.discarded  ? JobState::kDiscarded
+                          : job.complete ? JobState::kPendingConstraint
+                                         : JobState::kPendingTrigger);
     };
     // Written by the COPY below: opened by this batch and not decided by the fast path.
     auto copied = [&](const OpenJob& job) { return job.id == 0 && !(job.complete && fast_path_); };
@@ -1142,7 +1158,7 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
           "history = trigd_append_history(j.history, x.history), "
           "ready_at = coalesce(to_timestamp(x.ready_at / 1000.0), j.ready_at), "
           "next_check_at = to_timestamp(x.next_check_at / 1000.0), discard_reason = x.discard_reason, "
-          "finished_at = CASE WHEN x.state = 'discarded' THEN now() END "
+          "finished_at = CASE WHEN x.state = " + Sql(JobState::kDiscarded) + " THEN now() END "
           "FROM unnest($1::bigint[], $2::text[], $3::jsonb[], $4::jsonb[], $5::jsonb[], $6::bigint[], $7::bigint[], "
           "$8::text[]) AS x(id, state, trigger_state, triggered_by, history, ready_at, next_check_at, discard_reason) "
           "WHERE j.id = x.id",
@@ -1251,7 +1267,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     struct Due {
       int64_t id, schedule_id;
       int version;
-      std::string state;
+      JobState state;
       std::string trigger_state;  // JSON; read for pending_trigger only (pending_constraint is complete)
       std::string triggered_by;   // JSON as stored: copied into the launch request as is
       TimePoint opened_at;
@@ -1287,7 +1303,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       const std::string shard = shard_count_ > 1 ? "AND schedule_id % " + std::to_string(shard_count_) + " = " +
                                                        std::to_string(shard_index_) + " "
                                                  : "";
-      claimed = tx.exec_params(TRIGD_CLAIM_COLUMNS + shard + TRIGD_CLAIM_ORDER, static_cast<int64_t>(limit));
+      claimed = tx.exec_params(ClaimColumnsSql() + shard + TRIGD_CLAIM_ORDER, static_cast<int64_t>(limit));
     }
     std::vector<int64_t> fresh_ids;
     struct Counters { int64_t active = 0; std::optional<TimePoint> last_launch; };
@@ -1307,7 +1323,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         fresh_ids.push_back(r[11].as<int64_t>());
         continue;
       }
-      Due d{r[0].as<int64_t>(), r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>(),
+      Due d{r[0].as<int64_t>(), r[1].as<int64_t>(), r[2].as<int>(), pg_internal::JobStateOf(r[3]),
             r[4].is_null() ? std::string() : r[4].as<std::string>(), r[5].as<std::string>(),
             FromMillis(r[6].as<int64_t>()),
             r[7].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[7].as<int64_t>())),
@@ -1324,7 +1340,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     if (fresh_count > 0) {
       for (size_t k = 0; k < fresh_count; ++k) {
         const FreshJob& f = (*filter->fresh)[k];
-        Due d{fresh_ids.at(k), f.schedule_id, f.version, "pending_constraint", std::string(), f.triggered_by,
+        Due d{fresh_ids.at(k), f.schedule_id, f.version, JobState::kPendingConstraint, std::string(), f.triggered_by,
               f.opened_at, now, std::string(), now_text, f.priority, &f};
         sids.insert(d.schedule_id);
         due.push_back(std::move(d));
@@ -1465,30 +1481,27 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     const bool as_arrays = due.size() + undecided.size() <= kRowsAsArraysLimit;
     TableRows runs(kRuns.columns.size(), as_arrays);
     OutboxRows outbox(as_arrays);
-    auto update_job = [&](int64_t id, const std::string& state, std::optional<int64_t> next_check_at,
+    auto update_job = [&](int64_t id, JobState state, std::optional<int64_t> next_check_at,
                           const std::string* decision, std::optional<bool> forced, const std::string* reason,
                           const std::string* history) {
       jobs.id.AddInt(id);
-      jobs.state.AddText(state);
+      jobs.state.AddText(JobStateName(state));
       jobs.next_check_at.AddIntOrNull(next_check_at);
       decision ? jobs.decision.AddText(*decision) : jobs.decision.AddNull();
       forced ? jobs.forced.AddBool(*forced) : jobs.forced.AddNull();
       reason ? jobs.reason.AddText(*reason) : jobs.reason.AddNull();
       history ? jobs.history.AddText("[" + *history + "]") : jobs.history.AddNull();
     };
-    // A launch request (SPEC §5) is the same for every job of a schedule but for the run id and
-    // the triggering events: its other fields are written once per schedule and claim. Keys in
-    // the order nlohmann::json writes them (sorted), as before.
-    struct RequestParts {
-      std::string head;    // {"attempt":1, ..., "run_id":
-      std::string middle;  // ,"schedule":..., "triggered_by":
-    };
     // A fresh job is copied in once, in the state decided for it, with its history so far and
     // the decision's entry (the columns checker_writes sets on a stored job, likewise).
     TableRows fresh_rows(kDecidedJobs.columns.size(), as_arrays);
-    auto write_job = [&](const Due& d, const std::string& state, std::optional<int64_t> next_check_at,
+    auto write_job = [&](const Due& d, JobState state, std::optional<int64_t> next_check_at,
                          const std::string* decision, std::optional<bool> forced, const std::string* reason,
                          const std::string* history) {
+      // A job that stays waiting keeps its state; any other change is one of model/job.h's.
+      TRIGD_CHECK_MSG(state == d.state || IsAllowedTransition(d.state, state),
+                      std::string("job ") + std::to_string(d.id) + ": " + JobStateName(d.state) + " -> " +
+                          JobStateName(state));
       if (!d.fresh) {
         update_job(d.id, state, next_check_at, decision, forced, reason, history);
         return;
@@ -1498,7 +1511,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       fresh_rows.AddInt(f.schedule_id);
       fresh_rows.AddText(f.schedule_name);
       fresh_rows.AddInt(f.version);
-      fresh_rows.AddText(state);
+      fresh_rows.AddText(JobStateName(state));
       fresh_rows.AddInt(f.priority);
       fresh_rows.AddText(f.trigger_state);
       fresh_rows.AddText(f.triggered_by);
@@ -1518,15 +1531,13 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       decision ? fresh_rows.AddText(*decision) : fresh_rows.AddNull();
       fresh_rows.AddText(forced.value_or(false) ? "t" : "f");
       reason ? fresh_rows.AddText(*reason) : fresh_rows.AddNull();
-      state == "launched" || state == "discarded" ? fresh_rows.AddText(now_text) : fresh_rows.AddNull();
+      state == JobState::kLaunched || state == JobState::kDiscarded ? fresh_rows.AddText(now_text) : fresh_rows.AddNull();
       fresh_rows.EndRow();
     };
-    for (const Due& d : undecided) write_job(d, "pending_constraint", ToMillis(now), nullptr, std::nullopt, nullptr, nullptr);
-    std::map<int64_t, RequestParts> request_parts;
+    for (const Due& d : undecided) write_job(d, JobState::kPendingConstraint, ToMillis(now), nullptr, std::nullopt, nullptr, nullptr);
+    // A schedule's program, serialised once for all its launches of this check.
+    std::map<int64_t, std::string> program_json;
     const std::string at = FormatTime(now);  // history entries' time
-    std::string launched_at;
-    AppendJsonString(launched_at, at);
-    std::string request;
     for (Due& d : due) {
       ++result.checked;
       auto sv = schedules.find(d.schedule_id);
@@ -1534,7 +1545,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         // Deleted, suspended or updated since the job opened: it never launches.
         std::string reason = sv == schedules.end() ? "schedule deleted or suspended" : "schedule updated";
         std::string entry = HistoryEntry(at, "discarded: " + reason).Take();
-        write_job(d, "discarded", std::nullopt, nullptr, std::nullopt, &reason, &entry);
+        write_job(d, JobState::kDiscarded, std::nullopt, nullptr, std::nullopt, &reason, &entry);
         ++result.discarded;
         continue;
       }
@@ -1553,7 +1564,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
           if (t > now - s.constraints.max_runs_per->period) facts.launches_in_period.push_back(t);
         }
       }
-      bool complete = d.state == "pending_constraint" ||
+      bool complete = d.state == JobState::kPendingConstraint ||
                       IsComplete(s.trigger, TriggerStateFromJson(json::parse(d.trigger_state)));
       CheckOutcome out = CheckJob(s, {d.opened_at, d.ready_at}, complete, facts, now);
       for (const ConstraintCheck& c : out.checks) {
@@ -1571,32 +1582,22 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       if (out.decision == Decision::kLaunch) {
         ++result.launched;
         std::string run_id = pg_internal::NewRunId();
-        auto [parts, fresh] = request_parts.try_emplace(d.schedule_id);
-        if (fresh) {
-          json program = {{"name", s.program.name}, {"args", s.program.args}, {"target", s.program.target}};
-          parts->second.head = "{\"attempt\":1,\"heartbeat_timeout\":" + json(FormatDuration(s.heartbeat_timeout)).dump() +
-                               ",\"launched_at\":" + launched_at + ",\"start_by\":" +
-                               json(FormatTime(now + pg_internal::StartWindow(s.heartbeat_timeout))).dump() +
-                               ",\"program\":" + program.dump() + ",\"run_id\":";
-          parts->second.middle = ",\"schedule\":" + json(s.id().value()).dump() +
-                                 ",\"schedule_version\":" + std::to_string(d.version) + ",\"triggered_by\":";
-        }
-        request = parts->second.head;
-        AppendJsonString(request, run_id);
-        request += parts->second.middle;
-        // Within what Kafka takes (kMaxPublishedBytes), with room for PostgreSQL's rendering
-        // from jsonb (a space after each ':' and ','), which a retry of a request in another
-        // layout goes through (TRIGD_RETRIED_REQUEST).
-        const size_t fixed = request.size() + sizeof(",\"triggered_by_truncated\":true}");
+        auto [program, fresh] = program_json.try_emplace(d.schedule_id);
+        if (fresh) program->second = ProgramJson(s.program);
+        LaunchRequest req{program->second, run_id, s.id().value(), d.version, {}, false};
+        const LaunchAttempt first{1, s.heartbeat_timeout, now};
+        // Within kMaxLaunchRequestBytes once the relay has placed the attempt's fields: a longer
+        // list of triggering events is cut to fit (TriggeredByWithin) and the request says so.
+        const size_t fixed = LaunchRequestTemplate(req).size() + kLaunchAttemptFieldsBytes +
+                             sizeof(",\"triggered_by_truncated\":true");
         if (fixed + d.triggered_by.size() <= kMaxLaunchRequestBytes) {
-          request += d.triggered_by;  // the usual case, without a copy
+          req.triggered_by_json = std::move(d.triggered_by);  // the usual case, without a copy
         } else {
-          bool cut = false;
-          request += fixed < kMaxLaunchRequestBytes ? TriggeredByWithin(d.triggered_by, kMaxLaunchRequestBytes - fixed, cut)
-                                                    : std::string("[]");
-          if (cut) request += ",\"triggered_by_truncated\":true";
+          req.triggered_by_json = fixed < kMaxLaunchRequestBytes
+                                      ? TriggeredByWithin(d.triggered_by, kMaxLaunchRequestBytes - fixed, req.triggered_by_truncated)
+                                      : std::string("[]");
         }
-        request += '}';
+        const std::string request = LaunchRequestTemplate(req);
         runs.AddText(run_id);
         runs.AddInt(d.id);
         runs.AddInt(d.schedule_id);
@@ -1604,7 +1605,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         runs.AddText(s.program.name);
         runs.AddText(s.program.target);
         group ? runs.AddText(*group) : runs.AddNull();
-        runs.AddText("launched");
+        runs.AddText(RunStateName(RunState::kLaunched));
         runs.AddInt(1);
         runs.AddInt(s.retry.max_attempts);
         runs.AddInt(s.heartbeat_timeout.count());
@@ -1612,8 +1613,9 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         runs.AddText(now_text);
         runs.AddText(request);
         runs.AddText(run_history);
+        runs.AddText(now_text);
         runs.EndRow();
-        outbox.AddLaunch(topics_.Launch(s.program.target), s.program.name, request, d.id, d.ready_text);
+        outbox.AddLaunch(topics_.Launch(s.program.target), s.program.name, request, first, d.id, d.ready_text);
         ++rt.active;
         rt.last_launch = now;
         if (group) ++group_rt[*group];
@@ -1623,11 +1625,11 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
                 .String("run_id", run_id)
                 .Raw("checks", checks)
                 .Take();
-        write_job(d, "launched", std::nullopt, nullptr, out.forced, nullptr, &entry);
+        write_job(d, JobState::kLaunched, std::nullopt, nullptr, out.forced, nullptr, &entry);
       } else if (out.decision == Decision::kDiscard) {
         ++result.discarded;
         std::string entry = HistoryEntry(at, "discarded: " + out.reason).Raw("checks", checks).Take();
-        write_job(d, "discarded", std::nullopt, nullptr, std::nullopt, &out.reason, &entry);
+        write_job(d, JobState::kDiscarded, std::nullopt, nullptr, std::nullopt, &out.reason, &entry);
       } else {
         ++result.waiting;
         // A wait that a run's end can lift is woken by that end; the fallback re-check covers
@@ -1635,7 +1637,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         // timeout, a window's opening).
         TimePoint next = out.next_check_at.value_or(now + kRunEndRecheck);
         if (out.wakes_on_run_end) next = std::min(next, now + kRunEndRecheck);
-        std::string state = d.state == "pending_trigger" && !complete ? "pending_trigger" : "pending_constraint";
+        const JobState state =
+            d.state == JobState::kPendingTrigger && !complete ? JobState::kPendingTrigger : JobState::kPendingConstraint;
         std::optional<std::string> entry;
         if (out.reason != d.last_decision) {
           entry = HistoryEntry(at, "waiting: " + out.reason)
@@ -1701,8 +1704,16 @@ Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
         for (auto& [key, payload] : *messages) rows.push_back({id, r[1].as<std::string>(), std::move(key), std::move(payload)});
         continue;
       }
-      rows.push_back({id, r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>()});
-      if (!r[4].is_null()) claim_ages_.emplace_back(id, r[4].as<double>());  // a launch request
+      if (r[6].is_null()) {
+        rows.push_back({id, r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>()});
+      } else {
+        // A launch request: the attempt's fields placed into its template, the same on every
+        // publication of this row (the same run id and attempt).
+        const LaunchAttempt a{r[6].as<int64_t>(), Millis(r[8].as<int64_t>()), FromMillis(r[7].as<int64_t>())};
+        rows.push_back({id, r[1].as<std::string>(), r[2].as<std::string>(),
+                        RenderLaunchRequest(std::string_view(r[3].c_str(), r[3].size()), a)});
+      }
+      if (!r[4].is_null()) claim_ages_.emplace_back(id, r[4].as<double>());  // a first launch
     }
     if (rows.empty()) claim_.reset();
     return rows;
@@ -1741,12 +1752,12 @@ Result<int> PgStore::FailUnpublishable(const std::vector<int64_t>& refused) {
     // messages, kept under the limit when written.
     const pqxx::result ended = tx.exec(
         "WITH gone AS (DELETE FROM outbox WHERE id = ANY('" + IntArray(refused) + "'::bigint[]) AND NOT bundle "
-        "RETURNING payload::jsonb->>'run_id' AS gone_run, (payload::jsonb->>'attempt')::int AS gone_attempt) "
-        "UPDATE runs SET state='failed', reason='unpublishable', finished_at=now(), "
+        "RETURNING payload::jsonb->>'run_id' AS gone_run, coalesce(attempt, (payload::jsonb->>'attempt')::int) AS gone_attempt) "
+        "UPDATE runs SET state=" + Sql(RunState::kFailed) + ", reason='unpublishable', finished_at=now(), "
         "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
         "'status', 'failed', 'reason', 'unpublishable', 'attempt', attempt))) "
-        "FROM gone WHERE runs.run_id = gone.gone_run AND runs.attempt = gone.gone_attempt AND runs.state = 'launched' "
-        "RETURNING schedule_id, concurrency_group, runs.run_id, attempt, program, schedule_name, " TRIGD_REQUEST_START_BY);
+        "FROM gone WHERE runs.run_id = gone.gone_run AND runs.attempt = gone.gone_attempt AND runs.state = " + Sql(RunState::kLaunched) + " "
+        "RETURNING schedule_id, concurrency_group, runs.run_id, runs.attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS);
     std::vector<EndedRun> runs;
     for (const auto& r : ended) {
       runs.push_back({r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
@@ -1758,22 +1769,6 @@ Result<int> PgStore::FailUnpublishable(const std::vector<int64_t>& refused) {
   if (!result.ok()) claim_.reset();
   return result;
 }
-
-// A run's launch request for its next attempt: `attempt`, `launched_at` and `start_by` replaced in
-// the text trigd wrote (its first keys, in this order), so the retry's request reads like the
-// first attempt's (rendered from jsonb it would have other spaces and key order;
-// docs/adr/0031-launch-request-stored-as-text.md). A request whose
-// head does not match (stored before migration 008 or before requests had a start_by, or written
-// by a trigd whose head differs) goes through jsonb instead: the match is tested, so a changed
-// head cannot leave the attempt as it was.
-#define TRIGD_REQUEST_HEAD \
-  "'^\\{\"attempt\":[0-9]+,(\"heartbeat_timeout\":\"[^\"]*\"),\"launched_at\":\"[^\"]*\",\"start_by\":\"[^\"]*\"'"
-#define TRIGD_RETRIED_REQUEST                                                                                   \
-  "CASE WHEN request ~ " TRIGD_REQUEST_HEAD " THEN regexp_replace(request, " TRIGD_REQUEST_HEAD ", "              \
-  "'{\"attempt\":' || (attempt + 1) || ',\\1,\"launched_at\":\"' || " TRIGD_NOW_TEXT " || '\",\"start_by\":\"' || " \
-  TRIGD_START_BY_TEXT " || '\"') "                                                                                 \
-  "ELSE jsonb_set(jsonb_set(jsonb_set(request::jsonb, '{attempt}', to_jsonb(attempt + 1)), '{launched_at}', "    \
-  "to_jsonb(" TRIGD_NOW_TEXT ")), '{start_by}', to_jsonb(" TRIGD_START_BY_TEXT "))::text END"
 
 Status PgStore::MarkCaughtUp(const std::string& group, const std::vector<PartitionRange>& ranges, Millis age) {
   if (ranges.empty()) return Status();
@@ -1825,7 +1820,7 @@ Result<SweepResult> PgStore::SweepRuns() {
     for (const auto& r : tx.exec(
              "SELECT run_id, attempt, max_attempts, program, schedule_id, schedule_name, concurrency_group, "
              "(SELECT version FROM schedules s WHERE s.id = runs.schedule_id), "
-             "(SELECT document::text FROM schedules s WHERE s.id = runs.schedule_id), " TRIGD_REQUEST_START_BY " FROM runs "
+             "(SELECT document::text FROM schedules s WHERE s.id = runs.schedule_id), " TRIGD_RUN_START_BY_MS ", state FROM runs "
              // A started run is lost after heartbeat_timeout of silence; one still queued on the
              // launch topic (no worker took it yet) only after the queued timeout (Airflow's
              // task_queued_timeout): a backlog or a worker rebalance is not a lost run.
@@ -1833,9 +1828,9 @@ Result<SweepResult> PgStore::SweepRuns() {
              // of the queued ones only the range older than the queued timeout, so a backlog of
              // launch requests waiting for workers is not read on every sweep.
              "WHERE run_id IN (WITH w AS (SELECT " + watched + " AS t) "
-             "SELECT run_id FROM runs WHERE state = 'running' "
+             "SELECT run_id FROM runs WHERE state = " + Sql(RunState::kRunning) + " "
              "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => heartbeat_timeout_ms / 1000.0) "
-             "UNION ALL SELECT run_id FROM runs WHERE state = 'launched' "
+             "UNION ALL SELECT run_id FROM runs WHERE state = " + Sql(RunState::kLaunched) + " "
              "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => " + std::to_string(kQueuedTimeout.count()) + " / 1000.0) "
              "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => "
              "greatest(heartbeat_timeout_ms, " + std::to_string(kQueuedTimeout.count()) + ") / 1000.0)) "
@@ -1844,30 +1839,37 @@ Result<SweepResult> PgStore::SweepRuns() {
       std::string run_id = r[0].as<std::string>();
       int64_t attempt = r[1].as<int64_t>(), max_attempts = r[2].as<int64_t>();
       int64_t schedule_id = r[4].as<int64_t>();
-      // A deleted schedule's lost run is not retried: its failure is final (as a worker's
-      // `failed` report is, RetryFailedAttempt).
-      const bool retry = attempt < max_attempts && !r[7].is_null();
+      // Lost: retried while attempts are left, failed otherwise; a deleted schedule's lost run
+      // is not retried (its failure is final, as a worker's `failed` report is). The decision
+      // is core/run_lifecycle.h's; this applies it (the rows were read locked, in their state).
+      const std::optional<RunTransition> t =
+          OnSilence(pg_internal::RunStateOf(r[10]), attempt, max_attempts, !r[7].is_null());
+      TRIGD_CHECK_MSG(t.has_value(), "run " + run_id + " found silent in state " + r[10].as<std::string>());
+      const bool retry = t->retry;
       // Every worker is told the attempt ended, so none starts its request later (the control
       // topic, control_message.h); a retry, attempt + 1, still runs.
-      outbox.Add(topics_.control, run_id,
-                 pg_internal::ControlMessage({run_id, attempt, retry ? "lost" : "failed", "lost", !retry,
-                                              pg_internal::StartByField(r[9])},
-                                             now));
+      if (t->control_message) {
+        outbox.Add(topics_.control, run_id,
+                   pg_internal::ControlMessage({run_id, attempt, retry ? "lost" : "failed", "lost", !retry,
+                                                pg_internal::StartByField(r[9])},
+                                               now));
+      }
       if (retry) {
         RetryPolicy retry;
         if (auto s = cache_.Get(schedule_id, r[7].as<int>(), r[8].as<std::string>())) retry = s->retry;
         const Millis wait = RetryWait(retry, attempt);
-        tx.exec_params("UPDATE runs SET state='retry_wait', reason='lost', "
+        tx.exec_params("UPDATE runs SET state=" + Sql(t->next) + ", reason='lost', "
                        "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
                        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
                        "'status', 'lost', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id=$1",
                        run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait));
       } else {
         ++out.failed;
-        tx.exec_params("UPDATE runs SET state='failed', reason='lost', finished_at=now(), "
+        tx.exec_params("UPDATE runs SET state=" + Sql(t->next) + ", reason='lost', finished_at=now(), "
                        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
                        "'status', 'failed', 'reason', 'lost', 'attempt', attempt))) WHERE run_id=$1", run_id);
         ended.push_back({schedule_id, r[6].is_null() ? std::nullopt : std::optional<std::string>(r[6].as<std::string>())});
+        if (!t->program_event) continue;
         Event e;
         e.id = "lost:" + run_id + ":" + std::to_string(attempt);
         e.type = EventType::kProgram;
@@ -1882,24 +1884,28 @@ Result<SweepResult> PgStore::SweepRuns() {
     // delete` kills those it sees, and this catches one whose retry was decided by a
     // transaction that committed after the delete's. Nothing of a deleted schedule launches.
     const pqxx::result killed_by_delete = tx.exec(
-             "UPDATE runs SET " TRIGD_KILLED_BY_DELETE "WHERE run_id IN (SELECT run_id FROM runs WHERE state='retry_wait' AND next_attempt_at <= now() "
+             "UPDATE runs SET " TRIGD_KILLED_BY_DELETE "WHERE run_id IN (SELECT run_id FROM runs WHERE state=" + Sql(RunState::kRetryWait) + " AND next_attempt_at <= now() "
              "AND NOT EXISTS (SELECT 1 FROM schedules s WHERE s.id = runs.schedule_id) "
              "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING schedule_id, concurrency_group, run_id, attempt, program, schedule_name, "
-             TRIGD_REQUEST_START_BY);
+             TRIGD_RUN_START_BY_MS);
     for (const auto& r : killed_by_delete) {
       ++out.killed;
       ended.push_back({r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
     }
     pg_internal::KillByDeleteEvents(tx, topics_, killed_by_delete, 2);
+    // The next attempt: its number and launch time are columns, placed into the run's request
+    // template by the relay (RenderLaunchRequest); the stored text is not touched.
     for (const auto& r : tx.exec(
-             "UPDATE runs SET state='launched', attempt = attempt + 1, last_seen_at = now(), attempt_started_at = NULL, "
-             "next_attempt_at = NULL, request = " TRIGD_RETRIED_REQUEST ", "
+             "UPDATE runs SET state=" + Sql(RunState::kLaunched) + ", attempt = attempt + 1, last_seen_at = now(), attempt_started_at = NULL, "
+             "attempt_launched_at = now(), next_attempt_at = NULL, "
              "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
              "'status', 'launched', 'attempt', attempt + 1))) "
-             "WHERE run_id IN (SELECT run_id FROM runs WHERE state='retry_wait' AND next_attempt_at <= now() "
-             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING target, program, request")) {
+             "WHERE run_id IN (SELECT run_id FROM runs WHERE state=" + Sql(RunState::kRetryWait) + " AND next_attempt_at <= now() "
+             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING target, program, request, attempt, "
+             TRIGD_MS("attempt_launched_at") ", heartbeat_timeout_ms")) {
       ++out.retried;
-      outbox.Add(topics_.Launch(r[0].as<std::string>()), r[1].c_str(), r[2].c_str());
+      const LaunchAttempt a{r[3].as<int64_t>(), Millis(r[5].as<int64_t>()), FromMillis(r[4].as<int64_t>())};
+      outbox.AddLaunch(topics_.Launch(r[0].as<std::string>()), r[1].c_str(), r[2].c_str(), a);
     }
     ReleaseRuns(tx, ended);
     outbox.InsertInto(tx);
@@ -2034,9 +2040,13 @@ Result<std::map<std::string, int64_t>> PgStore::CountJobs() {
     // sequential scan visits all of that every time (60 ms with 26,000 dead entries); an index
     // scan marks the dead entries it meets, and the next count skips them.
     tx.exec("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off");
-    std::map<std::string, int64_t> out = {{"pending_trigger", 0}, {"pending_constraint", 0}, {"pending_launch", 0}};
-    for (const auto& r : tx.exec("SELECT state, count(*) FROM jobs WHERE state IN "
-                                 "('pending_trigger', 'pending_constraint') GROUP BY state "
+    // pending_launch is no job state: a launched job whose request the relay has not published.
+    std::map<std::string, int64_t> out = {{JobStateName(JobState::kPendingTrigger), 0},
+                                          {JobStateName(JobState::kPendingConstraint), 0},
+                                          {"pending_launch", 0}};
+    for (const auto& r : tx.exec("SELECT state, count(*) FROM jobs WHERE state IN " +
+                                 SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint) +
+                                 " GROUP BY state "
                                  "UNION ALL SELECT 'pending_launch', count(*) FROM outbox WHERE job_id IS NOT NULL")) {
       out[r[0].as<std::string>()] = r[1].as<int64_t>();
     }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <random>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -15,6 +16,7 @@
 
 #include "core/envelope.h"
 #include "core/envelope_time.h"
+#include "core/launch_request.h"
 #include "core/schedule_parser.h"
 #include "app/why.h"
 #include "store/admin.h"
@@ -100,6 +102,25 @@ class PgStoreTest : public ::testing::Test {
     auto r = ApplySchedules(conn_, s);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
+  // The messages of `topic` in the outbox as the relay publishes them (ClaimOutbox places each
+  // launch request's attempt fields into its template), oldest first; none is removed.
+  std::vector<std::string> Published(const std::string& topic = "t.launch.default") {
+    std::vector<std::string> out;
+    auto rows = store_->ClaimOutbox(100000);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    if (rows.ok()) {
+      for (const OutboxRow& r : *rows) {
+        if (r.topic == topic) out.push_back(r.payload);
+      }
+    }
+    EXPECT_TRUE(store_->CompleteOutbox({}).ok());
+    return out;
+  }
+  std::vector<json> PublishedJson(const std::string& topic = "t.launch.default") {
+    std::vector<json> out;
+    for (const std::string& p : Published(topic)) out.push_back(json::parse(p));
+    return out;
+  }
   // event key -> schedule ids, as the engine's reverse index would answer.
   std::map<std::string, std::vector<int64_t>> Index() {
     auto changes = store_->LoadScheduleChanges(0);
@@ -121,6 +142,11 @@ class PgStoreTest : public ::testing::Test {
     int64_t n = static_cast<int64_t>(events.size() + b.dead.size());
     b.positions = {{"t.events.data", 0, first_offset, first_offset + n}};
     return b;
+  }
+  std::string Text(const std::string& sql) {
+    pqxx::connection c(conn_);
+    pqxx::work tx(c);
+    return tx.exec1(sql)[0].as<std::string>();
   }
   int64_t Count(const std::string& sql) {
     pqxx::connection c(conn_);
@@ -396,15 +422,15 @@ TEST_F(PgStoreTest, ALaunchRequestTooLargeForKafkaKeepsItsPartitionsAndSaysItWas
   }
   ASSERT_TRUE(store_->ApplyBatch(Batch(events, 0)).ok());
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
-  pqxx::connection c(conn_);
-  const std::string request = pqxx::work(c).exec1("SELECT request::text FROM runs")[0].as<std::string>();
-  EXPECT_LT(request.size(), kMaxPublishedBytes);
-  json r = json::parse(request);
+  const std::vector<std::string> published = Published();
+  ASSERT_EQ(published.size(), 1u);
+  EXPECT_LE(published[0].size(), kMaxLaunchRequestBytes);
+  json r = json::parse(published[0]);
   EXPECT_EQ(r["triggered_by_truncated"], true);
   ASSERT_EQ(r["triggered_by"].size(), 3u);
   EXPECT_EQ(r["triggered_by"][2]["payload"], json::parse(R"({"dataset": "d", "partitions": ["p2"]})"));
-  EXPECT_EQ(Count("SELECT max(length(payload)) FROM outbox WHERE topic = 't.launch.default'"),
-            static_cast<int64_t>(pqxx::work(c).exec1("SELECT length(request) FROM runs")[0].as<int64_t>()));
+  // The outbox holds the run's template, the relay adds the attempt's fields.
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox o JOIN runs r ON o.payload = r.request WHERE o.topic = 't.launch.default'"), 1);
 }
 
 // A concurrency wait of a schedule with a timeout is re-checked every 30 s, not only at the
@@ -1197,17 +1223,21 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   EXPECT_EQ(store_->SweepRuns()->retried, 1);
   // The new attempt has not started: attempt 1's start does not show as its own.
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE attempt = 2 AND attempt_started_at IS NULL"), 1);
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND (payload::jsonb->>'attempt')::int = 2 "
-                  "AND payload::jsonb->>'run_id' = (SELECT run_id FROM runs)"), 1);
-  // The retry's request reads as the first attempt's: the same layout, only attempt and
-  // launched_at changed (not rendered from jsonb, with spaces and jsonb's key order).
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND "
-                  "payload LIKE '{\"attempt\":2,\"heartbeat_timeout\":\"1s\",\"launched_at\":\"%'"), 1);
-  EXPECT_EQ(Count("SELECT count(DISTINCT substr(payload, position(',\"program\":' in payload))) FROM outbox "
-                  "WHERE topic='t.launch.default'"), 1);  // attempts 1 and 2: the same text after launched_at
-  // launched_at as the first attempt's: milliseconds, Z (it lost its milliseconds on a retry).
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND "
-                  "payload::jsonb->>'launched_at' !~ '^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z$'"), 0);
+  {
+    // Attempts 1 and 2 as published: the same run, the retry's attempt 2; the same text after
+    // start_by (the retry reads as the first attempt's).
+    const std::vector<std::string> published = Published();
+    ASSERT_EQ(published.size(), 2u);
+    const json retry = json::parse(published[1]);
+    EXPECT_EQ(retry["attempt"], 2);
+    EXPECT_EQ(retry["run_id"], json::parse(published[0])["run_id"]);
+    EXPECT_EQ(retry["run_id"], Text("SELECT run_id FROM runs"));
+    EXPECT_EQ(published[1].rfind("{\"attempt\":2,\"heartbeat_timeout\":\"1s\",\"launched_at\":\"", 0), 0u) << published[1];
+    auto tail = [](const std::string& p) { return p.substr(p.find(",\"program\":")); };
+    EXPECT_EQ(tail(published[1]), tail(published[0]));
+    // launched_at as trigd writes times, and parseable.
+    EXPECT_TRUE(ParseTime(retry.value("launched_at", "")).ok()) << published[1];
+  }
   Exec("UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds'");
   auto s3 = store_->SweepRuns();
   EXPECT_EQ(s3->failed, 1);
@@ -1229,23 +1259,58 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name='default/down'"), 1);
 }
 
-// A stored request whose head is not the one trigd writes (keys in another order) is retried
-// through jsonb: its attempt still counts up (the text rewrite left it at 1 unnoticed).
-TEST_F(PgStoreTest, ARetryOfARequestInAnotherLayoutStillCountsItsAttempt) {
+// A launch request's launched_at as epoch milliseconds.
+int64_t LaunchedAtMs(const json& request) {
+  auto t = ParseTime(request.value("launched_at", ""));
+  EXPECT_TRUE(t.ok()) << request.dump();
+  return t.ok() ? std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count() : -1;
+}
+
+// Issue 31: a retry changes the run's attempt columns; its stored request (the template) is
+// not rewritten, and the request the relay publishes for it has attempt 2, a new launched_at and
+// start_by, and every other field as the first attempt's.
+TEST_F(PgStoreTest, ARetryChangesTheAttemptColumnsNotTheStoredRequest) {
   json doc = PartitionSchedule("s", "d");
   doc["retry"] = {{"max_attempts", 3}, {"backoff", "1s"}};
   doc["heartbeat_timeout"] = "1s";
   Apply({doc});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  const std::vector<json> first = PublishedJson();
+  ASSERT_EQ(first.size(), 1u);
+  const std::string stored = Text("SELECT request FROM runs");
+  // The stored text holds no attempt's fields; the columns do.
+  const json t = json::parse(stored);
+  for (const char* field : {"attempt", "heartbeat_timeout", "launched_at", "start_by"}) EXPECT_FALSE(t.contains(field)) << stored;
+  EXPECT_EQ(LaunchedAtMs(first[0]), Count("SELECT floor(extract(epoch from attempt_launched_at) * 1000)::bigint FROM runs"));
   Exec("DELETE FROM outbox");
-  Exec("UPDATE runs SET request = '{\"attempt\":1,\"launched_at\":\"2026-11-25T00:00:00.000Z\",\"heartbeat_timeout\":\"1s\",' "
-       "|| '\"run_id\":\"' || run_id || '\"}', state = 'running', last_seen_at = now() - interval '10 seconds'");
-  EXPECT_EQ(store_->SweepRuns()->lost, 1);
+  // Attempt 1's launch an hour back, so that the retry's launched_at differs for sure.
+  Exec("UPDATE runs SET attempt_launched_at = attempt_launched_at - interval '1 hour', state = 'running', "
+       "last_seen_at = now() - interval '10 seconds'");
+  ASSERT_EQ(store_->SweepRuns()->lost, 1);
   Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
-  EXPECT_EQ(store_->SweepRuns()->retried, 1);
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND (payload::jsonb->>'attempt')::int = 2 "
-                  "AND payload::jsonb->>'launched_at' <> '2026-11-25T00:00:00.000Z'"), 1);
+  ASSERT_EQ(store_->SweepRuns()->retried, 1);
+  EXPECT_EQ(Text("SELECT request FROM runs"), stored);
+  EXPECT_EQ(Count("SELECT attempt FROM runs"), 2);
+  const std::vector<json> second = PublishedJson();
+  ASSERT_EQ(second.size(), 1u);
+  json retry = second[0];
+  EXPECT_EQ(retry["attempt"], 2);
+  const auto launched = [](const json& r) { return *ParseTime(r.value("launched_at", "")); };
+  const auto start_by = [](const json& r) { return *ParseTime(r.value("start_by", "")); };
+  // Its own launch time (the column set an hour back is now()).
+  EXPECT_GE(launched(retry), launched(first[0]));
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE attempt_launched_at > now() - interval '1 minute'"), 1);
+  EXPECT_EQ(LaunchedAtMs(retry), Count("SELECT floor(extract(epoch from attempt_launched_at) * 1000)::bigint FROM runs"));
+  EXPECT_EQ(start_by(retry) - launched(retry), std::chrono::minutes(10));
+  EXPECT_EQ(start_by(first[0]) - launched(first[0]), std::chrono::minutes(10));
+  // Every other field as the first attempt's.
+  for (const char* field : {"attempt", "launched_at", "start_by"}) retry[field] = first[0][field];
+  EXPECT_EQ(retry, first[0]);
+  // Published again (a relay that crashed before its delete): the same run id and attempt.
+  const std::vector<json> again = PublishedJson();
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0], second[0]);
 }
 
 // Nothing of a deleted schedule launches (its retry policy is gone with its document): delete
@@ -1338,47 +1403,50 @@ TEST_F(PgStoreTest, LaunchRequestsCarryAStartDeadlinePastWhichTheAttemptIsLost) 
   Apply({quick, slow});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d.quick"), PartitionEvent("e2", "d.slow")}, 0)).ok());
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
-  // start_by - launched_at, in seconds, of the launch requests of `program` in the outbox.
+  // start_by - launched_at, in seconds, of the launch requests of `program` as published.
   auto windows = [&](const std::string& program) {
-    pqxx::connection c(conn_);
     std::vector<int64_t> out;
-    for (const auto& r : pqxx::work(c).exec_params(
-             "SELECT extract(epoch from (payload::jsonb->>'start_by')::timestamptz - "
-             "(payload::jsonb->>'launched_at')::timestamptz)::bigint FROM outbox "
-             "WHERE topic = 't.launch.default' AND key = $1 ORDER BY id", program)) {
-      out.push_back(r[0].is_null() ? -1 : r[0].as<int64_t>());
+    for (const json& r : PublishedJson()) {
+      if (r["program"]["name"] != program) continue;
+      auto start_by = ParseTime(r.value("start_by", "")), launched_at = ParseTime(r.value("launched_at", ""));
+      out.push_back(start_by.ok() && launched_at.ok()
+                        ? std::chrono::duration_cast<std::chrono::seconds>(*start_by - *launched_at).count()
+                        : -1);
     }
     return out;
   };
   EXPECT_EQ(windows("prog.quick"), std::vector<int64_t>{600});
   EXPECT_EQ(windows("prog.slow"), std::vector<int64_t>{1200});
-  // As trigd writes times (milliseconds, Z), right after launched_at: the retry's text rewrite
-  // finds it there.
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.launch.default' AND payload !~ "
-                  "'^\\{\"attempt\":1,\"heartbeat_timeout\":\"[^\"]*\",\"launched_at\":\"[^\"]*\","
-                  "\"start_by\":\"\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z\",\"program\":'"), 0);
+  // Right after launched_at, as trigd writes times.
+  for (const std::string& p : Published()) {
+    EXPECT_TRUE(std::regex_search(p, std::regex(R"(^\{"attempt":1,"heartbeat_timeout":"[^"]*","launched_at":"[^"]*",)"
+                                                R"("start_by":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z","program":)")))
+        << p;
+  }
   Exec("DELETE FROM outbox");
-  // Attempt 1 lost and retried (the text rewrite): attempt 2's deadline counts from its launch.
+  // Attempt 1 lost and retried: attempt 2's deadline counts from its own launch.
   Exec("UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds', "
-       "request = regexp_replace(request, '\"start_by\":\"[^\"]*\"', '\"start_by\":\"2000-01-01T00:00:00.000Z\"') "
-       "WHERE program = 'prog.quick'");
+       "attempt_launched_at = '2000-01-01T00:00:00Z' WHERE program = 'prog.quick'");
   ASSERT_EQ(store_->SweepRuns()->lost, 1);
   Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
   ASSERT_EQ(store_->SweepRuns()->retried, 1);
   EXPECT_EQ(windows("prog.quick"), std::vector<int64_t>{600});
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.launch.default' AND "
-                  "(payload::jsonb->>'start_by')::timestamptz > now() + interval '9 minutes'"), 1);
+  for (const json& r : PublishedJson()) {
+    EXPECT_GT(*ParseTime(r.value("start_by", "")), std::chrono::system_clock::now() + std::chrono::minutes(9)) << r.dump();
+  }
   Exec("DELETE FROM outbox");
-  // A request stored without one (written before requests had a start deadline) gains one on
-  // its retry (the jsonb path).
-  Exec("UPDATE runs SET request = (request::jsonb - 'start_by')::text, state = 'running', "
+  // A request migrated by schema/016 (a template rendered from jsonb, a space after each ':' and
+  // ',') is retried as well: attempt 3, with its own deadline.
+  Exec("UPDATE runs SET request = request::jsonb::text, state = 'running', "
        "last_seen_at = now() - interval '10 seconds' WHERE program = 'prog.quick'");
   ASSERT_EQ(store_->SweepRuns()->lost, 1);
   Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
   ASSERT_EQ(store_->SweepRuns()->retried, 1);
   EXPECT_EQ(windows("prog.quick"), std::vector<int64_t>{600});
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.launch.default' AND "
-                  "(payload::jsonb->>'attempt')::int = 3"), 1);
+  const std::vector<json> third = PublishedJson();
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_EQ(third[0]["attempt"], 3);
+  EXPECT_EQ(third[0]["schedule"], "default/quick");
 }
 
 // Issue 39 (5): every attempt trigd ends itself is announced on the control topic, in the
@@ -1393,7 +1461,8 @@ TEST_F(PgStoreTest, AnAttemptLostIsAnnouncedToWorkersInTheTransactionThatEndsIt)
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
   pqxx::connection c(conn_);
   const std::string run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
-  auto start_by = [&]() { return pqxx::work(c).exec1("SELECT request::jsonb->>'start_by' FROM runs")[0].as<std::string>(); };
+  // The start_by of the newest launch request as published.
+  auto start_by = [&]() { return PublishedJson().back().value("start_by", ""); };
   const std::string first_start_by = start_by();
   Exec("DELETE FROM outbox");
   EXPECT_TRUE(ControlMessages(conn_).empty());
@@ -1738,7 +1807,7 @@ TEST_F(PgStoreTest, FastPathWritesANewJobOnceInItsDecidedStateAfterOlderWaitingJ
 // whole-table plan until an autoanalyze, and a storm stall for minutes
 // (docs/adr/0030-generic-plans-renewed.md).
 TEST_F(PgStoreTest, GenericPlansAreMadeAnewForTheTablesCurrentSize) {
-  constexpr int kCheckerWritesParams = 12 + 18 + 15 + 5;  // + the columns of jobs, runs and outbox rows it inserts
+  constexpr int kCheckerWritesParams = 12 + 18 + 16 + 8;  // + the columns of jobs, runs and outbox rows it inserts
   auto empty = store_->ExplainPrepared("checker_writes", kCheckerWritesParams);
   ASSERT_TRUE(empty.ok()) << empty.status().ToString();
   EXPECT_NE(empty->find("Seq Scan on jobs"), std::string::npos) << "plan for an empty jobs table:\n" << *empty;

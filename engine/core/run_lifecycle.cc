@@ -1,0 +1,34 @@
+#include "core/run_lifecycle.h"
+
+namespace trigd {
+namespace {
+
+bool Active(RunState s) { return s == RunState::kLaunched || s == RunState::kRunning; }
+
+}  // namespace
+
+std::optional<RunTransition> OnReport(RunState from, ProgramStatus status, int64_t attempt, int64_t max_attempts,
+                                      bool schedule_exists) {
+  if (!Active(from)) return std::nullopt;
+  if (status == ProgramStatus::kFailed && attempt < max_attempts && schedule_exists) {
+    return RunTransition{RunState::kRetryWait, true, false, false};
+  }
+  const RunState next = RunStateAfterReport(status);
+  if (next == from) return std::nullopt;  // a heartbeat of a running run: no transition
+  return RunTransition{next, false, false, false};
+}
+
+std::optional<RunTransition> OnSilence(RunState from, int64_t attempt, int64_t max_attempts, bool schedule_exists) {
+  if (!Active(from)) return std::nullopt;
+  if (attempt < max_attempts && schedule_exists) return RunTransition{RunState::kRetryWait, true, false, true};
+  return RunTransition{RunState::kFailed, false, true, true};
+}
+
+std::optional<RunTransition> OnScheduleDeleted(RunState from, bool request_published) {
+  if (from == RunState::kRetryWait || (from == RunState::kLaunched && !request_published)) {
+    return RunTransition{RunState::kKilled, false, true, true};
+  }
+  return std::nullopt;
+}
+
+}  // namespace trigd
