@@ -65,7 +65,7 @@ std::string ParseProblem(const CLI::ParseError& e) {
   static const std::regex kMissing(R"(^(\S+): \d+ required \S+ missing$)");
   static const std::regex kTwice(R"(^(\S+): At Most 1 required but received \d+$)");
   static const std::regex kFlagAsValue(R"(^(\S+): needs a value$)");
-  const std::string what = e.what();
+  std::string what = e.what();
   std::smatch m;
   if (std::regex_match(what, m, kMissing) || std::regex_match(what, m, kFlagAsValue)) return m[1].str() + " needs a value";
   if (std::regex_match(what, m, kTwice)) return m[1].str() + " given more than once";

@@ -1416,7 +1416,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       auto lock = [&](const std::set<std::string>& names) {
         SqlArray a;
         for (const std::string& g : names) a.AddText(g);
-        const std::string name_array = a.Take();
+        std::string name_array = a.Take();
         for (const auto& r : tx.exec_params(
                  "SELECT name, active_runs FROM group_runtime WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE",
                  name_array)) {

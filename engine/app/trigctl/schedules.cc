@@ -28,16 +28,15 @@ int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   for (const auto& path : paths) {
-    if (path == "-") {
-      files.push_back(path);
-    } else if (std::filesystem::is_directory(path, ec)) {
+    // "-" is standard input; a folder gives its .json files, sorted; a file is itself.
+    if (path != "-" && std::filesystem::is_directory(path, ec)) {
       std::vector<std::filesystem::path> in_folder;
       for (const auto& e : std::filesystem::recursive_directory_iterator(path, ec))
         if (e.is_regular_file() && e.path().extension() == ".json") in_folder.push_back(e.path());
       std::sort(in_folder.begin(), in_folder.end());
       if (in_folder.empty()) return Refuse("schedules apply", "no .json schedule documents in " + path);
       files.insert(files.end(), in_folder.begin(), in_folder.end());
-    } else if (std::filesystem::exists(path, ec)) {
+    } else if (path == "-" || std::filesystem::exists(path, ec)) {
       files.push_back(path);
     } else {
       return Refuse("schedules apply", path + ": no such file or folder");
