@@ -25,6 +25,8 @@ using nlohmann::json;
 using pg_internal::FromMillis;
 using pg_internal::Guard;
 using pg_internal::ToMillis;
+using pg_internal::Sql;
+using pg_internal::SqlIn;
 
 namespace {
 
@@ -67,10 +69,10 @@ void ResetTimeTrigger(pqxx::work& tx, int64_t id, const Schedule& s, TimePoint n
 
 // Returns how many it discarded.
 int64_t DiscardOpenJobs(pqxx::work& tx, int64_t id, const std::string& reason) {
-  return tx.exec_params("UPDATE jobs SET state='discarded', discard_reason=$2, finished_at=now(), next_check_at=NULL, "
+  return tx.exec_params("UPDATE jobs SET state=" + Sql(JobState::kDiscarded) + ", discard_reason=$2, finished_at=now(), next_check_at=NULL, "
                  "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
                  "'what', 'discarded: ' || $2::text))) "
-                 "WHERE schedule_id=$1 AND state IN ('pending_trigger','pending_constraint')",
+                 "WHERE schedule_id=$1 AND state IN " + SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
                  id, reason).affected_rows();
 }
 
@@ -245,10 +247,10 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
       std::string list = "{";
       for (int64_t id : updated) list += (list.size() > 1 ? "," : "") + std::to_string(id);
       list += "}";
-      discarded = tx.exec_params("UPDATE jobs SET state='discarded', discard_reason='schedule updated', finished_at=now(), "
+      discarded = tx.exec_params("UPDATE jobs SET state=" + Sql(JobState::kDiscarded) + ", discard_reason='schedule updated', finished_at=now(), "
                      "next_check_at=NULL, history = trigd_append_history(history, jsonb_build_array("
                      "jsonb_build_object('at', " TRIGD_NOW_TEXT ", 'what', 'discarded: schedule updated'))) "
-                     "WHERE schedule_id = ANY($1::bigint[]) AND state IN ('pending_trigger','pending_constraint')", list)
+                     "WHERE schedule_id = ANY($1::bigint[]) AND state IN " + SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint), list)
                       .affected_rows();
       tx.exec_params("DELETE FROM schedule_triggers WHERE schedule_id = ANY($1::bigint[])", list);
       tx.exec_params("DELETE FROM time_triggers WHERE schedule_id = ANY($1::bigint[])", list);
@@ -327,12 +329,12 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
                id)) {
         int64_t job = w[0].as<int64_t>();
         ++discarded;
-        tx.exec_params("UPDATE jobs SET state='discarded', discard_reason='schedule deleted', finished_at=now(), "
+        tx.exec_params("UPDATE jobs SET state=" + Sql(JobState::kDiscarded) + ", discard_reason='schedule deleted', finished_at=now(), "
                        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
                        "'what', 'discarded: schedule deleted before its launch request was published'))) WHERE id=$1", job);
         auto run = tx.exec_params(
-            "UPDATE runs SET " TRIGD_KILLED_BY_DELETE
-            "WHERE job_id=$1 AND state='launched' " TRIGD_KILLED_BY_DELETE_RETURNING, job);
+            "UPDATE runs SET " + pg_internal::KilledByDeleteSet() +
+            "WHERE job_id=$1 AND state=" + Sql(RunState::kLaunched) + " " TRIGD_KILLED_BY_DELETE_RETURNING, job);
         if (!run.empty()) release(run[0][0]);
         pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), run);
       }
@@ -340,7 +342,8 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
       // gone with the document (docs/adr/0020-delete-kills-and-announces.md). A run still
       // running goes on; its failure is final (PgStore::RetryFailedAttempt, SweepRuns).
       const pqxx::result waiting = tx.exec_params(
-          "UPDATE runs SET " TRIGD_KILLED_BY_DELETE "WHERE schedule_id=$1 AND state='retry_wait' " TRIGD_KILLED_BY_DELETE_RETURNING, id);
+          "UPDATE runs SET " + pg_internal::KilledByDeleteSet() + "WHERE schedule_id=$1 AND state=" + Sql(RunState::kRetryWait) +
+              " " TRIGD_KILLED_BY_DELETE_RETURNING, id);
       for (const auto& run : waiting) release(run[0]);
       pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), waiting);
       killed = static_cast<int64_t>(ended.size());
@@ -383,7 +386,9 @@ Result<nlohmann::json> WithoutStaleDecisions(Result<nlohmann::json> rows) {
   if (!rows.ok()) return rows;
   for (nlohmann::json& job : *rows) {
     const std::string state = job.value("state", "");
-    if (state != "pending_trigger" && state != "pending_constraint") job["last_decision"] = nullptr;
+    if (state != JobStateName(JobState::kPendingTrigger) && state != JobStateName(JobState::kPendingConstraint)) {
+      job["last_decision"] = nullptr;
+    }
   }
   return rows;
 }
@@ -449,10 +454,10 @@ ListStatement SchedulesListStatement(std::optional<size_t> limit) {
   // jobs_waiting_by_schedule): `state IN (both)` went through jobs_by_schedule, every job the
   // schedule ever had.
   return {"SELECT s.name, s.version, s.state, s.updated_at, "
-          "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = 'pending_trigger') + "
-          "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = 'pending_constraint') AS open_jobs, "
-          "(SELECT count(*) FROM runs r WHERE r.schedule_id = s.id AND r.state IN "
-          "('launched','running','retry_wait')) AS active_runs, "
+          "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = " + Sql(JobState::kPendingTrigger) + ") + "
+          "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = " + Sql(JobState::kPendingConstraint) + ") AS open_jobs, "
+          "(SELECT count(*) FROM runs r WHERE r.schedule_id = s.id AND r.state IN " +
+              SqlIn(RunState::kLaunched, RunState::kRunning, RunState::kRetryWait) + ") AS active_runs, "
           TRIGD_NEXT_FIRE_AT " FROM schedules s ORDER BY s.name" +
               (limit ? " LIMIT " + std::to_string(*limit) : std::string()),
           {}};

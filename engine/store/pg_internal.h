@@ -209,10 +209,11 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
 
 // A run killed because its schedule was deleted: its state, reason and history entry (SQL,
 // inside an UPDATE runs SET list). Used by `trigctl schedules delete` and by the run sweep.
-#define TRIGD_KILLED_BY_DELETE                                                                   \
-  "state='killed', reason='schedule deleted', finished_at=now(), next_attempt_at=NULL, "         \
-  "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "   \
-  "'status', 'killed', 'reason', 'schedule deleted', 'attempt', attempt))) "
+inline std::string KilledByDeleteSet() {
+  return "state=" + Sql(RunState::kKilled) + ", reason='schedule deleted', finished_at=now(), next_attempt_at=NULL, "
+         "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
+         "'status', 'killed', 'reason', 'schedule deleted', 'attempt', attempt))) ";
+}
 // What such an UPDATE returns for KillByDeleteEvents.
 #define TRIGD_KILLED_BY_DELETE_RETURNING \
   "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS " "

@@ -1884,7 +1884,7 @@ Result<SweepResult> PgStore::SweepRuns() {
     // delete` kills those it sees, and this catches one whose retry was decided by a
     // transaction that committed after the delete's. Nothing of a deleted schedule launches.
     const pqxx::result killed_by_delete = tx.exec(
-             "UPDATE runs SET " TRIGD_KILLED_BY_DELETE "WHERE run_id IN (SELECT run_id FROM runs WHERE state=" + Sql(RunState::kRetryWait) + " AND next_attempt_at <= now() "
+             "UPDATE runs SET " + pg_internal::KilledByDeleteSet() + "WHERE run_id IN (SELECT run_id FROM runs WHERE state=" + Sql(RunState::kRetryWait) + " AND next_attempt_at <= now() "
              "AND NOT EXISTS (SELECT 1 FROM schedules s WHERE s.id = runs.schedule_id) "
              "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING schedule_id, concurrency_group, run_id, attempt, program, schedule_name, "
              TRIGD_RUN_START_BY_MS);

@@ -11,6 +11,8 @@ namespace trigd {
 using pg_internal::FromMillis;
 using pg_internal::Guard;
 using pg_internal::ToMillis;
+using pg_internal::Sql;
+using pg_internal::SqlIn;
 
 struct HistoryPruner::Connection {
   std::unique_ptr<pqxx::connection> c;
@@ -64,8 +66,9 @@ Result<PruneTotals> HistoryPruner::Step(int64_t limit) {
         "WITH chunk AS (SELECT id, state, opened_at, finished_at FROM jobs WHERE id > $1 ORDER BY id LIMIT $2), "
         "doomed AS (SELECT c.id, r.run_id FROM chunk c LEFT JOIN runs r ON r.job_id = c.id "
         "  WHERE c.opened_at < to_timestamp($3 / 1000.0) AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.job_id = c.id) "
-        "    AND ((c.state = 'discarded' AND c.finished_at < to_timestamp($3 / 1000.0) AND r.run_id IS NULL) "
-        "      OR (c.state = 'launched' AND r.state IN ('succeeded', 'failed', 'killed') "
+        "    AND ((c.state = " + Sql(JobState::kDiscarded) + " AND c.finished_at < to_timestamp($3 / 1000.0) AND r.run_id IS NULL) "
+        "      OR (c.state = " + Sql(JobState::kLaunched) + " AND r.state IN " +
+        SqlIn(RunState::kSucceeded, RunState::kFailed, RunState::kKilled) + " "
         "          AND r.finished_at < to_timestamp($3 / 1000.0) AND r.launched_at < to_timestamp($4 / 1000.0))))";
     const std::string tail =
         "(SELECT max(id) FROM chunk), "
