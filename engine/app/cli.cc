@@ -7,8 +7,8 @@ namespace trigd {
 
 CLI::Option* FlagValue(CLI::Option* option) {
   return option->check(CLI::Validator(
-      [](std::string& value) { return value.rfind("--", 0) == 0 ? std::string("needs a value") : std::string(); },
-      "", "FlagValue"));
+      [](std::string& value) { return value.rfind("--", 0) == 0 ? std::string("needs a value") : std::string(); }, "",
+      "FlagValue"));
 }
 
 void AddConfigFlags(CLI::App& app, Config& config, ConfigFlags which) {
@@ -67,7 +67,8 @@ std::string ParseProblem(const CLI::ParseError& e) {
   static const std::regex kFlagAsValue(R"(^(\S+): needs a value$)");
   std::string what = e.what();
   std::smatch m;
-  if (std::regex_match(what, m, kMissing) || std::regex_match(what, m, kFlagAsValue)) return m[1].str() + " needs a value";
+  if (std::regex_match(what, m, kMissing) || std::regex_match(what, m, kFlagAsValue))
+    return m[1].str() + " needs a value";
   if (std::regex_match(what, m, kTwice)) return m[1].str() + " given more than once";
   return what;
 }

@@ -13,7 +13,8 @@ Result<Millis> ParseRetention(const std::string& text) {
   auto d = ParseDuration(text);
   if (!d.ok()) return Invalid("retention: " + d.status().message());
   if (*d < kMinRetention) {
-    return Invalid("retention must be at least " + FormatDuration(kMinRetention) + " (or 0: keep everything), got " + text);
+    return Invalid("retention must be at least " + FormatDuration(kMinRetention) + " (or 0: keep everything), got " +
+                   text);
   }
   return *d;
 }
@@ -23,7 +24,8 @@ Result<int> ParseCheckers(const std::string& text) {
                       std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
   const long n = digits ? std::stol(text) : 0;
   if (n < 1 || n > kMaxCheckers) {
-    return Invalid("TRIGD_CHECKERS must be an integer from 1 to " + std::to_string(kMaxCheckers) + ", got \"" + text + "\"");
+    return Invalid("TRIGD_CHECKERS must be an integer from 1 to " + std::to_string(kMaxCheckers) + ", got \"" + text +
+                   "\"");
   }
   return static_cast<int>(n);
 }

@@ -12,13 +12,13 @@
 namespace trigd {
 
 struct Config {
-  std::string kafka = "127.0.0.1:9092";            // TRIGD_KAFKA
+  std::string kafka = "127.0.0.1:9092";  // TRIGD_KAFKA
   // TRIGD_PG, with TRIGD_PG_CONNECT_TIMEOUT as its connect_timeout when it names none
   // (kDefaultPgConnectTimeout, 10 s, when neither does: store/pg_conninfo.h).
   std::string pg = "host=127.0.0.1 port=55432 user=trigd dbname=trigd";
-  std::string metrics = "127.0.0.1:9464";          // TRIGD_METRICS
-  std::string topic_prefix = "trigd.";             // TRIGD_TOPIC_PREFIX
-  std::string group = "trigd";                     // TRIGD_GROUP
+  std::string metrics = "127.0.0.1:9464";  // TRIGD_METRICS
+  std::string topic_prefix = "trigd.";     // TRIGD_TOPIC_PREFIX
+  std::string group = "trigd";             // TRIGD_GROUP
   // TRIGD_INSTANCE_ID / --instance-id: Kafka static group membership (group.instance.id) for
   // the event consumer when set, one stable id per trigd process of the group (e.g. the pod
   // name of a StatefulSet). A restarted process takes its partitions back without a rebalance;

@@ -214,11 +214,11 @@ struct PreparedBatch {
     int partition = 0;
     int64_t first_offset = 0, next_offset = 0;
   };
-  IngestBatch in;                         // positions filled by Finish
-  std::vector<Position> positions;        // a handful: linear search beats a map keyed by strings
-  std::vector<PartitionOffset> offsets;   // for Kafka's group once committed (Finish)
-  std::array<int64_t, 3> no_match{};      // by EventType
-  int64_t own_ticks = 0;                  // trigd's own ticks (IsOwnTick): applied when published
+  IngestBatch in;                        // positions filled by Finish
+  std::vector<Position> positions;       // a handful: linear search beats a map keyed by strings
+  std::vector<PartitionOffset> offsets;  // for Kafka's group once committed (Finish)
+  std::array<int64_t, 3> no_match{};     // by EventType
+  int64_t own_ticks = 0;                 // trigd's own ticks (IsOwnTick): applied when published
   std::vector<DeadLetterReason> dead_reasons;
   size_t messages = 0;
 
@@ -239,35 +239,35 @@ struct PreparedBatch {
 // Adds `messages` to `out`.
 void Prepare(const MessageBatch& messages, const ScheduleIndex& index, PreparedBatch& out) {
   PreparedBatch::Position* last = nullptr;
-  RouteEvents(messages.size(), index, [&](size_t i) { return messages[i].value; }, [&](size_t i, RoutedEvent&& r) {
-    const MessageView m = messages[i];
-    if (!last || last->partition != m.partition || last->topic != m.topic) {
-      last = nullptr;
-      for (PreparedBatch::Position& p : out.positions) {
-        if (p.partition == m.partition && p.topic == m.topic) last = &p;
-      }
-      if (!last) last = &out.positions.emplace_back(PreparedBatch::Position{std::string(m.topic), m.partition, m.offset, 0});
-    }
-    last->next_offset = m.offset + 1;
-    ++out.messages;
-    switch (r.kind) {
-      case RoutedEvent::Kind::kOwnTick:
-        ++out.own_ticks;
-        break;
-      case RoutedEvent::Kind::kNoMatch:
-        ++out.no_match[static_cast<size_t>(r.type)];
-        break;
-      case RoutedEvent::Kind::kInvalid:
-        out.dead_reasons.push_back(r.reason);
-        out.in.dead.push_back({std::string(m.key), DeadLetterJson(r.error, m.topic, m.partition, m.offset, m.value)});
-        break;
-      case RoutedEvent::Kind::kMatch:
-        out.in.schedule_ids.emplace_back(r.schedules.begin(), r.schedules.end());
-        out.in.events.push_back(std::move(*r.event));
-        out.in.sources.push_back({std::string(m.topic), m.partition, m.offset});
-        break;
-    }
-  });
+  RouteEvents(
+      messages.size(), index, [&](size_t i) { return messages[i].value; },
+      [&](size_t i, RoutedEvent&& r) {
+        const MessageView m = messages[i];
+        if (!last || last->partition != m.partition || last->topic != m.topic) {
+          last = nullptr;
+          for (PreparedBatch::Position& p : out.positions) {
+            if (p.partition == m.partition && p.topic == m.topic) last = &p;
+          }
+          if (!last)
+            last = &out.positions.emplace_back(PreparedBatch::Position{std::string(m.topic), m.partition, m.offset, 0});
+        }
+        last->next_offset = m.offset + 1;
+        ++out.messages;
+        switch (r.kind) {
+          case RoutedEvent::Kind::kOwnTick: ++out.own_ticks; break;
+          case RoutedEvent::Kind::kNoMatch: ++out.no_match[static_cast<size_t>(r.type)]; break;
+          case RoutedEvent::Kind::kInvalid:
+            out.dead_reasons.push_back(r.reason);
+            out.in.dead.push_back(
+                {std::string(m.key), DeadLetterJson(r.error, m.topic, m.partition, m.offset, m.value)});
+            break;
+          case RoutedEvent::Kind::kMatch:
+            out.in.schedule_ids.emplace_back(r.schedules.begin(), r.schedules.end());
+            out.in.events.push_back(std::move(*r.event));
+            out.in.sources.push_back({std::string(m.topic), m.partition, m.offset});
+            break;
+        }
+      });
 }
 
 // Runs the ingest transactions, one batch at a time, on its own thread and PostgreSQL
@@ -369,9 +369,11 @@ class IngestCommitter {
       if (r->outcome[i] != EventOutcome::kDead) counters_.Get(batch.in.events[i].type, r->outcome[i]).Increment();
     }
     for (EventType type : {EventType::kPartition, EventType::kProgram, EventType::kTick}) {
-      if (int64_t n = batch.no_match[static_cast<size_t>(type)]) counters_.Get(type, EventOutcome::kNoMatch).Increment(static_cast<double>(n));
+      if (int64_t n = batch.no_match[static_cast<size_t>(type)])
+        counters_.Get(type, EventOutcome::kNoMatch).Increment(static_cast<double>(n));
     }
-    if (batch.own_ticks > 0) counters_.Get(EventType::kTick, EventOutcome::kDuplicate).Increment(static_cast<double>(batch.own_ticks));
+    if (batch.own_ticks > 0)
+      counters_.Get(EventType::kTick, EventOutcome::kDuplicate).Increment(static_cast<double>(batch.own_ticks));
     RecordApplied(sh_, *r);
     if (!batch.in.dead.empty()) sh_.relay_wake.Wake();
     return Outcome::kCommitted;
@@ -382,12 +384,12 @@ class IngestCommitter {
   EventCounters counters_;
   std::mutex mu_;
   std::condition_variable cv_;
-  PreparedBatch batch_;       // guarded by mu_ while handed over
-  bool has_batch_ = false;    // guarded by mu_
-  bool done_ = false;         // guarded by mu_
+  PreparedBatch batch_;                 // guarded by mu_ while handed over
+  bool has_batch_ = false;              // guarded by mu_
+  bool done_ = false;                   // guarded by mu_
   Outcome outcome_ = Outcome::kFailed;  // guarded by mu_
-  bool quit_ = false;         // guarded by mu_
-  bool in_flight_ = false;    // the ingest thread's own view
+  bool quit_ = false;                   // guarded by mu_
+  bool in_flight_ = false;              // the ingest thread's own view
   std::thread thread_;
 };
 
@@ -469,8 +471,10 @@ void IngestLoop(Shared& sh) {
         continue;
       }
       for (const ScheduleKeys& k : changes->schedules) {
-        if (k.active) index.Put(k.id, k.event_keys);
-        else index.Remove(k.id);
+        if (k.active)
+          index.Put(k.id, k.event_keys);
+        else
+          index.Remove(k.id);
       }
       if (!index_loaded) Log("reverse index loaded: " + std::to_string(index.schedule_count()) + " schedules");
       index_seq = changes->last_seq;
@@ -482,22 +486,23 @@ void IngestLoop(Shared& sh) {
       options.prefetch_messages = kPrefetchMessages;
       options.prefetch_kbytes = kPrefetchKbytes;
       options.instance_id = sh.config.instance_id;
-      auto c = Consumer::Create(sh.config.kafka, sh.config.group, topics.Events(),
-                                [&](const std::vector<std::pair<std::string, int>>& parts) {
-                                  // Positions come from PostgreSQL, where they are committed with the jobs;
-                                  // after the batch in flight, so they include it.
-                                  committer.WaitIdle();
-                                  for (int attempt = 0; attempt < 30 && !sh.Stopping(); ++attempt) {
-                                    if (PgStore* p = store.Get()) {
-                                      auto r = p->LoadOffsets(sh.config.group, parts);
-                                      if (r.ok()) return *r;
-                                      store.Failed(r.status());
-                                    }
-                                    std::this_thread::sleep_for(std::chrono::seconds(1));
-                                  }
-                                  TRIGD_FAIL("cannot load the consumer positions: restart to position safely");
-                                },
-                                options);
+      auto c = Consumer::Create(
+          sh.config.kafka, sh.config.group, topics.Events(),
+          [&](const std::vector<std::pair<std::string, int>>& parts) {
+            // Positions come from PostgreSQL, where they are committed with the jobs;
+            // after the batch in flight, so they include it.
+            committer.WaitIdle();
+            for (int attempt = 0; attempt < 30 && !sh.Stopping(); ++attempt) {
+              if (PgStore* p = store.Get()) {
+                auto r = p->LoadOffsets(sh.config.group, parts);
+                if (r.ok()) return *r;
+                store.Failed(r.status());
+              }
+              std::this_thread::sleep_for(std::chrono::seconds(1));
+            }
+            TRIGD_FAIL("cannot load the consumer positions: restart to position safely");
+          },
+          options);
       if (!c.ok()) {
         Log("consumer: " + c.status().ToString());
         std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -517,9 +522,9 @@ void IngestLoop(Shared& sh) {
         // Fenced: a newer member joined with this instance id. Re-joining would fence it in
         // turn, so this process stops (what is in flight commits first, below).
         sh.Halt(Invalid("consumer: " + fatal +
-                            (sh.config.instance_id.empty() ? ""
-                                                           : " (is another trigd running with --instance-id " +
-                                                                 sh.config.instance_id + "?)")));
+                        (sh.config.instance_id.empty()
+                             ? ""
+                             : " (is another trigd running with --instance-id " + sh.config.instance_id + "?)")));
         break;
       }
     }
@@ -623,7 +628,8 @@ void CheckerLoop(Shared& sh, int index) {
         if (t->produced > 0) sh.relay_wake.Wake();
         if (t->skipped > 0) sh.metrics.FireTimesSkipped().Increment(static_cast<double>(t->skipped));
         RecordApplied(sh, t->applied);
-        for (size_t i = 0; i < t->applied.outcome.size(); ++i) sh.metrics.Event(EventType::kTick, t->applied.outcome[i]).Increment();
+        for (size_t i = 0; i < t->applied.outcome.size(); ++i)
+          sh.metrics.Event(EventType::kTick, t->applied.outcome[i]).Increment();
         ticks_pending = t->produced >= static_cast<int>(kTickBatch);
         more = more || ticks_pending;
       } else {
@@ -662,7 +668,8 @@ void CheckerLoop(Shared& sh, int index) {
       }
       // Jobs discarded and runs killed by schedule changes, which trigctl makes in its process.
       if (auto t = pg->TakeChangeCounts(); t.ok()) {
-        if (t->jobs_discarded > 0) sh.metrics.JobTransition("discarded").Increment(static_cast<double>(t->jobs_discarded));
+        if (t->jobs_discarded > 0)
+          sh.metrics.JobTransition("discarded").Increment(static_cast<double>(t->jobs_discarded));
         if (t->runs_killed > 0) sh.metrics.RunOutcome("killed").Increment(static_cast<double>(t->runs_killed));
       }
     }
@@ -829,8 +836,8 @@ void RelayLoop(Shared& sh) {
     sh.metrics.JobTransition("launched").Increment(static_cast<double>(done->size()));
     for (double s : *done) sh.metrics.EventToLaunch().Observe(s);
     if (unconfirmed > 0) {
-      Log("relay: " + std::to_string(unconfirmed) + " messages not confirmed by Kafka (" +
-          producer->LastError() + "); will re-send with a new producer");
+      Log("relay: " + std::to_string(unconfirmed) + " messages not confirmed by Kafka (" + producer->LastError() +
+          "); will re-send with a new producer");
       // A fresh producer: an idempotent producer can be left fenced or fatal after a broker
       // restart; the rows stay in the outbox and go again, with the same run ids.
       producer.reset();

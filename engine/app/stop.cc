@@ -23,8 +23,8 @@ void StopOnSignals(std::atomic<bool>& stop) {
     if (sigwait(&signals, &signal) != 0) return;
     stop = true;
     std::this_thread::sleep_for(kStopGrace);
-    LogLine("still stopping " + std::to_string(kStopGrace.count()) + " ms after " +
-            strsignal(signal) + "; exiting now (what was in flight is rolled back, or re-sent from the outbox)");
+    LogLine("still stopping " + std::to_string(kStopGrace.count()) + " ms after " + strsignal(signal) +
+            "; exiting now (what was in flight is rolled back, or re-sent from the outbox)");
     std::_Exit(0);
   }).detach();
 }

@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
   // The engine's own flags mean nothing here: refused, not ignored (whatever follows them).
   for (const std::string f : {"--metrics", "--instance-id"}) {
     for (const auto& r : raw) {
-      if (r == f || r.rfind(f + "=", 0) == 0) return trigd::RefuseCommandLine(app, f + " is a flag of trigd, not of trigctl");
+      if (r == f || r.rfind(f + "=", 0) == 0)
+        return trigd::RefuseCommandLine(app, f + " is a flag of trigd, not of trigctl");
     }
   }
   if (!raw.empty() && raw[0] == "help") {

@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
   trigd::AddConfigFlags(app, config, trigd::ConfigFlags::kEngine);
   std::string retention;
   trigd::FlagValue(app.add_option("--retention", retention,
-                 "delete finished jobs and runs older than this (at least 1d; 0 keeps everything)")
-      ->envname("TRIGD_RETENTION"));
+                                  "delete finished jobs and runs older than this (at least 1d; 0 keeps everything)")
+                       ->envname("TRIGD_RETENTION"));
   CLI::App* migrate = app.add_subcommand("migrate", "apply the SQL migrations of schema/ and exit");
   migrate->allow_extras();
   app.require_subcommand(0, 1);

@@ -209,8 +209,8 @@ class Worker {
   void Take(const trigd::Message& m) {
     auto parsed = ParseRequest(m.value);
     if (auto* error = std::get_if<std::string>(&parsed)) {
-      Log("skipping launch request at " + m.topic + "/" + std::to_string(m.partition) + "@" +
-          std::to_string(m.offset) + ": " + *error);
+      Log("skipping launch request at " + m.topic + "/" + std::to_string(m.partition) + "@" + std::to_string(m.offset) +
+          ": " + *error);
       return;
     }
     Request& r = std::get<Request>(parsed);
@@ -225,8 +225,8 @@ class Worker {
     if (!r.unrunnable.empty()) {
       // Reported failed at once, so its retry policy and downstream schedules see it now
       // (skipped, the run would wait 10 minutes to fail as lost).
-      Log("run " + r.run_id + " attempt " + std::to_string(r.attempt) + " (" + r.program + "): cannot run: " +
-          r.unrunnable + "; reported failed");
+      Log("run " + r.run_id + " attempt " + std::to_string(r.attempt) + " (" + r.program +
+          "): cannot run: " + r.unrunnable + "; reported failed");
       Send({Report(events_topic_, r, "failed")});
       Remember(r.Key());
       return;
@@ -277,8 +277,10 @@ class Worker {
         continue;
       }
       std::string status = "failed";
-      if (done > 0 && WIFSIGNALED(wstatus)) status = "killed";
-      else if (done > 0 && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) status = "succeeded";
+      if (done > 0 && WIFSIGNALED(wstatus))
+        status = "killed";
+      else if (done > 0 && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+        status = "succeeded";
       Finish(it->second.request, status,
              done > 0 && WIFEXITED(wstatus) ? "exit " + std::to_string(WEXITSTATUS(wstatus))
              : done > 0                     ? "signal " + std::to_string(WTERMSIG(wstatus))
@@ -321,8 +323,8 @@ class Worker {
  private:
   void Finish(const Request& r, const std::string& status, const std::string& how) {
     Send({Report(events_topic_, r, status)});
-    Log("run " + r.run_id + " attempt " + std::to_string(r.attempt) + " (" + r.program + ") " + status + " (" +
-        how + ")");
+    Log("run " + r.run_id + " attempt " + std::to_string(r.attempt) + " (" + r.program + ") " + status + " (" + how +
+        ")");
     active_.erase(r.Key());
     Remember(r.Key());
   }
@@ -351,10 +353,10 @@ class Worker {
   const std::string events_topic_;
   const size_t concurrency_;
   std::map<pid_t, Running> running_;
-  std::set<std::string> active_;           // run id + attempt of the running children
-  std::deque<std::string> finished_;       // recently finished, oldest first
+  std::set<std::string> active_;      // run id + attempt of the running children
+  std::deque<std::string> finished_;  // recently finished, oldest first
   std::set<std::string> finished_set_;
-  trigd::EndedAttempts ended_;             // attempts trigd ended (the control topic)
+  trigd::EndedAttempts ended_;  // attempts trigd ended (the control topic)
 };
 
 // Takes what the control topic holds now; true when it gave anything.
@@ -400,20 +402,24 @@ std::unique_ptr<trigd::TopicReader> OpenControl(const trigd::Config& config, Wor
 
 int main(int argc, char** argv) {
   trigd::Config config;
-  CLI::App app("trigd-worker: the reference worker. Runs each launch request's program.args.command "
-               "with /bin/sh and reports it on the program topic.");
+  CLI::App app(
+      "trigd-worker: the reference worker. Runs each launch request's program.args.command "
+      "with /bin/sh and reports it on the program topic.");
   trigd::SetUpApp(app, "trigd-worker");
   std::string target = "default";
   std::optional<std::string> group_id;
   std::string concurrency_text = "1";
-  trigd::FlagValue(app.add_option("--target", target, "the program target whose launch topic it consumes")->capture_default_str());
-  trigd::FlagValue(app.add_option("--concurrency", concurrency_text, "commands run at once, 1 to 10000")->capture_default_str());
+  trigd::FlagValue(
+      app.add_option("--target", target, "the program target whose launch topic it consumes")->capture_default_str());
+  trigd::FlagValue(
+      app.add_option("--concurrency", concurrency_text, "commands run at once, 1 to 10000")->capture_default_str());
   trigd::FlagValue(app.add_option("--group-id", group_id, "consumer group (default: GROUP-worker-TARGET)"));
   // The engine's set, as the worker has always taken it: --metrics and --instance-id are accepted
   // and unused (the worker serves no metrics and consumes with dynamic membership).
   trigd::AddConfigFlags(app, config, trigd::ConfigFlags::kEngine);
   if (auto rc = trigd::ParseCommandLine(app, argc, argv)) return *rc;
-  if (auto extra = app.remaining(true); !extra.empty()) return trigd::RefuseCommandLine(app, "unknown argument " + extra.front());
+  if (auto extra = app.remaining(true); !extra.empty())
+    return trigd::RefuseCommandLine(app, "unknown argument " + extra.front());
   trigd::ReadEnvironmentSettings(config);
   if (trigd::Status s = trigd::FinishConfig(config); !s.ok()) return trigd::RefuseSetting(app, s.message());
   const std::string group = group_id.value_or(config.group + "-worker-" + target);
@@ -427,7 +433,8 @@ int main(int argc, char** argv) {
     concurrency = static_cast<size_t>(n);
   }
   if (target.empty()) return trigd::RefuseCommandLine(app, "--target must not be empty");
-  if (trigd::Status t = trigd::CheckTarget(target); !t.ok()) return trigd::RefuseCommandLine(app, "--target: " + t.message());
+  if (trigd::Status t = trigd::CheckTarget(target); !t.ok())
+    return trigd::RefuseCommandLine(app, "--target: " + t.message());
 
   struct sigaction sa {};
   sa.sa_handler = OnSignal;

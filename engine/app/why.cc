@@ -28,8 +28,8 @@ void AddNextFire(json& leaf, const TimeTrigger& time, int index, const JobInspec
                  std::optional<TimePoint> deadline) {
   // Not an optional: g++ 12 at -O2 warns (maybe-uninitialized) on reading one here.
   const bool suspended = in.schedule_state == "suspended";
-  const bool has_next = !suspended && in.time_trigger && in.time_trigger->leaf == index &&
-                        in.time_trigger->next_fire_at.has_value();
+  const bool has_next =
+      !suspended && in.time_trigger && in.time_trigger->leaf == index && in.time_trigger->next_fire_at.has_value();
   const TimePoint next = has_next ? *in.time_trigger->next_fire_at : TimePoint{};
   std::string note;
   if (suspended) {
@@ -73,19 +73,23 @@ std::string IgnoredChecks(const json& entry) {
 
 json ExplainJob(const JobInspection& in) {
   const json& job = in.job;
-  json out = {{"job", job.value("id", int64_t{0})}, {"schedule", Str(job, "schedule_name")},
-              {"schedule_version", job.value("schedule_version", 0)}, {"schedule_state", in.schedule_state},
-              {"state", Str(job, "state")}, {"checked_at", FormatTime(in.now)}};
+  json out = {{"job", job.value("id", int64_t{0})},
+              {"schedule", Str(job, "schedule_name")},
+              {"schedule_version", job.value("schedule_version", 0)},
+              {"schedule_state", in.schedule_state},
+              {"state", Str(job, "state")},
+              {"checked_at", FormatTime(in.now)}};
   if (!Str(job, "run_id").empty()) out["run_id"] = Str(job, "run_id");
   if (!Str(job, "discard_reason").empty()) out["discard_reason"] = Str(job, "discard_reason");
   out["history"] = job.value("history", json::array());
   std::string state = Str(job, "state");
   bool pending = state == "pending_trigger" || state == "pending_constraint";
   if (!pending) {
-    out["summary"] = state == "discarded" ? "discarded: " + Str(job, "discard_reason")
-                     : job.value("request_unpublished", false)
-                         ? "launched as run " + Str(job, "run_id") + "; the relay has not published its launch request yet"
-                         : "launched as run " + Str(job, "run_id");
+    out["summary"] =
+        state == "discarded" ? "discarded: " + Str(job, "discard_reason")
+        : job.value("request_unpublished", false)
+            ? "launched as run " + Str(job, "run_id") + "; the relay has not published its launch request yet"
+            : "launched as run " + Str(job, "run_id");
     return out;
   }
   if (!in.schedule) {
@@ -147,8 +151,8 @@ json ExplainJob(const JobInspection& in) {
 
 std::string FormatExplanation(const json& e) {
   std::ostringstream o;
-  o << "job " << e.value("job", int64_t{0}) << "  " << e.value("schedule", "") << " v"
-    << e.value("schedule_version", 0) << "  state " << e.value("state", "") << "\n";
+  o << "job " << e.value("job", int64_t{0}) << "  " << e.value("schedule", "") << " v" << e.value("schedule_version", 0)
+    << "  state " << e.value("state", "") << "\n";
   o << "why: " << e.value("summary", "") << "\n";
   if (e.contains("trigger")) {
     o << "trigger:\n";
@@ -161,8 +165,11 @@ std::string FormatExplanation(const json& e) {
     o << "constraints:\n";
     for (const auto& c : e["constraints"]) {
       std::string r = c.value("result", "");
-      o << "  " << (r == "satisfied" ? "[ok]    " : r == "wait" ? "[wait]  " : "[skip]  ") << c.value("constraint", "")
-        << ": " << c.value("reason", "");
+      o << "  "
+        << (r == "satisfied" ? "[ok]    "
+            : r == "wait"    ? "[wait]  "
+                             : "[skip]  ")
+        << c.value("constraint", "") << ": " << c.value("reason", "");
       if (c.contains("local_now")) o << "; local time now " << c.value("local_now", "");
       o << "\n";
     }
@@ -173,7 +180,8 @@ std::string FormatExplanation(const json& e) {
           : e.contains("wakes_on")       ? "on " + e.value("wakes_on", "")
                                          : std::string("none scheduled"))
       << "\n";
-    if (e["next_check_at"].is_string() && e.contains("wakes_on")) o << "or sooner on: " << e.value("wakes_on", "") << "\n";
+    if (e["next_check_at"].is_string() && e.contains("wakes_on"))
+      o << "or sooner on: " << e.value("wakes_on", "") << "\n";
   } else if (e.contains("wakes_on")) {
     o << "next check: on " << e.value("wakes_on", "") << "\n";
   }

@@ -49,8 +49,7 @@ std::optional<std::string> PastStartDeadline(std::optional<TimePoint> start_by, 
 }
 
 void EndedAttempts::Add(const ControlMessage& m, TimePoint now) {
-  const TimePoint forget_at =
-      m.start_by ? *m.start_by + kForgetAfter : m.time.value_or(now) + kKeepWithoutDeadline;
+  const TimePoint forget_at = m.start_by ? *m.start_by + kForgetAfter : m.time.value_or(now) + kKeepWithoutDeadline;
   std::string what = !m.status.empty() ? m.status : !m.type.empty() ? m.type : std::string("ended");
   if (!m.reason.empty()) what += ", reason " + m.reason;
   auto it = runs_.find(m.run_id);

@@ -24,8 +24,8 @@ struct ControlMessage {
   std::string type;
   std::string run_id;
   int64_t attempt = 0;
-  std::string status;  // lost, failed, killed
-  std::string reason;  // lost, schedule_deleted, ...
+  std::string status;                 // lost, failed, killed
+  std::string reason;                 // lost, schedule_deleted, ...
   std::optional<TimePoint> start_by;  // the attempt's start deadline, when the message says it
   std::optional<TimePoint> time;      // when trigd ended it
 };

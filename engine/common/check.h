@@ -10,12 +10,10 @@ namespace trigd::internal {
 [[noreturn]] void CheckFailed(const char* condition, const char* file, int line, std::string_view detail);
 }  // namespace trigd::internal
 
-#define TRIGD_CHECK(condition)                                                            \
-  ((condition) ? static_cast<void>(0)                                                     \
-               : ::trigd::internal::CheckFailed(#condition, __FILE__, __LINE__, {}))
+#define TRIGD_CHECK(condition) \
+  ((condition) ? static_cast<void>(0) : ::trigd::internal::CheckFailed(#condition, __FILE__, __LINE__, {}))
 // As TRIGD_CHECK, with a detail (a std::string_view, built only on failure).
-#define TRIGD_CHECK_MSG(condition, detail)                                                \
-  ((condition) ? static_cast<void>(0)                                                     \
-               : ::trigd::internal::CheckFailed(#condition, __FILE__, __LINE__, (detail)))
+#define TRIGD_CHECK_MSG(condition, detail) \
+  ((condition) ? static_cast<void>(0) : ::trigd::internal::CheckFailed(#condition, __FILE__, __LINE__, (detail)))
 // A place the code must never reach; stops the process as a failed TRIGD_CHECK does.
 #define TRIGD_FAIL(detail) ::trigd::internal::CheckFailed("unreachable", __FILE__, __LINE__, (detail))

@@ -44,8 +44,8 @@ inline Status Internal(std::string m) { return Status(StatusCode::kInternal, std
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {       // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     TRIGD_CHECK(!std::get<Status>(v_).ok());
   }
   bool ok() const { return std::holds_alternative<T>(v_); }

@@ -11,9 +11,7 @@
 
 namespace trigd {
 
-TimePoint SystemClock::Now() const {
-  return std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
-}
+TimePoint SystemClock::Now() const { return std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now()); }
 
 const Clock& SystemClock::Get() {
   static const SystemClock kClock;
@@ -43,21 +41,25 @@ Result<Millis> ParseDuration(std::string_view text) {
       ++i;
     }
     if (i == start) {
-      return Invalid("invalid duration \"" + std::string(text) +
-                     "\": expected a number followed by ms, s, m, h or d");
+      return Invalid("invalid duration \"" + std::string(text) + "\": expected a number followed by ms, s, m, h or d");
     }
     size_t ustart = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     std::string_view unit = text.substr(ustart, i - ustart);
     long long ms;
-    if (unit == "ms") ms = 1;
-    else if (unit == "s") ms = 1000;
-    else if (unit == "m") ms = 60'000;
-    else if (unit == "h") ms = 3'600'000;
-    else if (unit == "d") ms = 86'400'000;
+    if (unit == "ms")
+      ms = 1;
+    else if (unit == "s")
+      ms = 1000;
+    else if (unit == "m")
+      ms = 60'000;
+    else if (unit == "h")
+      ms = 3'600'000;
+    else if (unit == "d")
+      ms = 86'400'000;
     else
-      return Invalid("invalid duration \"" + std::string(text) + "\": unknown unit \"" +
-                     std::string(unit) + "\" (use ms, s, m, h or d)");
+      return Invalid("invalid duration \"" + std::string(text) + "\": unknown unit \"" + std::string(unit) +
+                     "\" (use ms, s, m, h or d)");
     // Checked as divisions: n * ms and total + part are only computed when they fit.
     if (over || n > (max - total) / ms) return too_long();
     total += n * ms;
@@ -68,9 +70,11 @@ Result<Millis> ParseDuration(std::string_view text) {
 std::string FormatDuration(Millis d) {
   long long ms = d.count();
   if (ms == 0) return "0s";
-  struct Unit { long long ms; const char* name; };
-  static constexpr Unit kUnits[] = {{86'400'000, "d"}, {3'600'000, "h"}, {60'000, "m"},
-                                    {1000, "s"}, {1, "ms"}};
+  struct Unit {
+    long long ms;
+    const char* name;
+  };
+  static constexpr Unit kUnits[] = {{86'400'000, "d"}, {3'600'000, "h"}, {60'000, "m"}, {1000, "s"}, {1, "ms"}};
   for (const Unit& u : kUnits) {
     if (ms % u.ms == 0) return std::to_string(ms / u.ms) + u.name;
   }
@@ -127,16 +131,14 @@ Result<TimePoint> ParseTime(std::string_view text) {
   date::sys_time<Millis> tp;
   in >> date::parse("%FT%T%Ez", tp);
   if (in.fail() || in.peek() != std::char_traits<char>::eof()) {
-    return Invalid("invalid time \"" + std::string(text) +
-                   "\": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
+    return Invalid("invalid time \"" + std::string(text) + "\": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
   }
   return TimePoint(tp);
 }
 
 Result<int> ParseTimeOfDay(std::string_view text) {
   if (text.size() != 5 || text[2] != ':' || !std::isdigit(static_cast<unsigned char>(text[0])) ||
-      !std::isdigit(static_cast<unsigned char>(text[1])) ||
-      !std::isdigit(static_cast<unsigned char>(text[3])) ||
+      !std::isdigit(static_cast<unsigned char>(text[1])) || !std::isdigit(static_cast<unsigned char>(text[3])) ||
       !std::isdigit(static_cast<unsigned char>(text[4]))) {
     return Invalid("invalid time of day \"" + std::string(text) + "\": expected HH:MM");
   }

@@ -59,16 +59,20 @@ Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoi
   e.program.status = ProgramStatus::kKilled;
   e.program.attempt = 1;
   e.program.reason = "upstream_failed";
-  e.payload = {{"program", schedule.program.name}, {"run_id", e.id}, {"status", "killed"},
-               {"attempt", 1}, {"reason", "upstream_failed"},
+  e.payload = {{"program", schedule.program.name},
+               {"run_id", e.id},
+               {"status", "killed"},
+               {"attempt", 1},
+               {"reason", "upstream_failed"},
                {"schedule", schedule.id().value()},
-               {"upstream", {{"program", failed.program.program}, {"run_id", failed.program.run_id},
-                             {"status", ProgramStatusName(failed.program.status)}}}};
+               {"upstream",
+                {{"program", failed.program.program},
+                 {"run_id", failed.program.run_id},
+                 {"status", ProgramStatusName(failed.program.status)}}}};
   return e;
 }
 
-Accumulation Accumulate(const std::vector<AccumulateInput>& events,
-                        const std::map<int64_t, ScheduleView>& schedules,
+Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, TimePoint now) {
   Accumulation out;
   out.jobs = std::move(open_jobs);

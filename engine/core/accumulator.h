@@ -67,8 +67,7 @@ struct Accumulation {
 // `open_jobs`: the stored PENDING_TRIGGER job of each reached schedule, if any (at most one per
 // schedule). `schedules`: every reached schedule that is active (others are ignored).
 // `now` stamps history entries and new jobs' opened_at.
-Accumulation Accumulate(const std::vector<AccumulateInput>& events,
-                        const std::map<int64_t, ScheduleView>& schedules,
+Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, TimePoint now);
 
 // A history entry, {"at": at, "what": what}, for the caller to add members to and Take():

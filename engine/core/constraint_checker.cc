@@ -39,14 +39,10 @@ constexpr Millis kDay = std::chrono::hours(24);
 
 // The parser accepts only zones IsKnownTimeZone knows, so locate_zone cannot throw for a
 // parsed schedule; a schedule built by hand with a bad zone is a bug and throws.
-const date::time_zone* Zone(const TimeWindow& window) {
-  return date::locate_zone(window.timezone);
-}
+const date::time_zone* Zone(const TimeWindow& window) { return date::locate_zone(window.timezone); }
 
 // Milliseconds since local midnight.
-Millis LocalTimeOfDay(LocalTime local) {
-  return local - date::floor<date::days>(local);
-}
+Millis LocalTimeOfDay(LocalTime local) { return local - date::floor<date::days>(local); }
 
 bool TimeOfDayInside(const TimeWindow& window, Millis time_of_day) {
   Millis start = window.start_minute * kMinute;
@@ -64,8 +60,7 @@ std::string FormatMinuteOfDay(int minute) {
 }
 
 std::string DescribeWindow(const TimeWindow& window) {
-  return FormatMinuteOfDay(window.start_minute) + "-" + FormatMinuteOfDay(window.end_minute) +
-         " " + window.timezone;
+  return FormatMinuteOfDay(window.start_minute) + "-" + FormatMinuteOfDay(window.end_minute) + " " + window.timezone;
 }
 
 std::string FormatLocalClock(const date::time_zone* zone, TimePoint t) {
@@ -74,22 +69,18 @@ std::string FormatLocalClock(const date::time_zone* zone, TimePoint t) {
 
 // What a timeout does at its deadline, for the reasons that name the deadline ahead of time.
 std::string TimeoutConsequence(TimeoutAction action) {
-  return action == TimeoutAction::kDiscard
-             ? "then the job is discarded (action discard)"
-             : "then it launches regardless of its constraints and trigger (action run)";
+  return action == TimeoutAction::kDiscard ? "then the job is discarded (action discard)"
+                                           : "then it launches regardless of its constraints and trigger (action run)";
 }
 
-const char* TimeoutActionName(TimeoutAction action) {
-  return action == TimeoutAction::kDiscard ? "discard" : "run";
-}
+const char* TimeoutActionName(TimeoutAction action) { return action == TimeoutAction::kDiscard ? "discard" : "run"; }
 
 // Instants near [from, to] where the window may begin to hold (the caller drops those before
 // the time it asks about): every instant whose local time is the window's start (none on a
 // spring-forward day when the start is skipped, two on a fall-back day when it repeats) and
 // every change of the zone's offset (the clock can jump over the start, forward into the
 // window, or back into it).
-std::vector<TimePoint> WindowEntryCandidates(const TimeWindow& window,
-                                             const date::time_zone* zone, TimePoint from,
+std::vector<TimePoint> WindowEntryCandidates(const TimeWindow& window, const date::time_zone* zone, TimePoint from,
                                              TimePoint to) {
   std::vector<TimePoint> candidates;
   // Start one local day early: a clock going back across midnight repeats part of the previous
@@ -131,8 +122,7 @@ ConstraintCheck CheckDelay(Millis delay, const JobFacts& job, TimePoint now) {
     check.reason = FormatDuration(delay) + " passed since ready at " + FormatTime(ready);
   } else {
     check.result = ConstraintResult::kWait;
-    check.reason = "ready at " + FormatTime(ready) + "; " + FormatDuration(delay) +
-                   " delay until " + FormatTime(until);
+    check.reason = "ready at " + FormatTime(ready) + "; " + FormatDuration(delay) + " delay until " + FormatTime(until);
     check.next_check_at = until;
   }
   return check;
@@ -146,20 +136,18 @@ ConstraintCheck CheckWindow(const TimeWindow& window, TimePoint now) {
     return check;
   }
   TimePoint opens = NextWindowOpening(window, now);
-  check.result =
-      window.on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
+  check.result = window.on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
   // No current local clock here: a waiting job's reason is stored, and its history gets an
   // entry whenever the text changes; "(local 14:34)" would change every minute, and a nightly
   // window's wait push a job's first entries out of its 50 (docs/adr/0040-bounded-job-records.md).
   // `jobs why` shows the local time now beside it (LocalClock).
-  check.reason = "outside window " + DescribeWindow(window) + "; opens " + FormatTime(opens) +
-                 " (local " + FormatLocalClock(zone, opens) + ")";
+  check.reason = "outside window " + DescribeWindow(window) + "; opens " + FormatTime(opens) + " (local " +
+                 FormatLocalClock(zone, opens) + ")";
   check.next_check_at = opens;
   return check;
 }
 
-ConstraintCheck CheckMinSinceLastRun(const MinSinceLastRun& rule, const RunFacts& runs,
-                                     TimePoint now) {
+ConstraintCheck CheckMinSinceLastRun(const MinSinceLastRun& rule, const RunFacts& runs, TimePoint now) {
   ConstraintCheck check{"min_since_last_run", ConstraintResult::kSatisfied, "", std::nullopt};
   if (!runs.last_launch) {
     check.reason = "no previous run";
@@ -171,10 +159,8 @@ ConstraintCheck CheckMinSinceLastRun(const MinSinceLastRun& rule, const RunFacts
     check.reason = last + FormatDuration(rule.duration) + " passed";
     return check;
   }
-  check.result =
-      rule.on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
-  check.reason =
-      last + FormatDuration(rule.duration) + " must pass (until " + FormatTime(until) + ")";
+  check.result = rule.on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
+  check.reason = last + FormatDuration(rule.duration) + " must pass (until " + FormatTime(until) + ")";
   check.next_check_at = until;
   return check;
 }
@@ -188,14 +174,13 @@ ConstraintCheck CheckMaxRunsPer(const MaxRunsPer& rule, const RunFacts& runs, Ti
     if (t > now - rule.period) counted.push_back(t);
   }
   int64_t used = static_cast<int64_t>(counted.size());
-  std::string usage = std::to_string(used) + " of " + std::to_string(rule.count) + " runs in " +
-                      FormatDuration(rule.period);
+  std::string usage =
+      std::to_string(used) + " of " + std::to_string(rule.count) + " runs in " + FormatDuration(rule.period);
   if (used < rule.count) {
     check.reason = usage;
     return check;
   }
-  check.result =
-      rule.on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
+  check.result = rule.on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
   // A slot is free once used drops to count-1, i.e. when the (used-count+1)-th oldest launch
   // ages out; that is the oldest one unless the count was lowered below what already ran.
   std::sort(counted.begin(), counted.end());
@@ -209,31 +194,29 @@ ConstraintCheck CheckMaxRunsPer(const MaxRunsPer& rule, const RunFacts& runs, Ti
   return check;
 }
 
-ConstraintCheck CheckActiveRuns(std::string constraint, int64_t active, int64_t max,
-                                OnUnmet on_unmet, const std::string& scope) {
+ConstraintCheck CheckActiveRuns(std::string constraint, int64_t active, int64_t max, OnUnmet on_unmet,
+                                const std::string& scope) {
   ConstraintCheck check{std::move(constraint), ConstraintResult::kSatisfied, "", std::nullopt};
   check.reason = std::to_string(active) + " of " + std::to_string(max) + " runs active" + scope;
   // Only a run ending frees a slot, so there is no time to check again: the caller wakes the
   // job when a run ends.
   if (active >= max) {
-    check.result =
-        on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
+    check.result = on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
   }
   return check;
 }
 
-std::vector<ConstraintCheck> CheckConstraints(const Constraints& constraints,
-                                              const JobFacts& job, const RunFacts& runs,
+std::vector<ConstraintCheck> CheckConstraints(const Constraints& constraints, const JobFacts& job, const RunFacts& runs,
                                               TimePoint now) {
   std::vector<ConstraintCheck> checks;
   if (constraints.max_concurrent_runs) {
-    checks.push_back(CheckActiveRuns("max_concurrent_runs", runs.active_runs,
-                                     *constraints.max_concurrent_runs, OnUnmet::kWait, ""));
+    checks.push_back(
+        CheckActiveRuns("max_concurrent_runs", runs.active_runs, *constraints.max_concurrent_runs, OnUnmet::kWait, ""));
   }
   if (constraints.concurrency_group) {
     const ConcurrencyGroup& group = *constraints.concurrency_group;
-    checks.push_back(CheckActiveRuns("concurrency_group", runs.group_active_runs, group.max,
-                                     group.on_unmet, " in group " + group.name));
+    checks.push_back(CheckActiveRuns("concurrency_group", runs.group_active_runs, group.max, group.on_unmet,
+                                     " in group " + group.name));
   }
   if (constraints.delay) checks.push_back(CheckDelay(*constraints.delay, job, now));
   if (constraints.time_window) checks.push_back(CheckWindow(*constraints.time_window, now));
@@ -283,8 +266,8 @@ TimePoint NextWindowOpening(const TimeWindow& window, TimePoint now) {
   TRIGD_FAIL("window " + DescribeWindow(window) + " never opens after " + FormatTime(now));
 }
 
-CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigger_complete,
-                      const RunFacts& runs, TimePoint now) {
+CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigger_complete, const RunFacts& runs,
+                      TimePoint now) {
   CheckOutcome outcome;
 
   std::optional<TimePoint> deadline;
@@ -323,8 +306,8 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
 
   if (timed_out) {
     const Timeout& timeout = *schedule.timeout;
-    std::string expired = "timed out at " + FormatTime(*deadline) + " (" +
-                          FormatDuration(timeout.after) + " after opening)";
+    std::string expired =
+        "timed out at " + FormatTime(*deadline) + " (" + FormatDuration(timeout.after) + " after opening)";
     if (timeout.action == TimeoutAction::kDiscard) {
       outcome.decision = Decision::kDiscard;
       outcome.reason = expired + "; action discard";
@@ -341,8 +324,8 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
     outcome.next_check_at = deadline;
     outcome.reason = "trigger incomplete";
     if (deadline) {
-      outcome.reason += "; times out at " + FormatTime(*deadline) + " (action " +
-                        TimeoutActionName(schedule.timeout->action) + ")";
+      outcome.reason +=
+          "; times out at " + FormatTime(*deadline) + " (action " + TimeoutActionName(schedule.timeout->action) + ")";
     }
     return outcome;
   }
@@ -385,12 +368,11 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
   const std::string recheck = " (re-checked every " + FormatDuration(kRunEndRecheck) + ")";
   // The time may be the timeout's deadline, which ends the wait one way or the other: said, so
   // it does not read as a chance to launch.
-  const std::string at =
-      !next ? ""
-      : deadline && *next == *deadline
-          ? FormatTime(*next) + " (timeout: " + TimeoutActionName(schedule.timeout->action) + ")"
-          : FormatTime(*next);
-  outcome.reason += !next                     ? "; next check when a run ends" + recheck
+  const std::string at = !next ? ""
+                         : deadline && *next == *deadline
+                             ? FormatTime(*next) + " (timeout: " + TimeoutActionName(schedule.timeout->action) + ")"
+                             : FormatTime(*next);
+  outcome.reason += !next                      ? "; next check when a run ends" + recheck
                     : outcome.wakes_on_run_end ? "; next check when a run ends, or at " + at + recheck
                                                : "; next check " + at;
   return outcome;

@@ -24,8 +24,8 @@ namespace trigd {
 
 // What the store knows about the schedule's runs when the job is checked.
 struct RunFacts {
-  int64_t active_runs = 0;        // this schedule's runs not yet finished (incl. retry waits)
-  int64_t group_active_runs = 0;  // unfinished runs of every schedule in the concurrency group
+  int64_t active_runs = 0;               // this schedule's runs not yet finished (incl. retry waits)
+  int64_t group_active_runs = 0;         // unfinished runs of every schedule in the concurrency group
   std::optional<TimePoint> last_launch;  // the schedule's most recent launch
   // Launch times of the schedule's runs within max_runs_per.period before now (any order).
   std::vector<TimePoint> launches_in_period;
@@ -43,7 +43,7 @@ struct ConstraintCheck {
   std::string constraint;  // max_concurrent_runs, concurrency_group, delay, time_window,
                            // min_since_last_run, max_runs_per, timeout, trigger
   ConstraintResult result = ConstraintResult::kSatisfied;
-  std::string reason;      // for people: "2 of 2 runs active", "window opens at 22:00 Europe/Berlin"
+  std::string reason;                      // for people: "2 of 2 runs active", "window opens at 22:00 Europe/Berlin"
   std::optional<TimePoint> next_check_at;  // when it can next hold; nullopt: when a run ends
 };
 
@@ -52,8 +52,8 @@ const char* DecisionName(Decision d);  // "launch", "wait", "discard"
 
 struct CheckOutcome {
   Decision decision = Decision::kWait;
-  bool forced = false;  // launched by timeout action "run"
-  std::vector<ConstraintCheck> checks;  // one per configured constraint (and timeout/trigger)
+  bool forced = false;                     // launched by timeout action "run"
+  std::vector<ConstraintCheck> checks;     // one per configured constraint (and timeout/trigger)
   std::optional<TimePoint> next_check_at;  // for kWait; nullopt: wake when a run ends
   // For kWait: a constraint waits for a run to end (concurrency), which wakes the job before
   // next_check_at (a later window opening or the timeout, say).
@@ -66,8 +66,8 @@ struct CheckOutcome {
 constexpr Millis kRunEndRecheck = std::chrono::seconds(30);
 
 // `trigger_complete` says whether the job's trigger is satisfied.
-CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigger_complete,
-                      const RunFacts& runs, TimePoint now);
+CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigger_complete, const RunFacts& runs,
+                      TimePoint now);
 
 // The next instant at or after `now` inside the window (now itself when inside).
 TimePoint NextWindowOpening(const TimeWindow& window, TimePoint now);

@@ -14,31 +14,25 @@ namespace {
 struct FieldSpec {
   const char* name;
   int min;
-  int max;  // day-of-week accepts 7 (Sunday) on input; it is folded to 0
+  int max;                                   // day-of-week accepts 7 (Sunday) on input; it is folded to 0
   const std::array<const char*, 12>* names;  // value of names[i] is i + names_base
   int names_base;
 };
 
 constexpr std::array<const char*, 12> kMonthNames = {"jan", "feb", "mar", "apr", "may", "jun",
                                                      "jul", "aug", "sep", "oct", "nov", "dec"};
-constexpr std::array<const char*, 12> kDayNames = {"sun", "mon", "tue", "wed", "thu", "fri",
-                                                   "sat", nullptr, nullptr, nullptr, nullptr,
-                                                   nullptr};
+constexpr std::array<const char*, 12> kDayNames = {"sun", "mon",   "tue",   "wed",   "thu",   "fri",
+                                                   "sat", nullptr, nullptr, nullptr, nullptr, nullptr};
 
 constexpr FieldSpec kFields[5] = {
-    {"minute", 0, 59, nullptr, 0},
-    {"hour", 0, 23, nullptr, 0},
-    {"day-of-month", 1, 31, nullptr, 0},
-    {"month", 1, 12, &kMonthNames, 1},
-    {"day-of-week", 0, 7, &kDayNames, 0},
+    {"minute", 0, 59, nullptr, 0},     {"hour", 0, 23, nullptr, 0},          {"day-of-month", 1, 31, nullptr, 0},
+    {"month", 1, 12, &kMonthNames, 1}, {"day-of-week", 0, 7, &kDayNames, 0},
 };
 
 // Five years of local days, plus slack for leap days: "none within 5 years" of the header.
 constexpr int kSearchDays = 5 * 366 + 1;
 
-std::string FieldPrefix(int index) {
-  return "field " + std::to_string(index + 1) + " (" + kFields[index].name + ")";
-}
+std::string FieldPrefix(int index) { return "field " + std::to_string(index + 1) + " (" + kFields[index].name + ")"; }
 
 Status OutOfRange(int index, std::string_view token) {
   return Invalid(FieldPrefix(index) + " out of range: " + std::string(token));
@@ -63,9 +57,8 @@ std::vector<std::string_view> Split(std::string_view text, char separator) {
 }
 
 bool AllDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isdigit(static_cast<unsigned char>(c)) != 0;
-  });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
 }
 
 // A number or (month, day-of-week) a three-letter name, checked against the field's range.
@@ -152,11 +145,9 @@ Result<uint64_t> ParseField(int index, std::string_view text, bool& star) {
 TimePoint LocalToUtc(const date::time_zone* zone, date::local_seconds local) {
   date::local_info info = zone->get_info(local);
   switch (info.result) {
-    case date::local_info::nonexistent:
-      return TimePoint(info.second.begin);
+    case date::local_info::nonexistent: return TimePoint(info.second.begin);
     case date::local_info::ambiguous:
-    case date::local_info::unique:
-      break;
+    case date::local_info::unique: break;
   }
   // For an ambiguous time `first` is the period before the transition: the earlier instant.
   return TimePoint(std::chrono::seconds(local.time_since_epoch() - info.first.offset));
@@ -236,16 +227,14 @@ std::optional<TimePoint> CronExpr::Next(TimePoint after, const std::string& time
     const bool dow_match = days_of_week_[day_of_week];
     // Vixie cron: with both day fields restricted either may match; otherwise the
     // unrestricted one matches every day, so requiring both is the same as the other alone.
-    const bool day_match = (dom_restricted_ && dow_restricted_) ? (dom_match || dow_match)
-                                                                : (dom_match && dow_match);
+    const bool day_match = (dom_restricted_ && dow_restricted_) ? (dom_match || dow_match) : (dom_match && dow_match);
     if (day_match) {
       for (int hour = first_minute_of_day / 60; hour < 24; ++hour) {
         if (!hours_[hour]) continue;
         const int first_minute = hour == first_minute_of_day / 60 ? first_minute_of_day % 60 : 0;
         for (int minute = first_minute; minute < 60; ++minute) {
           if (!minutes_[minute]) continue;
-          const date::local_seconds local =
-              day + std::chrono::hours(hour) + std::chrono::minutes(minute);
+          const date::local_seconds local = day + std::chrono::hours(hour) + std::chrono::minutes(minute);
           const TimePoint fire = LocalToUtc(zone, local);
           if (fire > after) return fire;
         }
@@ -260,8 +249,7 @@ std::optional<TimePoint> CronExpr::Next(TimePoint after, const std::string& time
 namespace {
 
 // NextFireTime for a trigger whose cron expression (if any) is already parsed.
-std::optional<TimePoint> NextFire(const TimeTrigger& trigger, const CronExpr* cron,
-                                  TimePoint anchor, TimePoint after) {
+std::optional<TimePoint> NextFire(const TimeTrigger& trigger, const CronExpr* cron, TimePoint anchor, TimePoint after) {
   if (cron != nullptr) return cron->Next(after, trigger.timezone);
   if (!trigger.every || trigger.every->count() <= 0) return std::nullopt;
   const int64_t every = trigger.every->count();
@@ -275,8 +263,7 @@ std::optional<TimePoint> NextFire(const TimeTrigger& trigger, const CronExpr* cr
 
 }  // namespace
 
-std::optional<TimePoint> NextFireTime(const TimeTrigger& trigger, TimePoint anchor,
-                                      TimePoint after) {
+std::optional<TimePoint> NextFireTime(const TimeTrigger& trigger, TimePoint anchor, TimePoint after) {
   if (trigger.cron) {
     Result<CronExpr> cron = CronExpr::Parse(*trigger.cron);
     if (!cron.ok()) return std::nullopt;
@@ -285,9 +272,8 @@ std::optional<TimePoint> NextFireTime(const TimeTrigger& trigger, TimePoint anch
   return NextFire(trigger, nullptr, anchor, after);
 }
 
-DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor,
-                                 std::optional<TimePoint> last_fired, TimePoint now, Millis grace,
-                                 size_t limit) {
+DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor, std::optional<TimePoint> last_fired,
+                                 TimePoint now, Millis grace, size_t limit) {
   DueFireTimes result;
   std::optional<CronExpr> cron;
   if (trigger.cron) {
@@ -326,8 +312,8 @@ DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor,
   }
 
   std::vector<TimePoint> due;
-  for (std::optional<TimePoint> t = NextFire(trigger, cron_ptr, anchor, cursor);
-       t && *t <= now && due.size() < limit; t = NextFire(trigger, cron_ptr, anchor, *t)) {
+  for (std::optional<TimePoint> t = NextFire(trigger, cron_ptr, anchor, cursor); t && *t <= now && due.size() < limit;
+       t = NextFire(trigger, cron_ptr, anchor, *t)) {
     due.push_back(*t);
   }
 
@@ -336,9 +322,7 @@ DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor,
   std::optional<TimePoint> cut;
   if (!due.empty() && due.size() == limit && due.back() < now) cut = due.back();
   switch (trigger.catchup) {
-    case CatchupPolicy::kAll:
-      result.fire = std::move(due);
-      break;
+    case CatchupPolicy::kAll: result.fire = std::move(due); break;
     case CatchupPolicy::kLatest:
       if (!due.empty()) {
         result.skipped += static_cast<int64_t>(due.size()) - 1;

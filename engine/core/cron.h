@@ -49,8 +49,7 @@ class CronExpr {
 // The first fire time of `trigger` strictly after `after`. For `every`, fire times are
 // anchor + k * every (k >= 1). For `cron`, `anchor` is unused. std::nullopt when the trigger
 // has no further fire time or its cron text is invalid.
-std::optional<TimePoint> NextFireTime(const TimeTrigger& trigger, TimePoint anchor,
-                                      TimePoint after);
+std::optional<TimePoint> NextFireTime(const TimeTrigger& trigger, TimePoint anchor, TimePoint after);
 
 // Which fire times to produce now. Due fire times are those in (last_fired, now] (with
 // last_fired = anchor for a new schedule), at most `limit` of them are looked at. A fire time
@@ -68,8 +67,7 @@ struct DueFireTimes {
   std::optional<TimePoint> next;  // the next fire time after now
   std::vector<std::pair<TimePoint, TimePoint>> not_fired;
 };
-DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor,
-                                 std::optional<TimePoint> last_fired, TimePoint now,
-                                 Millis grace = std::chrono::seconds(60), size_t limit = 100000);
+DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor, std::optional<TimePoint> last_fired,
+                                 TimePoint now, Millis grace = std::chrono::seconds(60), size_t limit = 100000);
 
 }  // namespace trigd

@@ -29,8 +29,7 @@ Status Reject(DeadLetterReason& why, DeadLetterReason reason, const std::string&
 std::string Quote(std::string_view s) {
   constexpr size_t kMaxEcho = 100;
   std::string text(s.substr(0, kMaxEcho));
-  std::string quoted = nlohmann::json(std::move(text))
-                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string quoted = nlohmann::json(std::move(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (s.size() > kMaxEcho) quoted += "...";
   return quoted;
 }
@@ -90,9 +89,7 @@ class PathTracker {
         break;
       }
       case Event::object_end:
-      case Event::array_end:
-        --depth_;
-        break;
+      case Event::array_end: --depth_; break;
       case Event::key: {
         Container& top = stack_[depth_ - 1];
         top.key = parsed.get<std::string>();
@@ -103,9 +100,7 @@ class PathTracker {
         top.keys.push_back(top.key);
         break;
       }
-      case Event::value:
-        EnterElement();
-        break;
+      case Event::value: EnterElement(); break;
     }
     return true;
   }
@@ -166,8 +161,7 @@ Result<std::string> RequiredString(DeadLetterReason& why, const nlohmann::json& 
 
 // An optional integer member no smaller than `min`; null counts as absent.
 Result<std::optional<int64_t>> OptionalInteger(DeadLetterReason& why, const nlohmann::json& object, const char* key,
-                                               const std::string& path, int64_t min,
-                                               const char* expected) {
+                                               const std::string& path, int64_t min, const char* expected) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return std::optional<int64_t>();
   const std::string message = path + ": expected " + expected + ", got " + Describe(*it);
@@ -193,8 +187,8 @@ Result<TimePoint> RequiredTime(DeadLetterReason& why, const nlohmann::json& obje
   if (!text.ok()) return text.status();
   std::optional<TimePoint> time = ParseEnvelopeTime(*text);
   if (!time) {
-    return Reject(why, DeadLetterReason::kBadField, path + ": invalid time " + Quote(*text) +
-                                   ": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
+    return Reject(why, DeadLetterReason::kBadField,
+                  path + ": invalid time " + Quote(*text) + ": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
   }
   return *time;
 }
@@ -209,8 +203,8 @@ Status ParsePartition(DeadLetterReason& why, const nlohmann::json& payload, Part
     return Reject(why, DeadLetterReason::kMissingField, "payload.partitions is required");
   }
   if (!partitions->is_array()) {
-    return Reject(why, DeadLetterReason::kBadField, std::string("payload.partitions: expected an array, got ") +
-                                   partitions->type_name());
+    return Reject(why, DeadLetterReason::kBadField,
+                  std::string("payload.partitions: expected an array, got ") + partitions->type_name());
   }
   // An event that names no partition announces nothing a trigger could count.
   if (partitions->empty()) return Reject(why, DeadLetterReason::kBadField, "payload.partitions: must not be empty");
@@ -248,12 +242,11 @@ Status ParseProgram(DeadLetterReason& why, const nlohmann::json& payload, Progra
     return Reject(why, DeadLetterReason::kBadField,
                   std::string("payload.status: expected a string, got ") + status->type_name());
   }
-  std::optional<ProgramStatus> parsed =
-      ProgramStatusFromName(status->get_ref<const std::string&>());
+  std::optional<ProgramStatus> parsed = ProgramStatusFromName(status->get_ref<const std::string&>());
   if (!parsed) {
-    return Reject(why, DeadLetterReason::kBadField, "payload.status: unknown status " +
-                                   Quote(status->get_ref<const std::string&>()) +
-                                   " (expected started, heartbeat, succeeded, failed or killed)");
+    return Reject(why, DeadLetterReason::kBadField,
+                  "payload.status: unknown status " + Quote(status->get_ref<const std::string&>()) +
+                      " (expected started, heartbeat, succeeded, failed or killed)");
   }
   out.status = *parsed;
 
@@ -279,8 +272,8 @@ Status ParseTick(DeadLetterReason& why, const nlohmann::json& payload, TickPaylo
   const size_t slash = schedule->find('/');
   if (slash == 0 || slash == std::string::npos || slash + 1 == schedule->size() ||
       schedule->find('/', slash + 1) != std::string::npos) {
-    return Reject(why, DeadLetterReason::kBadField, "payload.schedule: expected \"namespace/name\", got " +
-                                   Quote(*schedule));
+    return Reject(why, DeadLetterReason::kBadField,
+                  "payload.schedule: expected \"namespace/name\", got " + Quote(*schedule));
   }
   out.schedule = std::move(schedule).value();
 
@@ -296,8 +289,8 @@ namespace {
 
 Result<Event> Parse(DeadLetterReason& why, std::string_view bytes, size_t max_bytes) {
   if (bytes.size() > max_bytes) {
-    return Reject(why, DeadLetterReason::kOversized, std::to_string(bytes.size()) + " bytes, more than the limit of " +
-                                   std::to_string(max_bytes));
+    return Reject(why, DeadLetterReason::kOversized,
+                  std::to_string(bytes.size()) + " bytes, more than the limit of " + std::to_string(max_bytes));
   }
   // A tombstone (null value) or an empty produce: said as such, not as a JSON syntax error.
   if (bytes.empty()) return Reject(why, DeadLetterReason::kBadJson, "empty message (no value)");
@@ -307,16 +300,16 @@ Result<Event> Parse(DeadLetterReason& why, std::string_view bytes, size_t max_by
   // nlohmann takes a NUL byte for the end of its input: `{...}\0garbage` parsed as `{...}`. JSON
   // text has no place for a raw NUL (not between tokens, not inside a string), so any is refused.
   if (const size_t nul = bytes.find('\0'); nul != std::string_view::npos) {
-    return Reject(why, DeadLetterReason::kBadJson, "a NUL byte at byte " + std::to_string(nul) + " (JSON text cannot contain one)");
+    return Reject(why, DeadLetterReason::kBadJson,
+                  "a NUL byte at byte " + std::to_string(nul) + " (JSON text cannot contain one)");
   }
   PathTracker tracker;
   nlohmann::json document;
   try {
-    document = nlohmann::json::parse(
-        bytes.begin(), bytes.end(),
-        [&tracker](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-          return tracker.Handle(event, parsed);
-        });
+    document = nlohmann::json::parse(bytes.begin(), bytes.end(),
+                                     [&tracker](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+                                       return tracker.Handle(event, parsed);
+                                     });
   } catch (const nlohmann::json::parse_error&) {
     // A syntax error or ill-formed UTF-8.
     return Reject(why, DeadLetterReason::kBadJson, "not valid JSON (or not valid UTF-8)");
@@ -327,16 +320,18 @@ Result<Event> Parse(DeadLetterReason& why, std::string_view bytes, size_t max_by
     const size_t open = what.find('\''), close = what.rfind('\'');
     const std::string token = open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : "";
     const std::string path = tracker.PendingPath();
-    return Reject(why, DeadLetterReason::kBadField, (path.empty() ? std::string("value") : path) + ": number " + Quote(token) +
-                                   " is out of range (beyond a double)");
+    return Reject(why, DeadLetterReason::kBadField,
+                  (path.empty() ? std::string("value") : path) + ": number " + Quote(token) +
+                      " is out of range (beyond a double)");
   }
   if (!tracker.duplicate().empty()) {
-    return Reject(why, DeadLetterReason::kBadJson, tracker.duplicate() + ": duplicate key " + Quote(tracker.duplicate_key()) +
-                                  " (a key appears at most once in an object)");
+    return Reject(why, DeadLetterReason::kBadJson,
+                  tracker.duplicate() + ": duplicate key " + Quote(tracker.duplicate_key()) +
+                      " (a key appears at most once in an object)");
   }
   if (!document.is_object()) {
-    return Reject(why, DeadLetterReason::kNotObject, std::string("expected a JSON object, got ") +
-                                    document.type_name());
+    return Reject(why, DeadLetterReason::kNotObject,
+                  std::string("expected a JSON object, got ") + document.type_name());
   }
 
   // A string holding U+0000 is valid JSON, but PostgreSQL's text and jsonb cannot store it:
@@ -345,8 +340,8 @@ Result<Event> Parse(DeadLetterReason& why, std::string_view bytes, size_t max_by
   // is not valid JSON), and in valid JSON every backslash starts an escape.
   for (size_t i = bytes.find('\\'); i != std::string_view::npos; i = bytes.find('\\', i + 2)) {
     if (bytes.substr(i + 1, 5) == "u0000") {
-      return Reject(why, DeadLetterReason::kBadJson, "a string holds \\u0000 (NUL) at byte " + std::to_string(i) +
-                                    ", which trigd cannot store");
+      return Reject(why, DeadLetterReason::kBadJson,
+                    "a string holds \\u0000 (NUL) at byte " + std::to_string(i) + ", which trigd cannot store");
     }
   }
 
@@ -354,8 +349,9 @@ Result<Event> Parse(DeadLetterReason& why, std::string_view bytes, size_t max_by
   Result<std::string> id = RequiredString(why, document, "id", "id");
   if (!id.ok()) return id.status();
   if (id->size() > kMaxEventIdBytes) {
-    return Reject(why, DeadLetterReason::kBadField, "id: " + std::to_string(id->size()) + " bytes, more than the limit of " +
-                                   std::to_string(kMaxEventIdBytes));
+    return Reject(
+        why, DeadLetterReason::kBadField,
+        "id: " + std::to_string(id->size()) + " bytes, more than the limit of " + std::to_string(kMaxEventIdBytes));
   }
   event.id = std::move(id).value();
 
@@ -469,8 +465,8 @@ std::string DeadLetterJson(const Status& error, std::string_view topic, int part
   if (whole.size() <= kMaxPublishedBytes) return whole;
   size_t keep = std::min(original.size(), kDeadLetterOriginalKeep);
   // Not inside a UTF-8 sequence: back up over continuation bytes (at most 3).
-  for (size_t back = 0; back < 3 && keep > 0 && keep < original.size() &&
-                        (static_cast<unsigned char>(original[keep]) & 0xC0) == 0x80;
+  for (size_t back = 0;
+       back < 3 && keep > 0 && keep < original.size() && (static_cast<unsigned char>(original[keep]) & 0xC0) == 0x80;
        ++back) {
     --keep;
   }

@@ -207,25 +207,13 @@ class Scanner {
   bool Any(Value& v, int depth, Fields* payload_of) {
     if (p_ == end_) return false;
     switch (*p_) {
-      case '{':
-        v.kind = Value::kObject;
-        return Object(depth + 1, nullptr, payload_of);
-      case '[':
-        v.kind = Value::kArray;
-        return Array(v, depth + 1);
-      case '"':
-        return String(v);
-      case 't':
-        v.kind = Value::kTrue;
-        return Literal("true");
-      case 'f':
-        v.kind = Value::kFalse;
-        return Literal("false");
-      case 'n':
-        v.kind = Value::kNull;
-        return Literal("null");
-      default:
-        return Number(v);
+      case '{': v.kind = Value::kObject; return Object(depth + 1, nullptr, payload_of);
+      case '[': v.kind = Value::kArray; return Array(v, depth + 1);
+      case '"': return String(v);
+      case 't': v.kind = Value::kTrue; return Literal("true");
+      case 'f': v.kind = Value::kFalse; return Literal("false");
+      case 'n': v.kind = Value::kNull; return Literal("null");
+      default: return Number(v);
     }
   }
 
@@ -316,9 +304,9 @@ class Scanner {
     while (end - p >= 16) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
       // Signed: bytes from 0x80 compare below ' ' too, and they are not plain either.
-      const __m128i special = _mm_or_si128(
-          _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
-          _mm_cmplt_epi8(v, _mm_set1_epi8(' ')));
+      const __m128i special =
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                       _mm_cmplt_epi8(v, _mm_set1_epi8(' ')));
       if (const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(special))) {
         return p + std::countr_zero(mask);
       }
@@ -601,14 +589,14 @@ bool AllPlain(std::string_view bytes) {
   for (; end - p >= 16; p += 16) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     // Signed: bytes from 0x80 compare below ' ' too.
-    special = _mm_or_si128(special, _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(' ')),
-                                                 _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+    special = _mm_or_si128(special,
+                           _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
   }
   if (p != end && bytes.size() >= 16) {
     // The last (partial) block, read as the last sixteen bytes.
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(end - 16));
-    special = _mm_or_si128(special, _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(' ')),
-                                                 _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+    special = _mm_or_si128(special,
+                           _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
     p = end;
   }
   if (_mm_movemask_epi8(special) != 0) return false;

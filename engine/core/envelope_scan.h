@@ -20,7 +20,7 @@ namespace trigd {
 
 struct EnvelopeScan {
   EventType type = EventType::kPartition;
-  std::string_view id;        // views into the scanned bytes
+  std::string_view id;  // views into the scanned bytes
   TimePoint time;
   std::string_view key_name;  // payload.dataset, payload.program or payload.schedule
 

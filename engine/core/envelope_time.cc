@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstring>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace trigd {
@@ -34,9 +34,8 @@ std::optional<std::string> NormalizeRfc3339(std::string_view text) {
   auto is = [&](size_t at, std::string_view any_of) {
     return at < text.size() && any_of.find(text[at]) != std::string_view::npos;
   };
-  if (!(digits(0, 4) && is(4, "-") && digits(5, 2) && is(7, "-") && digits(8, 2) &&
-        is(10, "Tt") && digits(11, 2) && is(13, ":") && digits(14, 2) && is(16, ":") &&
-        digits(17, 2))) {
+  if (!(digits(0, 4) && is(4, "-") && digits(5, 2) && is(7, "-") && digits(8, 2) && is(10, "Tt") && digits(11, 2) &&
+        is(13, ":") && digits(14, 2) && is(16, ":") && digits(17, 2))) {
     return std::nullopt;
   }
   std::string normalized(text.substr(0, 19));
@@ -49,8 +48,7 @@ std::optional<std::string> NormalizeRfc3339(std::string_view text) {
     at = end;
   }
   if (is(at, "Zz") && at + 1 == text.size()) return normalized + "Z";
-  if (is(at, "+-") && digits(at + 1, 2) && is(at + 3, ":") && digits(at + 4, 2) &&
-      at + 6 == text.size()) {
+  if (is(at, "+-") && digits(at + 1, 2) && is(at + 3, ":") && digits(at + 4, 2) && at + 6 == text.size()) {
     return normalized + std::string(text.substr(at));
   }
   return std::nullopt;
@@ -98,8 +96,8 @@ std::optional<TimePoint> ParseEnvelopeTimeFast(std::string_view text) {
     for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15}) digits = digits && digit(i) <= 9;
   }
   if (!digits) return std::nullopt;
-  if (digit(17) > 9 || digit(18) > 9 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') ||
-      s[13] != ':' || s[16] != ':') {
+  if (digit(17) > 9 || digit(18) > 9 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') || s[13] != ':' ||
+      s[16] != ':') {
     return std::nullopt;
   }
   auto two = [&](size_t at) { return digit(at) * 10 + digit(at + 1); };
@@ -107,8 +105,7 @@ std::optional<TimePoint> ParseEnvelopeTimeFast(std::string_view text) {
   const unsigned month = two(5), day = two(8), hour = two(11), minute = two(14), second = two(17);
   // Whatever date::parse would make of a leap second or an impossible date, the reference
   // decides it.
-  if (month < 1 || month > 12 || day < 1 || day > DaysInMonth(year, month) || hour > 23 ||
-      minute > 59 || second > 59) {
+  if (month < 1 || month > 12 || day < 1 || day > DaysInMonth(year, month) || hour > 23 || minute > 59 || second > 59) {
     return std::nullopt;
   }
   size_t at = 19;
@@ -126,8 +123,8 @@ std::optional<TimePoint> ParseEnvelopeTimeFast(std::string_view text) {
   int64_t offset_minutes = 0;
   if (at + 1 == n && (s[at] == 'Z' || s[at] == 'z')) {
     offset_minutes = 0;
-  } else if (at + 6 == n && (s[at] == '+' || s[at] == '-') && IsDigit(s[at + 1]) &&
-             IsDigit(s[at + 2]) && s[at + 3] == ':' && IsDigit(s[at + 4]) && IsDigit(s[at + 5])) {
+  } else if (at + 6 == n && (s[at] == '+' || s[at] == '-') && IsDigit(s[at + 1]) && IsDigit(s[at + 2]) &&
+             s[at + 3] == ':' && IsDigit(s[at + 4]) && IsDigit(s[at + 5])) {
     const unsigned offset_hours = two(at + 1), offset_mins = two(at + 4);
     if (offset_hours > 23 || offset_mins > 59) return std::nullopt;
     offset_minutes = (s[at] == '-' ? -1 : 1) * static_cast<int64_t>(offset_hours * 60 + offset_mins);
@@ -135,8 +132,7 @@ std::optional<TimePoint> ParseEnvelopeTimeFast(std::string_view text) {
     return std::nullopt;
   }
   const int64_t ms = DaysFromCivil(year, month, day) * 86'400'000 +
-                     static_cast<int64_t>((hour * 60 + minute) * 60 + second) * 1000 + millis -
-                     offset_minutes * 60'000;
+                     static_cast<int64_t>((hour * 60 + minute) * 60 + second) * 1000 + millis - offset_minutes * 60'000;
   const TimePoint t{Millis(ms)};
   // An offset that carries the instant out of years 0000-9999 is refused by the reference
   // too; leave the message to it.

@@ -30,10 +30,10 @@ struct RoutedEvent {
     kInvalid,  // refused by ParseEnvelope: `error` says why
   };
   Kind kind = Kind::kNoMatch;
-  EventType type = EventType::kPartition;  // kOwnTick, kNoMatch, kMatch
-  std::optional<Event> event;              // kMatch
-  std::span<const int64_t> schedules;      // kMatch: valid until the index changes
-  Status error;                            // kInvalid
+  EventType type = EventType::kPartition;                // kOwnTick, kNoMatch, kMatch
+  std::optional<Event> event;                            // kMatch
+  std::span<const int64_t> schedules;                    // kMatch: valid until the index changes
+  Status error;                                          // kInvalid
   DeadLetterReason reason = DeadLetterReason::kBadJson;  // kInvalid: the metric label
 };
 

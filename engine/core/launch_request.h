@@ -47,9 +47,9 @@ inline Millis StartWindow(Millis heartbeat_timeout) { return std::max(heartbeat_
 // The fields of a request that every attempt of its run shares, as JSON text where they are
 // JSON (program, triggered_by): a schedule's program is serialised once for all its launches.
 struct LaunchRequest {
-  std::string program_json;       // {"args":...,"name":...,"target":...} (ProgramJson)
+  std::string program_json;  // {"args":...,"name":...,"target":...} (ProgramJson)
   std::string run_id;
-  std::string schedule;           // namespace/name
+  std::string schedule;  // namespace/name
   int64_t schedule_version = 0;
   std::string triggered_by_json;  // a JSON array, as the job stored it (or cut to fit)
   bool triggered_by_truncated = false;

@@ -80,8 +80,7 @@ uint64_t HashKey(std::string_view key) {
       b = (Load32(p + n - 4) << 32) | Load32(p + n - 4 - middle);
     } else if (n > 0) {
       a = (static_cast<uint64_t>(static_cast<uint8_t>(p[0])) << 16) |
-          (static_cast<uint64_t>(static_cast<uint8_t>(p[n >> 1])) << 8) |
-          static_cast<uint8_t>(p[n - 1]);
+          (static_cast<uint64_t>(static_cast<uint8_t>(p[n >> 1])) << 8) | static_cast<uint8_t>(p[n - 1]);
     }
   } else {
     size_t remaining = n;
@@ -96,9 +95,7 @@ uint64_t HashKey(std::string_view key) {
   return Mix(kSecret1 ^ n, Mix(a ^ kSecret1, b ^ seed ^ kSecret2));
 }
 
-inline uint64_t HashScheduleId(int64_t id) {
-  return Mix(static_cast<uint64_t>(id) ^ kSecret0, kSecret1);
-}
+inline uint64_t HashScheduleId(int64_t id) { return Mix(static_cast<uint64_t>(id) ^ kSecret0, kSecret1); }
 
 // Capacity class of a block holding `count` entries: the smallest c with 2^c >= count.
 uint32_t BlockClassFor(size_t count) {
@@ -227,8 +224,7 @@ struct ScheduleIndex::Impl {
     records_.resize(record + RecordWords(key.size()), 0);
     records_[record] = key.size();  // count 0 until the caller appends a posting
     if (!key.empty()) {
-      std::memcpy(reinterpret_cast<char*>(&records_[record + kRecordHeaderWords]), key.data(),
-                  key.size());
+      std::memcpy(reinterpret_cast<char*>(&records_[record + kRecordHeaderWords]), key.data(), key.size());
     }
     return static_cast<uint32_t>(record);
   }
@@ -320,8 +316,7 @@ struct ScheduleIndex::Impl {
     // Backward-shift deletion: pull later members of the probe run into the hole unless that
     // would move them before their home slot. No tombstones, so lookups of absent keys stay
     // short however many keys come and go.
-    for (size_t next = (hole + 1) & KeyMask(); key_slots_[next].record != kNoRecord;
-         next = (next + 1) & KeyMask()) {
+    for (size_t next = (hole + 1) & KeyMask(); key_slots_[next].record != kNoRecord; next = (next + 1) & KeyMask()) {
       const size_t home = KeyHome(key_slots_[next].tag);
       // `next` may move into `hole` iff its home is not cyclically within (hole, next].
       if (((next - home) & KeyMask()) >= ((next - hole) & KeyMask())) {
@@ -484,8 +479,7 @@ struct ScheduleIndex::Impl {
     const uint32_t old_count = schedule_slots_[slot].ref_count;
     const uint32_t old_refs = schedule_slots_[slot].refs;
     old_refs_.assign(refs_.at(old_refs), refs_.at(old_refs) + old_count);
-    std::sort(old_refs_.begin(), old_refs_.end(),
-              [](const Ref& a, const Ref& b) { return a.record < b.record; });
+    std::sort(old_refs_.begin(), old_refs_.end(), [](const Ref& a, const Ref& b) { return a.record < b.record; });
 
     // Merge the sorted old and new key sets: keys kept keep their posting position (appends
     // and other schedules' removals never move this schedule's entry of a kept key).
@@ -493,8 +487,7 @@ struct ScheduleIndex::Impl {
     size_t o = 0;
     size_t n = 0;
     while (o < old_refs_.size() || n < new_records_.size()) {
-      if (n == new_records_.size() ||
-          (o < old_refs_.size() && old_refs_[o].record < new_records_[n])) {
+      if (n == new_records_.size() || (o < old_refs_.size() && old_refs_[o].record < new_records_[n])) {
         RemovePosting(old_refs_[o].record, old_refs_[o].position, id);
         ++o;
       } else if (o == old_refs_.size() || new_records_[n] < old_refs_[o].record) {
@@ -545,8 +538,7 @@ struct ScheduleIndex::Impl {
       if (slot.record == kNoRecord) continue;
       const uint32_t moved = static_cast<uint32_t>(compacted.size());
       const size_t words = RecordWords(Length(slot.record));
-      compacted.insert(compacted.end(), records_.begin() + slot.record,
-                       records_.begin() + slot.record + words);
+      compacted.insert(compacted.end(), records_.begin() + slot.record, records_.begin() + slot.record + words);
       // The old header word becomes the forwarding address for the refs pass below.
       records_[slot.record] = moved;
       slot.record = moved;
@@ -563,11 +555,9 @@ struct ScheduleIndex::Impl {
   }
 
   size_t MemoryBytes() const {
-    return sizeof(Impl) + key_slots_.capacity() * sizeof(KeySlot) +
-           records_.capacity() * sizeof(uint64_t) + postings_.MemoryBytes() +
-           schedule_slots_.capacity() * sizeof(ScheduleSlot) + refs_.MemoryBytes() +
-           new_records_.capacity() * sizeof(uint32_t) +
-           (old_refs_.capacity() + merged_refs_.capacity()) * sizeof(Ref);
+    return sizeof(Impl) + key_slots_.capacity() * sizeof(KeySlot) + records_.capacity() * sizeof(uint64_t) +
+           postings_.MemoryBytes() + schedule_slots_.capacity() * sizeof(ScheduleSlot) + refs_.MemoryBytes() +
+           new_records_.capacity() * sizeof(uint32_t) + (old_refs_.capacity() + merged_refs_.capacity()) * sizeof(Ref);
   }
 
   LargeArray<KeySlot> key_slots_;
@@ -600,8 +590,7 @@ ScheduleIndex::ScheduleIndex() : impl_(new Impl) {}
 ScheduleIndex::~ScheduleIndex() { delete impl_; }
 
 // A moved-from index has no Impl; it reads as empty and recreates one on the next Put.
-ScheduleIndex::ScheduleIndex(ScheduleIndex&& other) noexcept
-    : impl_(std::exchange(other.impl_, nullptr)) {}
+ScheduleIndex::ScheduleIndex(ScheduleIndex&& other) noexcept : impl_(std::exchange(other.impl_, nullptr)) {}
 
 ScheduleIndex& ScheduleIndex::operator=(ScheduleIndex&& other) noexcept {
   std::swap(impl_, other.impl_);
@@ -636,18 +625,12 @@ std::span<const int64_t> ScheduleIndex::Lookup(std::string_view key, uint64_t ha
   return impl_->Lookup(key, hash);
 }
 
-size_t ScheduleIndex::schedule_count() const {
-  return impl_ == nullptr ? 0 : impl_->schedule_count_;
-}
+size_t ScheduleIndex::schedule_count() const { return impl_ == nullptr ? 0 : impl_->schedule_count_; }
 
 size_t ScheduleIndex::key_count() const { return impl_ == nullptr ? 0 : impl_->key_count_; }
 
-size_t ScheduleIndex::MemoryBytes() const {
-  return impl_ == nullptr ? 0 : impl_->MemoryBytes();
-}
+size_t ScheduleIndex::MemoryBytes() const { return impl_ == nullptr ? 0 : impl_->MemoryBytes(); }
 
-size_t ScheduleIndex::KeyStringBytes() const {
-  return impl_ == nullptr ? 0 : impl_->key_string_bytes_;
-}
+size_t ScheduleIndex::KeyStringBytes() const { return impl_ == nullptr ? 0 : impl_->key_string_bytes_; }
 
 }  // namespace trigd

@@ -40,13 +40,11 @@ struct EnumName {
   E value;
 };
 
-constexpr EnumName<CatchupPolicy> kCatchupPolicies[] = {{"all", CatchupPolicy::kAll},
-                                                         {"latest", CatchupPolicy::kLatest},
-                                                         {"none", CatchupPolicy::kNone}};
-constexpr EnumName<UpstreamFailurePolicy> kUpstreamFailurePolicies[] = {
-    {"wait", UpstreamFailurePolicy::kWait}, {"discard", UpstreamFailurePolicy::kDiscard}};
-constexpr EnumName<OnUnmet> kOnUnmetPolicies[] = {{"wait", OnUnmet::kWait},
-                                                  {"skip", OnUnmet::kSkip}};
+constexpr EnumName<CatchupPolicy> kCatchupPolicies[] = {
+    {"all", CatchupPolicy::kAll}, {"latest", CatchupPolicy::kLatest}, {"none", CatchupPolicy::kNone}};
+constexpr EnumName<UpstreamFailurePolicy> kUpstreamFailurePolicies[] = {{"wait", UpstreamFailurePolicy::kWait},
+                                                                        {"discard", UpstreamFailurePolicy::kDiscard}};
+constexpr EnumName<OnUnmet> kOnUnmetPolicies[] = {{"wait", OnUnmet::kWait}, {"skip", OnUnmet::kSkip}};
 constexpr EnumName<TimeoutAction> kTimeoutActions[] = {{"discard", TimeoutAction::kDiscard},
                                                        {"run", TimeoutAction::kRun}};
 
@@ -59,19 +57,15 @@ std::string NameOf(const EnumName<E> (&table)[N], E value) {
 }
 
 // Known fields of each object, in the order SPEC §4 lists them.
-constexpr std::string_view kScheduleFields[] = {
-    "namespace", "name", "program", "trigger", "constraints", "timeout", "priority", "retry",
-    "heartbeat_timeout", "enabled"};
+constexpr std::string_view kScheduleFields[] = {"namespace", "name",     "program", "trigger",           "constraints",
+                                                "timeout",   "priority", "retry",   "heartbeat_timeout", "enabled"};
 constexpr std::string_view kProgramFields[] = {"name", "args", "target"};
 constexpr std::string_view kTriggerKinds[] = {"time", "partition", "program", "all", "any"};
-constexpr std::string_view kTimeTriggerFields[] = {"cron", "every", "timezone", "catchup",
-                                                   "catchup_window"};
+constexpr std::string_view kTimeTriggerFields[] = {"cron", "every", "timezone", "catchup", "catchup_window"};
 constexpr std::string_view kPartitionTriggerFields[] = {"dataset", "count", "min_bytes"};
-constexpr std::string_view kProgramTriggerFields[] = {"name", "status", "count",
-                                                      "on_upstream_failure"};
-constexpr std::string_view kConstraintFields[] = {
-    "max_concurrent_runs", "concurrency_group",  "delay",
-    "time_window",         "min_since_last_run", "max_runs_per"};
+constexpr std::string_view kProgramTriggerFields[] = {"name", "status", "count", "on_upstream_failure"};
+constexpr std::string_view kConstraintFields[] = {"max_concurrent_runs", "concurrency_group",  "delay",
+                                                  "time_window",         "min_since_last_run", "max_runs_per"};
 constexpr std::string_view kConcurrencyGroupFields[] = {"name", "max", "on_unmet"};
 constexpr std::string_view kTimeWindowFields[] = {"start", "end", "timezone", "on_unmet"};
 constexpr std::string_view kMinSinceLastRunFields[] = {"duration", "on_unmet"};
@@ -85,9 +79,7 @@ std::string FieldPath(const std::string& parent, std::string_view key) {
   return parent.empty() ? std::string(key) : parent + "." + std::string(key);
 }
 
-std::string ElementPath(const std::string& parent, size_t index) {
-  return parent + "[" + std::to_string(index) + "]";
-}
+std::string ElementPath(const std::string& parent, size_t index) { return parent + "[" + std::to_string(index) + "]"; }
 
 // `"value"` with JSON escaping, cut at a UTF-8 boundary when long.
 std::string Quote(std::string_view text) {
@@ -98,8 +90,7 @@ std::string Quote(std::string_view text) {
     text = text.substr(0, end);
     cut = true;
   }
-  std::string quoted = nlohmann::json(std::string(text))
-                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string quoted = nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (cut) quoted.insert(quoted.size() - 1, "...");
   return quoted;
 }
@@ -141,8 +132,7 @@ bool IsIdentifierChar(char c, bool lowercase_only) {
 
 bool IsIdentifier(std::string_view s, bool lowercase_only) {
   if (s.empty() || s.size() > kMaxIdentifierLength) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [lowercase_only](char c) { return IsIdentifierChar(c, lowercase_only); });
+  return std::all_of(s.begin(), s.end(), [lowercase_only](char c) { return IsIdentifierChar(c, lowercase_only); });
 }
 
 // "." and ".." read as paths (and Kafka refuses them as topic names), and a name of dots says
@@ -329,8 +319,8 @@ class DocumentParser {
     return value.template get<std::string>();
   }
 
-  std::optional<std::string> ReadIdentifier(const Json& value, const std::string& path,
-                                            std::string_view what, bool lowercase_only) {
+  std::optional<std::string> ReadIdentifier(const Json& value, const std::string& path, std::string_view what,
+                                            bool lowercase_only) {
     auto s = ReadString(value, path);
     if (!s) return std::nullopt;
     if (std::string problem = IdentifierProblem(*s, lowercase_only); !problem.empty()) {
@@ -346,8 +336,7 @@ class DocumentParser {
     const int64_t min = range.min, max = range.max;
     auto out_of_range = [&](const std::string& got, bool too_large) {
       if (min < 0) {
-        Error(path, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                        ", got " + got);
+        Error(path, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + got);
       } else if (too_large) {
         Error(path, "must be at most " + std::to_string(max) + ", got " + got);
       } else {
@@ -389,8 +378,7 @@ class DocumentParser {
     return value.template get<bool>();
   }
 
-  std::optional<Millis> ReadDuration(const Json& value, const std::string& path,
-                                     bool allow_zero) {
+  std::optional<Millis> ReadDuration(const Json& value, const std::string& path, bool allow_zero) {
     if (!value.is_string()) {
       Error(path, std::string("expected a duration such as \"10m\", got ") + value.type_name());
       return std::nullopt;
@@ -426,8 +414,7 @@ class DocumentParser {
 
   std::optional<int> ReadTimeOfDay(const Json& value, const std::string& path) {
     if (!value.is_string()) {
-      Error(path, std::string("expected a time of day such as \"22:00\", got ") +
-                      value.type_name());
+      Error(path, std::string("expected a time of day such as \"22:00\", got ") + value.type_name());
       return std::nullopt;
     }
     Result<int> minute = ParseTimeOfDay(value.template get<std::string>());
@@ -449,8 +436,7 @@ class DocumentParser {
       if (e.name == *s) return e.value;
       names.push_back(e.name);
     }
-    Error(path, "unknown " + std::string(noun) + " " + Quote(*s) + " (expected " +
-                    JoinAlternatives(names, "or") + ")");
+    Error(path, "unknown " + std::string(noun) + " " + Quote(*s) + " (expected " + JoinAlternatives(names, "or") + ")");
     return std::nullopt;
   }
 
@@ -475,8 +461,7 @@ class DocumentParser {
   void ParseTrigger(const Json& value, const std::string& path, int depth, Trigger& out) {
     if (!ExpectObject(value, path)) return;
     if (depth > kMaxTriggerDepth) {
-      Error(path, "triggers are nested more than " + std::to_string(kMaxTriggerDepth) +
-                      " levels deep");
+      Error(path, "triggers are nested more than " + std::to_string(kMaxTriggerDepth) + " levels deep");
       return;
     }
     std::vector<std::string_view> kinds;
@@ -505,15 +490,14 @@ class DocumentParser {
       kinds.push_back(key);
     }
     if (kinds.size() > 1) {
-      Error(path, "a trigger has exactly one of time, partition, program, all or any, got " +
-                      JoinAlternatives(kinds, "and"));
+      Error(path,
+            "a trigger has exactly one of time, partition, program, all or any, got " + JoinAlternatives(kinds, "and"));
     } else if (value.empty()) {
       Error(path, "expected one of time, partition, program, all or any");
     }
   }
 
-  void ParseComposite(const Json& value, const std::string& path, int depth,
-                      std::vector<Trigger>& children) {
+  void ParseComposite(const Json& value, const std::string& path, int depth, std::vector<Trigger>& children) {
     if (!value.is_array()) {
       Error(path, std::string("expected an array of triggers, got ") + value.type_name());
       return;
@@ -572,8 +556,7 @@ class DocumentParser {
     // Ticks carry only the schedule and the fire time (SPEC §3), so two time leaves of one
     // schedule could not be told apart.
     if (first_time_trigger_path_) {
-      Error(path, "a schedule has at most one time trigger (the first is " +
-                      *first_time_trigger_path_ + ")");
+      Error(path, "a schedule has at most one time trigger (the first is " + *first_time_trigger_path_ + ")");
     } else {
       first_time_trigger_path_ = path;
     }
@@ -627,8 +610,7 @@ class DocumentParser {
 
   // Problems of single statuses are reported at the array's path, as in SPEC §4's
   // `trigger.all[1].program.status: unknown status "done"`.
-  void ReadStatuses(const Json& value, const std::string& path,
-                    std::vector<ProgramStatus>& out) {
+  void ReadStatuses(const Json& value, const std::string& path, std::vector<ProgramStatus>& out) {
     if (value.is_string()) {
       std::string given = value.template get<std::string>();
       Error(path, "expected an array of statuses, e.g. [" + Quote(given) + "], got string");
@@ -654,8 +636,7 @@ class DocumentParser {
       std::optional<ProgramStatus> status = ProgramStatusFromName(name);
       if (!status) {
         // Same shape as the other enums' messages; SPEC's example is its prefix.
-        Error(path, "unknown status " + Quote(name) +
-                        " (expected started, heartbeat, succeeded, failed or killed)");
+        Error(path, "unknown status " + Quote(name) + " (expected started, heartbeat, succeeded, failed or killed)");
         ok = false;
       } else if (std::find(statuses.begin(), statuses.end(), *status) != statuses.end()) {
         Error(path, "duplicate status " + Quote(name));
@@ -731,8 +712,7 @@ class DocumentParser {
     Required(value, path, "end");
     // Equal ends could mean "never" or "always"; neither is worth a constraint, so ask.
     if (start && end && *start == *end) {
-      Error(path, "start and end are both \"" + FormatTimeOfDay(*start) +
-                      "\": the window would be empty");
+      Error(path, "start and end are both \"" + FormatTimeOfDay(*start) + "\": the window would be empty");
     }
   }
 
@@ -803,9 +783,8 @@ class DocumentParser {
       }
     }
     if (backoff && max_backoff && *max_backoff < *backoff) {
-      Error(FieldPath(path, "max_backoff"), "must be at least backoff (" +
-                                                FormatDuration(*backoff) + "), got " +
-                                                FormatDuration(*max_backoff));
+      Error(FieldPath(path, "max_backoff"),
+            "must be at least backoff (" + FormatDuration(*backoff) + "), got " + FormatDuration(*max_backoff));
     }
     // A backoff above the default cap raises the cap rather than failing a document that
     // never mentioned max_backoff.
@@ -858,9 +837,7 @@ class DuplicateKeyFinder {
         }
         break;
       }
-      case Event::value:
-        EnterElement();
-        break;
+      case Event::value: EnterElement(); break;
     }
     return true;
   }
@@ -919,8 +896,7 @@ std::string SyntaxErrorReason(const nlohmann::json::parse_error& e) {
     size_t colon = what.find(": ", at);
     if (colon != std::string::npos) {
       std::string position = what.substr(at + marker.size(), colon - at - marker.size());
-      return "invalid JSON at " + position + " (byte " + std::to_string(e.byte) +
-             "): " + what.substr(colon + 2);
+      return "invalid JSON at " + position + " (byte " + std::to_string(e.byte) + "): " + what.substr(colon + 2);
     }
   }
   return "invalid JSON at byte " + std::to_string(e.byte) + ": " + what;
@@ -944,18 +920,17 @@ std::vector<ParsedSchedule> ParseScheduleFile(std::string_view text) {
   // JSON text has no place for a raw NUL.
   if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
     ParsedSchedule failed;
-    failed.errors.push_back(
-        ScheduleError{"", "invalid JSON at byte " + std::to_string(nul) + ": a NUL byte (JSON text cannot contain one)"});
+    failed.errors.push_back(ScheduleError{
+        "", "invalid JSON at byte " + std::to_string(nul) + ": a NUL byte (JSON text cannot contain one)"});
     return {std::move(failed)};
   }
   DuplicateKeyFinder duplicates;
   OrderedJson root;
   try {
-    root = OrderedJson::parse(
-        text.begin(), text.end(),
-        [&duplicates](int, nlohmann::json::parse_event_t event, OrderedJson& parsed) {
-          return duplicates.Handle(event, parsed);
-        });
+    root = OrderedJson::parse(text.begin(), text.end(),
+                              [&duplicates](int, nlohmann::json::parse_event_t event, OrderedJson& parsed) {
+                                return duplicates.Handle(event, parsed);
+                              });
   } catch (const nlohmann::json::parse_error& e) {
     ParsedSchedule failed;
     failed.errors.push_back(ScheduleError{"", SyntaxErrorReason(e)});
@@ -963,8 +938,7 @@ std::vector<ParsedSchedule> ParseScheduleFile(std::string_view text) {
   } catch (const DuplicateKeyFinder::TooDeep& e) {
     ParsedSchedule failed;
     failed.errors.push_back(ScheduleError{
-        "", "invalid JSON: nested deeper than " + std::to_string(kMaxJsonNesting) +
-                " levels at " + Quote(e.path)});
+        "", "invalid JSON: nested deeper than " + std::to_string(kMaxJsonNesting) + " levels at " + Quote(e.path)});
     return {std::move(failed)};
   } catch (const nlohmann::json::out_of_range& e) {
     // A number beyond a double ("min_bytes": 1e400) is valid JSON, but no field's range holds
@@ -973,7 +947,8 @@ std::vector<ParsedSchedule> ParseScheduleFile(std::string_view text) {
     size_t open = what.find('\''), close = what.rfind('\'');
     std::string token = open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : what;
     ParsedSchedule failed;
-    failed.errors.push_back(ScheduleError{duplicates.PendingPath(), "number " + token + " is out of range (beyond a double)"});
+    failed.errors.push_back(
+        ScheduleError{duplicates.PendingPath(), "number " + token + " is out of range (beyond a double)"});
     return {std::move(failed)};
   }
 
@@ -989,9 +964,8 @@ std::vector<ParsedSchedule> ParseScheduleFile(std::string_view text) {
     prefixes.emplace_back();
   } else {
     ParsedSchedule failed;
-    failed.errors.push_back(ScheduleError{
-        "", std::string("expected a schedule object or an array of them, got ") +
-                root.type_name()});
+    failed.errors.push_back(
+        ScheduleError{"", std::string("expected a schedule object or an array of them, got ") + root.type_name()});
     return {std::move(failed)};
   }
 
@@ -1013,8 +987,7 @@ std::vector<ParsedSchedule> ParseScheduleFile(std::string_view text) {
     if (!inserted) {
       out[i].errors.push_back(ScheduleError{
           PrefixPath(prefixes[i], "name"),
-          "schedule " + Quote(out[i].schedule.id().value()) + " also appears at " +
-              prefixes[it->second]});
+          "schedule " + Quote(out[i].schedule.id().value()) + " also appears at " + prefixes[it->second]});
     }
   }
   return out;
@@ -1051,8 +1024,7 @@ nlohmann::json TriggerToJson(const Trigger& t) {
       for (ProgramStatus s : t.program.statuses) statuses.push_back(ProgramStatusName(s));
       program["status"] = std::move(statuses);
       program["count"] = t.program.count;
-      program["on_upstream_failure"] =
-          NameOf(kUpstreamFailurePolicies, t.program.on_upstream_failure);
+      program["on_upstream_failure"] = NameOf(kUpstreamFailurePolicies, t.program.on_upstream_failure);
       j["program"] = std::move(program);
       break;
     }
@@ -1080,29 +1052,25 @@ nlohmann::json ScheduleToJson(const Schedule& s) {
   const Constraints& c = s.constraints;
   if (c.max_concurrent_runs) constraints["max_concurrent_runs"] = *c.max_concurrent_runs;
   if (c.concurrency_group) {
-    constraints["concurrency_group"] = {
-        {"name", c.concurrency_group->name},
-        {"max", c.concurrency_group->max},
-        {"on_unmet", NameOf(kOnUnmetPolicies, c.concurrency_group->on_unmet)}};
+    constraints["concurrency_group"] = {{"name", c.concurrency_group->name},
+                                        {"max", c.concurrency_group->max},
+                                        {"on_unmet", NameOf(kOnUnmetPolicies, c.concurrency_group->on_unmet)}};
   }
   if (c.delay) constraints["delay"] = FormatDuration(*c.delay);
   if (c.time_window) {
-    constraints["time_window"] = {
-        {"start", FormatTimeOfDay(c.time_window->start_minute)},
-        {"end", FormatTimeOfDay(c.time_window->end_minute)},
-        {"timezone", c.time_window->timezone},
-        {"on_unmet", NameOf(kOnUnmetPolicies, c.time_window->on_unmet)}};
+    constraints["time_window"] = {{"start", FormatTimeOfDay(c.time_window->start_minute)},
+                                  {"end", FormatTimeOfDay(c.time_window->end_minute)},
+                                  {"timezone", c.time_window->timezone},
+                                  {"on_unmet", NameOf(kOnUnmetPolicies, c.time_window->on_unmet)}};
   }
   if (c.min_since_last_run) {
-    constraints["min_since_last_run"] = {
-        {"duration", FormatDuration(c.min_since_last_run->duration)},
-        {"on_unmet", NameOf(kOnUnmetPolicies, c.min_since_last_run->on_unmet)}};
+    constraints["min_since_last_run"] = {{"duration", FormatDuration(c.min_since_last_run->duration)},
+                                         {"on_unmet", NameOf(kOnUnmetPolicies, c.min_since_last_run->on_unmet)}};
   }
   if (c.max_runs_per) {
-    constraints["max_runs_per"] = {
-        {"count", c.max_runs_per->count},
-        {"period", FormatDuration(c.max_runs_per->period)},
-        {"on_unmet", NameOf(kOnUnmetPolicies, c.max_runs_per->on_unmet)}};
+    constraints["max_runs_per"] = {{"count", c.max_runs_per->count},
+                                   {"period", FormatDuration(c.max_runs_per->period)},
+                                   {"on_unmet", NameOf(kOnUnmetPolicies, c.max_runs_per->on_unmet)}};
   }
   j["constraints"] = std::move(constraints);
 

@@ -23,7 +23,7 @@ struct ScheduleError {
 };
 
 struct ParsedSchedule {
-  Schedule schedule;           // valid only when errors is empty
+  Schedule schedule;  // valid only when errors is empty
   std::vector<ScheduleError> errors;
   bool ok() const { return errors.empty(); }
 };

@@ -31,13 +31,11 @@ bool Wants(const ProgramTrigger& leaf, ProgramStatus status) {
 // Counts the partitions of `event` that `state` has not seen. Bytes are the event's, not a
 // partition's, so they are added once for an event that brings at least one new partition:
 // a re-sent partition adds neither count nor bytes.
-bool ApplyPartition(const PartitionTrigger& leaf, const PartitionPayload& event,
-                    LeafState& state) {
+bool ApplyPartition(const PartitionTrigger& leaf, const PartitionPayload& event, LeafState& state) {
   // State read back from storage is normally sorted; binary search depends on it.
   if (!std::is_sorted(state.partitions.begin(), state.partitions.end())) {
     std::sort(state.partitions.begin(), state.partitions.end());
-    state.partitions.erase(std::unique(state.partitions.begin(), state.partitions.end()),
-                           state.partitions.end());
+    state.partitions.erase(std::unique(state.partitions.begin(), state.partitions.end()), state.partitions.end());
   }
   bool counted = false;
   for (const std::string& partition : event.partitions) {
@@ -107,20 +105,18 @@ std::string DescribeLeaf(const Trigger& leaf, const LeafState& state) {
     }
     case TriggerKind::kTime: {
       const TimeTrigger& t = leaf.time;
-      std::string when = t.cron ? "cron \"" + *t.cron + "\" in " + t.timezone
-                                : "every " + FormatDuration(t.every.value_or(Millis(0)));
-      return (state.satisfied ? "ticked" : "waiting for a tick") + std::string(" (") + when +
-             ")";
+      std::string when =
+          t.cron ? "cron \"" + *t.cron + "\" in " + t.timezone : "every " + FormatDuration(t.every.value_or(Millis(0)));
+      return (state.satisfied ? "ticked" : "waiting for a tick") + std::string(" (") + when + ")";
     }
     case TriggerKind::kAll:
-    case TriggerKind::kAny:
-      break;
+    case TriggerKind::kAny: break;
   }
   return {};
 }
 
-void Describe(const Trigger& trigger, const std::string& path, const TriggerState& state,
-              size_t& next_leaf, std::vector<LeafProgress>& out) {
+void Describe(const Trigger& trigger, const std::string& path, const TriggerState& state, size_t& next_leaf,
+              std::vector<LeafProgress>& out) {
   if (!IsComposite(trigger)) {
     const LeafState& leaf_state = state.leaves[next_leaf++];
     out.push_back({path, leaf_state.satisfied, DescribeLeaf(trigger, leaf_state)});
@@ -144,8 +140,7 @@ TriggerState NewTriggerState(const Trigger& trigger) {
   return state;
 }
 
-ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, const Event& event,
-                       TriggerState& state) {
+ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, const Event& event, TriggerState& state) {
   const std::vector<const Trigger*> leaves = TriggerLeaves(trigger);
   if (state.leaves.size() != leaves.size()) state = NewTriggerState(trigger);
 
@@ -158,8 +153,7 @@ ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, con
     // with its launch request, and a satisfied leaf never becomes unsatisfied.
     switch (leaf.kind) {
       case TriggerKind::kPartition:
-        if (event.type == EventType::kPartition &&
-            event.partition.dataset == leaf.partition.dataset) {
+        if (event.type == EventType::kPartition && event.partition.dataset == leaf.partition.dataset) {
           counted = ApplyPartition(leaf.partition, event.partition, leaf_state);
         }
         break;
@@ -171,8 +165,7 @@ ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, con
           ++leaf_state.count;
           if (leaf_state.count >= leaf.program.count) leaf_state.satisfied = true;
           counted = true;
-        } else if ((event.program.status == ProgramStatus::kFailed ||
-                    event.program.status == ProgramStatus::kKilled) &&
+        } else if ((event.program.status == ProgramStatus::kFailed || event.program.status == ProgramStatus::kKilled) &&
                    leaf.program.on_upstream_failure == UpstreamFailurePolicy::kDiscard) {
           result.upstream_failure = true;
         }
@@ -185,8 +178,7 @@ ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, con
         }
         break;
       case TriggerKind::kAll:
-      case TriggerKind::kAny:
-        break;
+      case TriggerKind::kAny: break;
     }
     if (counted) {
       result.changed = true;

@@ -32,8 +32,7 @@ struct ApplyResult {
 // Applies `event` to every leaf of `trigger` it matches. `schedule` is the trigger's own
 // schedule (ticks match only their own schedule). A state whose leaf count differs from the
 // trigger's is reset first (the schedule changed).
-ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, const Event& event,
-                       TriggerState& state);
+ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, const Event& event, TriggerState& state);
 
 // True when the trigger tree is satisfied by `state`.
 bool IsComplete(const Trigger& trigger, const TriggerState& state);

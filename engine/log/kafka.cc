@@ -106,10 +106,8 @@ bool IsPermanentProduceError(RdKafka::ErrorCode err) {
     case RdKafka::ERR_INVALID_RECORD:
     case RdKafka::ERR_POLICY_VIOLATION:
     case RdKafka::ERR_TOPIC_EXCEPTION:
-    case RdKafka::ERR_INVALID_MSG:
-      return true;
-    default:
-      return false;
+    case RdKafka::ERR_INVALID_MSG: return true;
+    default: return false;
   }
 }
 
@@ -209,7 +207,8 @@ class Rebalancer : public RdKafka::RebalanceCb {
     // One line per change of ownership: when a partition is not consumed, the log says since when
     // no instance held it.
     std::string which;
-    for (auto* p : parts) which += (which.empty() ? "" : ", ") + p->topic() + "[" + std::to_string(p->partition()) + "]";
+    for (auto* p : parts)
+      which += (which.empty() ? "" : ", ") + p->topic() + "[" + std::to_string(p->partition()) + "]";
     if (which.empty()) which = "no partitions";  // a rebalance that moved none of this member's
     LogLine(std::string("consumer: ") + (err == RdKafka::ERR__ASSIGN_PARTITIONS ? "assigned " : "revoked ") + which +
             " (" + std::to_string(assigned_.size()) + " held)");
@@ -241,7 +240,8 @@ class Rebalancer : public RdKafka::RebalanceCb {
   static int64_t Beginning(RdKafka::KafkaConsumer* c, const RdKafka::TopicPartition& p, bool& ask_broker) {
     int64_t low = 0, high = 0;
     if (ask_broker) {
-      if (c->query_watermark_offsets(p.topic(), p.partition(), &low, &high, 2000) == RdKafka::ERR_NO_ERROR && low >= 0) {
+      if (c->query_watermark_offsets(p.topic(), p.partition(), &low, &high, 2000) == RdKafka::ERR_NO_ERROR &&
+          low >= 0) {
         return low;
       }
       ask_broker = false;
@@ -347,7 +347,8 @@ class RdConsumer : public Consumer {
         auto started = rebalancer_->started_at_.find({p->topic(), p->partition()});
         if (started != rebalancer_->started_at_.end()) pos = started->second;
       }
-      if (pos >= 0 && consumer_->get_watermark_offsets(p->topic(), p->partition(), &low, &high) == RdKafka::ERR_NO_ERROR &&
+      if (pos >= 0 &&
+          consumer_->get_watermark_offsets(p->topic(), p->partition(), &low, &high) == RdKafka::ERR_NO_ERROR &&
           high >= 0) {
         out.push_back({p->topic(), p->partition(), high, std::max<int64_t>(0, high - pos)});
       }
@@ -421,8 +422,7 @@ class RdTopicReader : public TopicReader {
       if (m->err() != RdKafka::ERR_NO_ERROR) continue;  // a partition's end or a fetch error: retried by librdkafka
       watch_->Reachable();
       next_[m->partition()] = m->offset() + 1;
-      out.push_back({m->topic_name(), m->partition(), m->offset(),
-                     m->key() ? *m->key() : std::string(),
+      out.push_back({m->topic_name(), m->partition(), m->offset(), m->key() ? *m->key() : std::string(),
                      std::string(static_cast<const char*>(m->payload()), m->len())});
     }
     return out;
@@ -456,7 +456,6 @@ class RdTopicReader : public TopicReader {
   std::map<int, int64_t> next_;  // partition: the offset after the last message returned
 };
 
-
 }  // namespace
 
 Result<std::unique_ptr<Producer>> Producer::Create(const std::string& bootstrap) {
@@ -467,8 +466,7 @@ Result<std::unique_ptr<Producer>> Producer::Create(const std::string& bootstrap)
   // (the relay), so waiting for more only adds to every launch's latency; messages queued
   // while a request is in flight still go out together.
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"bootstrap.servers", bootstrap}, {"enable.idempotence", "true"},
-           {"linger.ms", "0"}, {"log_level", "2"}}) {
+           {"bootstrap.servers", bootstrap}, {"enable.idempotence", "true"}, {"linger.ms", "0"}, {"log_level", "2"}}) {
     if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
   }
   std::string err;
@@ -479,20 +477,23 @@ Result<std::unique_ptr<Producer>> Producer::Create(const std::string& bootstrap)
   return std::unique_ptr<Producer>(std::move(p));
 }
 
-Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
-                                                   const std::string& group,
-                                                   const std::vector<std::string>& topics,
-                                                   OffsetLookup lookup, const ConsumerOptions& options) {
+Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap, const std::string& group,
+                                                   const std::vector<std::string>& topics, OffsetLookup lookup,
+                                                   const ConsumerOptions& options) {
   auto c = std::make_unique<RdConsumer>();
   c->watch_ = std::make_unique<BrokerWatch>(bootstrap);
   c->rebalancer_ = std::make_unique<Rebalancer>(std::move(lookup), *c->watch_);
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"bootstrap.servers", bootstrap}, {"group.id", group},
-           {"enable.auto.commit", "false"}, {"auto.offset.reset", "earliest"},
-           {"session.timeout.ms", "6000"}, {"heartbeat.interval.ms", "1000"},
-           {"partition.assignment.strategy", "cooperative-sticky"},
-           {"fetch.wait.max.ms", "10"}, {"log_level", "2"}}) {
+  for (auto [k, v] :
+       std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", bootstrap},
+                                                        {"group.id", group},
+                                                        {"enable.auto.commit", "false"},
+                                                        {"auto.offset.reset", "earliest"},
+                                                        {"session.timeout.ms", "6000"},
+                                                        {"heartbeat.interval.ms", "1000"},
+                                                        {"partition.assignment.strategy", "cooperative-sticky"},
+                                                        {"fetch.wait.max.ms", "10"},
+                                                        {"log_level", "2"}}) {
     if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
   }
   // librdkafka (2.0) stops fetching once its local queue holds queued.min.messages (counted
@@ -512,7 +513,8 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
   }
   if (options.commit_stored_every_ms > 0) {
     for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-             {"enable.auto.commit", "true"}, {"enable.auto.offset.store", "false"},
+             {"enable.auto.commit", "true"},
+             {"enable.auto.offset.store", "false"},
              {"auto.commit.interval.ms", std::to_string(options.commit_stored_every_ms)}}) {
       if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
     }
@@ -540,10 +542,13 @@ Result<std::unique_ptr<TopicReader>> TopicReader::Create(const std::string& boot
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   // A group id only because librdkafka's KafkaConsumer requires one: partitions are assigned by
   // hand (assign), so the consumer never joins the group, and it commits nothing.
-  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"bootstrap.servers", bootstrap}, {"group.id", "trigd-reader-unused"},
-           {"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"},
-           {"auto.offset.reset", "earliest"}, {"fetch.wait.max.ms", "100"}, {"log_level", "2"}}) {
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", bootstrap},
+                                                                      {"group.id", "trigd-reader-unused"},
+                                                                      {"enable.auto.commit", "false"},
+                                                                      {"enable.auto.offset.store", "false"},
+                                                                      {"auto.offset.reset", "earliest"},
+                                                                      {"fetch.wait.max.ms", "100"},
+                                                                      {"log_level", "2"}}) {
     if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
   }
   std::string err;
@@ -584,8 +589,8 @@ Result<std::unique_ptr<TopicReader>> TopicReader::Create(const std::string& boot
 
 namespace trigd {
 
-Result<std::vector<PartitionLag>> QueryEndOffsets(const std::string& bootstrap,
-                                                  const std::vector<std::string>& topics, int timeout_ms) {
+Result<std::vector<PartitionLag>> QueryEndOffsets(const std::string& bootstrap, const std::vector<std::string>& topics,
+                                                  int timeout_ms) {
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   std::string err;
   conf->set("bootstrap.servers", bootstrap, err);
@@ -603,7 +608,8 @@ Result<std::vector<PartitionLag>> QueryEndOffsets(const std::string& bootstrap,
       if (t->topic() != topic || t->err() != RdKafka::ERR_NO_ERROR) continue;
       for (const auto* p : *t->partitions()) {
         int64_t low = 0, high = 0;
-        if (auto e = handle->query_watermark_offsets(topic, p->id(), &low, &high, timeout_ms); e != RdKafka::ERR_NO_ERROR) {
+        if (auto e = handle->query_watermark_offsets(topic, p->id(), &low, &high, timeout_ms);
+            e != RdKafka::ERR_NO_ERROR) {
           return Unavailable("watermarks of " + topic + ": " + RdKafka::err2str(e));
         }
         out.push_back({topic, static_cast<int>(p->id()), high, 0});

@@ -83,8 +83,7 @@ class Producer {
   virtual ~Producer() = default;
   // Produces all messages and waits for their delivery reports; returns one ok flag per
   // message (true: the broker confirmed it).
-  virtual std::vector<bool> ProduceAndWait(const std::vector<OutMessage>& messages,
-                                           int timeout_ms) = 0;
+  virtual std::vector<bool> ProduceAndWait(const std::vector<OutMessage>& messages, int timeout_ms) = 0;
   // Why the last ProduceAndWait left messages unconfirmed ("fatal: ..." when the idempotent
   // producer hit a fatal error: the caller must create a new producer).
   virtual std::string LastError() = 0;
@@ -124,10 +123,9 @@ struct ConsumerOptions {
 
 class Consumer {
  public:
-  static Result<std::unique_ptr<Consumer>> Create(const std::string& bootstrap,
-                                                  const std::string& group,
-                                                  const std::vector<std::string>& topics,
-                                                  OffsetLookup lookup, const ConsumerOptions& options = {});
+  static Result<std::unique_ptr<Consumer>> Create(const std::string& bootstrap, const std::string& group,
+                                                  const std::vector<std::string>& topics, OffsetLookup lookup,
+                                                  const ConsumerOptions& options = {});
   virtual ~Consumer() = default;
   // Up to max_messages: waits up to first_wait_ms for the first, then linger_ms for more.
   // Copies every message (see PollBatch for the hot path).
@@ -177,8 +175,7 @@ class TopicReader {
 
 // End offsets (high watermarks) of every partition of `topics`, asked of the broker.
 // kUnavailable when it cannot be reached within timeout_ms; a missing topic is skipped.
-Result<std::vector<PartitionLag>> QueryEndOffsets(const std::string& bootstrap,
-                                                  const std::vector<std::string>& topics,
+Result<std::vector<PartitionLag>> QueryEndOffsets(const std::string& bootstrap, const std::vector<std::string>& topics,
                                                   int timeout_ms = 5000);
 
 }  // namespace trigd

@@ -18,9 +18,10 @@ namespace trigd {
 std::string NoSuchTopics(const std::vector<std::string>& missing, const std::string& kafka) {
   std::string names;
   for (const auto& t : missing) names += (names.empty() ? "" : ", ") + t;
-  return missing.size() == 1
-             ? "topic " + names + " does not exist at " + kafka + " (create it with trigctl topics create, or check --topic-prefix)"
-             : "topics " + names + " do not exist at " + kafka + " (create them with trigctl topics create, or check --topic-prefix)";
+  return missing.size() == 1 ? "topic " + names + " does not exist at " + kafka +
+                                   " (create it with trigctl topics create, or check --topic-prefix)"
+                             : "topics " + names + " do not exist at " + kafka +
+                                   " (create them with trigctl topics create, or check --topic-prefix)";
 }
 
 std::string DefaultTopicsDir() {
@@ -105,8 +106,8 @@ Status WaitUntilVisible(rd_kafka_t* rk, const std::vector<TopicSpec>& topics, in
       missing = "(metadata request failed)";
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      return Unavailable("topic created but not visible in metadata after " +
-                         std::to_string(timeout_ms) + " ms: " + missing);
+      return Unavailable("topic created but not visible in metadata after " + std::to_string(timeout_ms) +
+                         " ms: " + missing);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -118,8 +119,7 @@ using Handle = std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)>;
 Result<Handle> AdminHandle(const std::string& bootstrap) {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err) !=
-      RD_KAFKA_CONF_OK) {
+  if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
     rd_kafka_conf_destroy(conf);
     return Invalid(std::string("bootstrap servers: ") + err);
   }
@@ -132,8 +132,8 @@ Result<Handle> AdminHandle(const std::string& bootstrap) {
 
 }  // namespace
 
-Result<std::vector<std::string>> MissingTopics(const std::string& bootstrap,
-                                               const std::vector<std::string>& names, int timeout_ms) {
+Result<std::vector<std::string>> MissingTopics(const std::string& bootstrap, const std::vector<std::string>& names,
+                                               int timeout_ms) {
   auto rk = AdminHandle(bootstrap);
   if (!rk.ok()) return rk.status();
   std::string why;
@@ -146,8 +146,7 @@ Result<std::vector<std::string>> MissingTopics(const std::string& bootstrap,
   return missing;
 }
 
-Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap,
-                                                const std::vector<TopicSpec>& topics,
+Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap, const std::vector<TopicSpec>& topics,
                                                 int timeout_ms) {
   auto handle = AdminHandle(bootstrap);
   if (!handle.ok()) return handle.status();
@@ -194,7 +193,10 @@ Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap,
           failure = Invalid(name + ": " + (msg ? msg : rd_kafka_err2str(e)));
         }
       }
-      if (failure.ok()) result = std::move(out); else result = failure;
+      if (failure.ok())
+        result = std::move(out);
+      else
+        result = failure;
     }
     rd_kafka_event_destroy(ev);
   }

@@ -27,15 +27,13 @@ struct TopicCreation {
 
 // Creates the topics that do not exist yet (idempotent). kUnavailable when the broker cannot
 // be reached within `timeout_ms`.
-Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap,
-                                                const std::vector<TopicSpec>& topics,
+Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap, const std::vector<TopicSpec>& topics,
                                                 int timeout_ms = 15000);
 
 // The topics of `names` that the broker does not have, in the order given (empty: all exist).
 // kUnavailable when it cannot be reached within `timeout_ms`. It asks for every topic's
 // metadata, which never creates one, whatever the broker's auto.create.topics.enable.
-Result<std::vector<std::string>> MissingTopics(const std::string& bootstrap,
-                                               const std::vector<std::string>& names,
+Result<std::vector<std::string>> MissingTopics(const std::string& bootstrap, const std::vector<std::string>& names,
                                                int timeout_ms = 5000);
 
 // Topics the broker does not have (MissingTopics), said so that the user can fix it: their

@@ -5,23 +5,47 @@ namespace trigd {
 Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   using prometheus::BuildCounter;
   using prometheus::BuildGauge;
-  events_ = &BuildCounter().Name("trigd_events_total").Help("Events consumed, by type and outcome").Register(*registry_);
-  dead_letters_ = &BuildCounter().Name("trigd_dead_letters_total").Help("Events sent to the dead-letter topic, by reason").Register(*registry_);
+  events_ =
+      &BuildCounter().Name("trigd_events_total").Help("Events consumed, by type and outcome").Register(*registry_);
+  dead_letters_ = &BuildCounter()
+                       .Name("trigd_dead_letters_total")
+                       .Help("Events sent to the dead-letter topic, by reason")
+                       .Register(*registry_);
   jobs_total_ = &BuildCounter().Name("trigd_jobs_total").Help("Job transitions").Register(*registry_);
   jobs_ = &BuildGauge().Name("trigd_jobs").Help("Jobs by state").Register(*registry_);
   runs_ = &BuildCounter().Name("trigd_runs_total").Help("Run outcomes").Register(*registry_);
-  checks_ = &BuildCounter().Name("trigd_constraint_checks_total").Help("Constraint checks by constraint and result").Register(*registry_);
+  checks_ = &BuildCounter()
+                 .Name("trigd_constraint_checks_total")
+                 .Help("Constraint checks by constraint and result")
+                 .Register(*registry_);
   lag_ = &BuildGauge().Name("trigd_consumer_lag").Help("Messages behind the partition's end").Register(*registry_);
   event_to_launch_ = &prometheus::BuildHistogram()
                           .Name("trigd_event_to_launch_seconds")
                           .Help("From a job becoming ready (trigger complete) to its launch request being published")
                           .Register(*registry_)
-                          .Add({}, prometheus::Histogram::BucketBoundaries{
-                                       0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
-  transaction_retries_ = &BuildCounter().Name("trigd_transaction_retries_total").Help("PostgreSQL transactions rerun").Register(*registry_).Add({});
-  fire_times_skipped_ = &BuildCounter().Name("trigd_fire_times_skipped_total").Help("Fire times of time triggers passed over by their catchup policy (none, latest, or older than catchup_window)").Register(*registry_).Add({});
-  ingest_transactions_ = &BuildCounter().Name("trigd_ingest_transactions_total").Help("Ingest transactions committed, each one batch of events with its offsets").Register(*registry_).Add({});
-  pruned_ = &BuildCounter().Name("trigd_history_pruned_total").Help("Finished jobs and runs deleted by the history retention (TRIGD_RETENTION), by table").Register(*registry_);
+                          .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                                           0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
+  transaction_retries_ = &BuildCounter()
+                              .Name("trigd_transaction_retries_total")
+                              .Help("PostgreSQL transactions rerun")
+                              .Register(*registry_)
+                              .Add({});
+  fire_times_skipped_ = &BuildCounter()
+                             .Name("trigd_fire_times_skipped_total")
+                             .Help(
+                                 "Fire times of time triggers passed over by their catchup policy (none, latest, or "
+                                 "older than catchup_window)")
+                             .Register(*registry_)
+                             .Add({});
+  ingest_transactions_ = &BuildCounter()
+                              .Name("trigd_ingest_transactions_total")
+                              .Help("Ingest transactions committed, each one batch of events with its offsets")
+                              .Register(*registry_)
+                              .Add({});
+  pruned_ = &BuildCounter()
+                 .Name("trigd_history_pruned_total")
+                 .Help("Finished jobs and runs deleted by the history retention (TRIGD_RETENTION), by table")
+                 .Register(*registry_);
   for (const char* t : {"jobs", "runs"}) HistoryPruned(t);
   // The label sets SPEC §7 names are registered up front so a scrape shows them at zero.
   for (EventType t : {EventType::kPartition, EventType::kProgram, EventType::kTick})
@@ -43,8 +67,9 @@ Status Metrics::Serve(const std::string& address) {
   } catch (const std::exception& e) {
     // prometheus-cpp says "null context when constructing CivetServer. Possible problem binding
     // to port." for both causes.
-    return Unavailable("cannot serve metrics on " + address +
-                       ": not a HOST:PORT this machine can listen on, or the port is in use (--metrics, TRIGD_METRICS)");
+    return Unavailable(
+        "cannot serve metrics on " + address +
+        ": not a HOST:PORT this machine can listen on, or the port is in use (--metrics, TRIGD_METRICS)");
   }
 }
 
@@ -70,9 +95,7 @@ prometheus::Counter& Metrics::DeadLetter(DeadLetterReason reason) {
 prometheus::Counter& Metrics::JobTransition(const std::string& transition) {
   return Get(*jobs_total_, counter_cache_, {{"transition", transition}});
 }
-prometheus::Gauge& Metrics::Jobs(const std::string& state) {
-  return Get(*jobs_, gauge_cache_, {{"state", state}});
-}
+prometheus::Gauge& Metrics::Jobs(const std::string& state) { return Get(*jobs_, gauge_cache_, {{"state", state}}); }
 prometheus::Counter& Metrics::RunOutcome(const std::string& outcome) {
   return Get(*runs_, counter_cache_, {{"outcome", outcome}});
 }

@@ -29,10 +29,18 @@ const char* EventOutcomeName(EventOutcome o);
 // start of the dead letter's `reason` text). ParseEnvelope (core/envelope.h) gives the first
 // six; kScheduleFailed is ingest's, for an event a schedule's rows could not take
 // (store/poison.cc).
-enum class DeadLetterReason { kOversized, kBadJson, kNotObject, kMissingField, kBadField, kUnknownType, kScheduleFailed };
+enum class DeadLetterReason {
+  kOversized,
+  kBadJson,
+  kNotObject,
+  kMissingField,
+  kBadField,
+  kUnknownType,
+  kScheduleFailed
+};
 inline constexpr DeadLetterReason kDeadLetterReasons[] = {
-    DeadLetterReason::kOversized, DeadLetterReason::kBadJson,  DeadLetterReason::kNotObject,
-    DeadLetterReason::kMissingField, DeadLetterReason::kBadField, DeadLetterReason::kUnknownType,
+    DeadLetterReason::kOversized,     DeadLetterReason::kBadJson,  DeadLetterReason::kNotObject,
+    DeadLetterReason::kMissingField,  DeadLetterReason::kBadField, DeadLetterReason::kUnknownType,
     DeadLetterReason::kScheduleFailed};
 const char* DeadLetterReasonName(DeadLetterReason r);
 // The start of an event key (Event::EventKey): "partition:", "program:" or "time:".
@@ -61,7 +69,7 @@ struct Event {
   std::string id;
   EventType type = EventType::kPartition;
   TimePoint time;
-  nlohmann::json payload;  // as received, carried into launch requests
+  nlohmann::json payload;      // as received, carried into launch requests
   PartitionPayload partition;  // type == kPartition
   ProgramPayload program;      // type == kProgram
   TickPayload tick;            // type == kTick

@@ -13,8 +13,8 @@ const char* JobStateName(JobState s) {
 }
 
 std::optional<JobState> JobStateFromName(std::string_view name) {
-  for (JobState s : {JobState::kPendingTrigger, JobState::kPendingConstraint,
-                     JobState::kLaunched, JobState::kDiscarded}) {
+  for (JobState s :
+       {JobState::kPendingTrigger, JobState::kPendingConstraint, JobState::kLaunched, JobState::kDiscarded}) {
     if (name == JobStateName(s)) return s;
   }
   return std::nullopt;
@@ -26,13 +26,11 @@ bool IsAllowedTransition(JobState from, JobState to) {
       // Launched straight from here: a trigger completed and launched in one check, or a
       // timeout with action "run".
       return to == JobState::kPendingConstraint || to == JobState::kDiscarded || to == JobState::kLaunched;
-    case JobState::kPendingConstraint:
-      return to == JobState::kLaunched || to == JobState::kDiscarded;
+    case JobState::kPendingConstraint: return to == JobState::kLaunched || to == JobState::kDiscarded;
     case JobState::kLaunched:
       // Its schedule deleted before the relay published the launch request: withdrawn.
       return to == JobState::kDiscarded;
-    case JobState::kDiscarded:
-      return false;
+    case JobState::kDiscarded: return false;
   }
   return false;
 }

@@ -90,9 +90,9 @@ struct ProgramTrigger {
 // number is the leaf's index in a job's TriggerState.
 struct Trigger {
   TriggerKind kind = TriggerKind::kPartition;
-  TimeTrigger time;            // kind == kTime
-  PartitionTrigger partition;  // kind == kPartition
-  ProgramTrigger program;      // kind == kProgram
+  TimeTrigger time;               // kind == kTime
+  PartitionTrigger partition;     // kind == kPartition
+  ProgramTrigger program;         // kind == kProgram
   std::vector<Trigger> children;  // kind == kAll or kAny
   bool operator==(const Trigger&) const = default;
 };

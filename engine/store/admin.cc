@@ -15,7 +15,7 @@
 // A schedule's time trigger's next fire time, for `schedules list` and `show` (none while
 // suspended, or without a time trigger): a cron or every schedule has no job to ask `jobs why`
 // about before its first tick. For rows of schedules aliased s.
-#define TRIGD_NEXT_FIRE_AT \
+#define TRIGD_NEXT_FIRE_AT                                                                   \
   "(SELECT CASE WHEN isfinite(t.next_fire_at) THEN t.next_fire_at END FROM time_triggers t " \
   "WHERE t.schedule_id = s.id) AS next_fire_at"
 
@@ -24,9 +24,9 @@ namespace trigd {
 using nlohmann::json;
 using pg_internal::FromMillis;
 using pg_internal::Guard;
-using pg_internal::ToMillis;
 using pg_internal::Sql;
 using pg_internal::SqlIn;
+using pg_internal::ToMillis;
 
 namespace {
 
@@ -53,7 +53,8 @@ void ResetTimeTrigger(pqxx::work& tx, int64_t id, const Schedule& s, TimePoint n
     std::optional<TimePoint> next = NextFireTime(leaves[i]->time, now, now);
     tx.exec_params(
         "INSERT INTO time_triggers (schedule_id, anchor, last_fire_time, next_fire_at, leaf) "
-        "VALUES ($1, to_timestamp($2::bigint / 1000.0), NULL, coalesce(to_timestamp($3::bigint / 1000.0), 'infinity'), $4) "
+        "VALUES ($1, to_timestamp($2::bigint / 1000.0), NULL, coalesce(to_timestamp($3::bigint / 1000.0), 'infinity'), "
+        "$4) "
         "ON CONFLICT (schedule_id) DO UPDATE SET "
         "anchor = CASE WHEN $5 THEN time_triggers.anchor ELSE EXCLUDED.anchor END, "
         "last_fire_time = CASE WHEN $5 THEN EXCLUDED.anchor END, "
@@ -69,11 +70,17 @@ void ResetTimeTrigger(pqxx::work& tx, int64_t id, const Schedule& s, TimePoint n
 
 // Returns how many it discarded.
 int64_t DiscardOpenJobs(pqxx::work& tx, int64_t id, const std::string& reason) {
-  return tx.exec_params("UPDATE jobs SET state=" + Sql(JobState::kDiscarded) + ", discard_reason=$2, finished_at=now(), next_check_at=NULL, "
-                 "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
-                 "'what', 'discarded: ' || $2::text))) "
-                 "WHERE schedule_id=$1 AND state IN " + SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
-                 id, reason).affected_rows();
+  return tx
+      .exec_params(
+          "UPDATE jobs SET state=" + Sql(JobState::kDiscarded) +
+              ", discard_reason=$2, finished_at=now(), next_check_at=NULL, "
+              "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+              ", "
+              "'what', 'discarded: ' || $2::text))) "
+              "WHERE schedule_id=$1 AND state IN " +
+              SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
+          id, reason)
+      .affected_rows();
 }
 
 // How many times a change runs when PostgreSQL aborts it (a deadlock or a serialization failure).
@@ -92,9 +99,7 @@ auto RunChange(F&& f) -> decltype(f()) {
   }
 }
 
-TimePoint DbNow(pqxx::work& tx) {
-  return FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
-}
+TimePoint DbNow(pqxx::work& tx) { return FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>()); }
 
 // The rows of `st` as one JSON array, built by PostgreSQL itself.
 json RowsJson(pqxx::transaction_base& tx, const ListStatement& st) {
@@ -140,8 +145,7 @@ Result<nlohmann::json> QueryList(const std::string& pg, const std::optional<std:
 
 }  // namespace
 
-Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
-                                                 const std::vector<Schedule>& schedules) {
+Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const std::vector<Schedule>& schedules) {
   // A launch request that cannot be published would fail its run (docs/adr/0057).
   for (const Schedule& s : schedules) {
     if (Status fits = CheckLaunchRequestFits(s); !fits.ok()) return Invalid(s.id().value() + ": " + fits.message());
@@ -165,8 +169,8 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
       int64_t id;
       int version;
       std::string hash;
-      bool active;        // its state now
-      bool doc_enabled;   // its stored document's `enabled`
+      bool active;       // its state now
+      bool doc_enabled;  // its stored document's `enabled`
     };
     std::map<std::string, Current> current;
     for (const auto& r : tx.exec_params(
@@ -187,9 +191,9 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
     }
     // A name deleted before starts after the version it had (schema/013).
     std::map<std::string, int> deleted_versions;
-    for (const auto& r : tx.exec_params(
-             "SELECT name, version FROM deleted_schedule_versions WHERE name IN (SELECT jsonb_array_elements_text($1::jsonb))",
-             names.dump())) {
+    for (const auto& r : tx.exec_params("SELECT name, version FROM deleted_schedule_versions WHERE name IN (SELECT "
+                                        "jsonb_array_elements_text($1::jsonb))",
+                                        names.dump())) {
       deleted_versions[r[0].as<std::string>()] = r[1].as<int>();
     }
     std::vector<ApplyOutcome> out(schedules.size());
@@ -204,7 +208,9 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
         continue;
       }
       changed.push_back(i);
-      json row = {{"name", name}, {"hash", hashes[i]}, {"document", texts[i]},
+      json row = {{"name", name},
+                  {"hash", hashes[i]},
+                  {"document", texts[i]},
                   {"state", active[i] ? "active" : "suspended"},
                   {"grp", s.constraints.concurrency_group ? json(s.constraints.concurrency_group->name) : json()}};
       if (it == current.end()) {
@@ -247,10 +253,14 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
       std::string list = "{";
       for (int64_t id : updated) list += (list.size() > 1 ? "," : "") + std::to_string(id);
       list += "}";
-      discarded = tx.exec_params("UPDATE jobs SET state=" + Sql(JobState::kDiscarded) + ", discard_reason='schedule updated', finished_at=now(), "
-                     "next_check_at=NULL, history = trigd_append_history(history, jsonb_build_array("
-                     "jsonb_build_object('at', " TRIGD_NOW_TEXT ", 'what', 'discarded: schedule updated'))) "
-                     "WHERE schedule_id = ANY($1::bigint[]) AND state IN " + SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint), list)
+      discarded = tx.exec_params("UPDATE jobs SET state=" + Sql(JobState::kDiscarded) +
+                                     ", discard_reason='schedule updated', finished_at=now(), "
+                                     "next_check_at=NULL, history = trigd_append_history(history, jsonb_build_array("
+                                     "jsonb_build_object('at', " TRIGD_NOW_TEXT
+                                     ", 'what', 'discarded: schedule updated'))) "
+                                     "WHERE schedule_id = ANY($1::bigint[]) AND state IN " +
+                                     SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
+                                 list)
                       .affected_rows();
       tx.exec_params("DELETE FROM schedule_triggers WHERE schedule_id = ANY($1::bigint[])", list);
       tx.exec_params("DELETE FROM time_triggers WHERE schedule_id = ANY($1::bigint[])", list);
@@ -271,19 +281,23 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
         }
       }
     }
-    tx.exec_params("INSERT INTO schedule_triggers (schedule_id, leaf, event_key) SELECT id, leaf, key "
-                   "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, leaf int, key text)", triggers.dump());
+    tx.exec_params(
+        "INSERT INTO schedule_triggers (schedule_id, leaf, event_key) SELECT id, leaf, key "
+        "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, leaf int, key text)",
+        triggers.dump());
     if (!ticks.empty()) {
-      tx.exec_params("INSERT INTO time_triggers (schedule_id, anchor, last_fire_time, next_fire_at, leaf) "
-                     "SELECT id, to_timestamp($2::bigint / 1000.0), NULL, "
-                     "coalesce(to_timestamp(next / 1000.0), 'infinity'), leaf "
-                     "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, leaf int, next bigint)",
-                     ticks.dump(), ToMillis(now));
+      tx.exec_params(
+          "INSERT INTO time_triggers (schedule_id, anchor, last_fire_time, next_fire_at, leaf) "
+          "SELECT id, to_timestamp($2::bigint / 1000.0), NULL, "
+          "coalesce(to_timestamp(next / 1000.0), 'infinity'), leaf "
+          "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, leaf int, next bigint)",
+          ticks.dump(), ToMillis(now));
     }
     // The discards are counted once, on the first change row.
-    tx.exec_params("INSERT INTO schedule_changes (schedule_id, jobs_discarded) SELECT value::bigint, "
-                   "CASE WHEN ordinality = 1 THEN $2 ELSE 0 END FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY",
-                   changes.dump(), discarded);
+    tx.exec_params(
+        "INSERT INTO schedule_changes (schedule_id, jobs_discarded) SELECT value::bigint, "
+        "CASE WHEN ordinality = 1 THEN $2 ELSE 0 END FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY",
+        changes.dump(), discarded);
     tx.exec("NOTIFY trigd_schedules");
     tx.commit();
     return out;
@@ -310,7 +324,7 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
       return 0;
     }
     if (changed) *changed = true;
-    const char* reason = action == ScheduleAction::kDelete ? "schedule deleted"
+    const char* reason = action == ScheduleAction::kDelete    ? "schedule deleted"
                          : action == ScheduleAction::kSuspend ? "schedule suspended"
                                                               : "schedule resumed";
     // The job rows are locked here; a checker holding one finishes first, then sees this.
@@ -325,25 +339,29 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
       // schedule launches afterwards. (A request the relay is publishing right now holds its
       // row lock; this waits for it, and that launch happened before the delete.)
       for (const auto& w : tx.exec_params(
-               "DELETE FROM outbox o USING jobs j WHERE o.job_id = j.id AND j.schedule_id = $1 RETURNING j.id",
-               id)) {
+               "DELETE FROM outbox o USING jobs j WHERE o.job_id = j.id AND j.schedule_id = $1 RETURNING j.id", id)) {
         int64_t job = w[0].as<int64_t>();
         ++discarded;
-        tx.exec_params("UPDATE jobs SET state=" + Sql(JobState::kDiscarded) + ", discard_reason='schedule deleted', finished_at=now(), "
-                       "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
-                       "'what', 'discarded: schedule deleted before its launch request was published'))) WHERE id=$1", job);
-        auto run = tx.exec_params(
-            "UPDATE runs SET " + pg_internal::KilledByDeleteSet() +
-            "WHERE job_id=$1 AND state=" + Sql(RunState::kLaunched) + " " TRIGD_KILLED_BY_DELETE_RETURNING, job);
+        tx.exec_params(
+            "UPDATE jobs SET state=" + Sql(JobState::kDiscarded) +
+                ", discard_reason='schedule deleted', finished_at=now(), "
+                "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+                ", "
+                "'what', 'discarded: schedule deleted before its launch request was published'))) WHERE id=$1",
+            job);
+        auto run = tx.exec_params("UPDATE runs SET " + pg_internal::KilledByDeleteSet() + "WHERE job_id=$1 AND state=" +
+                                      Sql(RunState::kLaunched) + " " TRIGD_KILLED_BY_DELETE_RETURNING,
+                                  job);
         if (!run.empty()) release(run[0][0]);
         pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), run);
       }
       // Runs waiting for their next attempt are not retried either: their retry policy is
       // gone with the document (docs/adr/0020-delete-kills-and-announces.md). A run still
       // running goes on; its failure is final (PgStore::RetryFailedAttempt, SweepRuns).
-      const pqxx::result waiting = tx.exec_params(
-          "UPDATE runs SET " + pg_internal::KilledByDeleteSet() + "WHERE schedule_id=$1 AND state=" + Sql(RunState::kRetryWait) +
-              " " TRIGD_KILLED_BY_DELETE_RETURNING, id);
+      const pqxx::result waiting = tx.exec_params("UPDATE runs SET " + pg_internal::KilledByDeleteSet() +
+                                                      "WHERE schedule_id=$1 AND state=" + Sql(RunState::kRetryWait) +
+                                                      " " TRIGD_KILLED_BY_DELETE_RETURNING,
+                                                  id);
       for (const auto& run : waiting) release(run[0]);
       pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), waiting);
       killed = static_cast<int64_t>(ended.size());
@@ -352,10 +370,12 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
       // name deleted and applied again before schema/013 restarted at 1). Its id too, so that
       // the name's lists (trigctl jobs|runs list --schedule) still find the jobs and runs of
       // this incarnation once the name is applied again under a new id.
-      tx.exec_params("INSERT INTO deleted_schedule_versions (name, version, ids) SELECT name, version, ARRAY[id] "
-                     "FROM schedules WHERE id=$1 ON CONFLICT (name) DO UPDATE SET "
-                     "version = greatest(deleted_schedule_versions.version, excluded.version), "
-                     "ids = deleted_schedule_versions.ids || excluded.ids", id);
+      tx.exec_params(
+          "INSERT INTO deleted_schedule_versions (name, version, ids) SELECT name, version, ARRAY[id] "
+          "FROM schedules WHERE id=$1 ON CONFLICT (name) DO UPDATE SET "
+          "version = greatest(deleted_schedule_versions.version, excluded.version), "
+          "ids = deleted_schedule_versions.ids || excluded.ids",
+          id);
       tx.exec_params("DELETE FROM schedules WHERE id=$1", id);
     } else {
       tx.exec_params("UPDATE schedules SET state=$2, updated_at=now() WHERE id=$1", id,
@@ -394,8 +414,8 @@ Result<nlohmann::json> WithoutStaleDecisions(Result<nlohmann::json> rows) {
 }
 }  // namespace
 
-ListStatement JobsListStatement(const std::optional<std::string>& state,
-                                const std::optional<std::string>& schedule_ids, size_t limit) {
+ListStatement JobsListStatement(const std::optional<std::string>& state, const std::optional<std::string>& schedule_ids,
+                                size_t limit) {
   const std::string n = std::to_string(limit);
   const std::string columns =
       "id, schedule_name, schedule_version, state, priority, opened_at, ready_at, next_check_at, finished_at, "
@@ -411,17 +431,21 @@ ListStatement JobsListStatement(const std::optional<std::string>& state,
     // Each id's newest through jobs_by_schedule (schedule_id, id), backwards; then the newest of
     // those. (`schedule_id = ANY(ids) ORDER BY id DESC` would read every job of the ids and sort.)
     st.params.push_back(schedule_ids);
-    newest = "SELECT x.* FROM unnest($" + std::to_string(st.params.size()) + "::bigint[]) AS s(id) CROSS JOIN LATERAL ("
-             "SELECT " + columns + " FROM jobs WHERE schedule_id = s.id" + (state ? " AND " + state_is : "") +
+    newest = "SELECT x.* FROM unnest($" + std::to_string(st.params.size()) +
+             "::bigint[]) AS s(id) CROSS JOIN LATERAL ("
+             "SELECT " +
+             columns + " FROM jobs WHERE schedule_id = s.id" + (state ? " AND " + state_is : "") +
              " ORDER BY id DESC LIMIT " + n + ") x ORDER BY x.id DESC LIMIT " + n;
   } else {
     // Backwards through the primary key; a pending state through its partial index.
     newest = "SELECT " + columns + " FROM jobs" + (state ? " WHERE " + state_is : "") + " ORDER BY id DESC LIMIT " + n;
   }
   // The run of each of those (runs_job_id_key), once they are chosen.
-  st.sql = "SELECT j.id, j.schedule_name AS schedule, j.schedule_version AS version, j.state, j.priority, "
-           "j.opened_at, j.ready_at, j.next_check_at, j.finished_at, j.discard_reason, j.last_decision, r.run_id "
-           "FROM (" + newest + ") j LEFT JOIN runs r ON r.job_id = j.id ORDER BY j.id DESC";
+  st.sql =
+      "SELECT j.id, j.schedule_name AS schedule, j.schedule_version AS version, j.state, j.priority, "
+      "j.opened_at, j.ready_at, j.next_check_at, j.finished_at, j.discard_reason, j.last_decision, r.run_id "
+      "FROM (" +
+      newest + ") j LEFT JOIN runs r ON r.job_id = j.id ORDER BY j.id DESC";
   return st;
 }
 
@@ -453,14 +477,19 @@ ListStatement SchedulesListStatement(std::optional<size_t> limit) {
   // Open jobs counted through the partial indexes of each pending state (jobs_one_open,
   // jobs_waiting_by_schedule): `state IN (both)` went through jobs_by_schedule, every job the
   // schedule ever had.
-  return {"SELECT s.name, s.version, s.state, s.updated_at, "
-          "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = " + Sql(JobState::kPendingTrigger) + ") + "
-          "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = " + Sql(JobState::kPendingConstraint) + ") AS open_jobs, "
+  return {
+      "SELECT s.name, s.version, s.state, s.updated_at, "
+      "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = " +
+          Sql(JobState::kPendingTrigger) +
+          ") + "
+          "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = " +
+          Sql(JobState::kPendingConstraint) +
+          ") AS open_jobs, "
           "(SELECT count(*) FROM runs r WHERE r.schedule_id = s.id AND r.state IN " +
-              SqlIn(RunState::kLaunched, RunState::kRunning, RunState::kRetryWait) + ") AS active_runs, "
-          TRIGD_NEXT_FIRE_AT " FROM schedules s ORDER BY s.name" +
-              (limit ? " LIMIT " + std::to_string(*limit) : std::string()),
-          {}};
+          SqlIn(RunState::kLaunched, RunState::kRunning, RunState::kRetryWait) +
+          ") AS active_runs, " TRIGD_NEXT_FIRE_AT " FROM schedules s ORDER BY s.name" +
+          (limit ? " LIMIT " + std::to_string(*limit) : std::string()),
+      {}};
 }
 
 Result<nlohmann::json> QueryJobs(const std::string& pg, const std::optional<std::string>& state,
@@ -490,14 +519,18 @@ Result<nlohmann::json> QuerySchedules(const std::string& pg, std::optional<size_
 }
 
 Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name) {
-  return QueryJson(pg, "SELECT s.name, s.version, s.state, s.created_at, s.updated_at, " TRIGD_NEXT_FIRE_AT ", s.document "
-                       "FROM schedules s WHERE s.name = $1",
+  return QueryJson(pg,
+                   "SELECT s.name, s.version, s.state, s.created_at, s.updated_at, " TRIGD_NEXT_FIRE_AT
+                   ", s.document "
+                   "FROM schedules s WHERE s.name = $1",
                    {name});
 }
 
 Result<nlohmann::json> QueryOffsets(const std::string& pg) {
-  return QueryJson(pg, "SELECT group_id AS group, topic, partition, next_offset, updated_at FROM consumer_offsets "
-                       "ORDER BY group_id, topic, partition", {});
+  return QueryJson(pg,
+                   "SELECT group_id AS group, topic, partition, next_offset, updated_at FROM consumer_offsets "
+                   "ORDER BY group_id, topic, partition",
+                   {});
 }
 
 Result<JobInspection> InspectJob(const std::string& pg, int64_t id) {
@@ -531,13 +564,15 @@ Result<JobInspection> InspectJob(const std::string& pg, int64_t id) {
     ParsedSchedule parsed = ParseSchedule(json::parse(s[0][2].as<std::string>()));
     if (parsed.ok()) out.schedule = parsed.schedule;
     // Its next fire time, for `jobs why` to show beside a time branch still waiting for its tick.
-    auto tt = tx.exec_params("SELECT leaf, CASE WHEN isfinite(next_fire_at) THEN " TRIGD_MS("next_fire_at")
-                             " END FROM time_triggers WHERE schedule_id=$1", sid);
+    auto tt = tx.exec_params("SELECT leaf, CASE WHEN isfinite(next_fire_at) THEN " TRIGD_MS(
+                                 "next_fire_at") " END FROM time_triggers WHERE schedule_id=$1",
+                             sid);
     if (!tt.empty()) {
       out.time_trigger = JobInspection::TimeTriggerRow{tt[0][0].as<int>(), std::nullopt};
       if (!tt[0][1].is_null()) out.time_trigger->next_fire_at = FromMillis(tt[0][1].as<int64_t>());
     }
-    auto rt = tx.exec_params("SELECT active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime WHERE schedule_id=$1", sid);
+    auto rt = tx.exec_params(
+        "SELECT active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime WHERE schedule_id=$1", sid);
     if (!rt.empty()) {
       out.facts.active_runs = rt[0][0].as<int64_t>();
       if (!rt[0][1].is_null()) out.facts.last_launch = FromMillis(rt[0][1].as<int64_t>());
@@ -549,7 +584,7 @@ Result<JobInspection> InspectJob(const std::string& pg, int64_t id) {
     if (out.schedule && out.schedule->constraints.max_runs_per) {
       for (const auto& r : tx.exec_params(
                "SELECT " TRIGD_MS("launched_at") " FROM runs WHERE schedule_id=$1 AND "
-               "launched_at > now() - make_interval(secs => $2::bigint / 1000.0)",
+                                                 "launched_at > now() - make_interval(secs => $2::bigint / 1000.0)",
                sid, static_cast<int64_t>(out.schedule->constraints.max_runs_per->period.count()))) {
         out.facts.launches_in_period.push_back(FromMillis(r[0].as<int64_t>()));
       }

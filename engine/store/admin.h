@@ -24,8 +24,7 @@ struct ApplyOutcome {
 // Applies every schedule in one transaction (all or nothing). A changed document bumps the
 // version, discards the schedule's open and waiting jobs (counting starts afresh) and replaces
 // its event keys; an unchanged one keeps its version and changes nothing.
-Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg,
-                                                 const std::vector<Schedule>& schedules);
+Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const std::vector<Schedule>& schedules);
 
 enum class ScheduleAction { kDelete, kSuspend, kResume };
 // One transaction. Delete and suspend discard the schedule's open and waiting jobs; delete
@@ -35,21 +34,20 @@ enum class ScheduleAction { kDelete, kSuspend, kResume };
 // Resume starts afresh (time triggers count from now). kNotFound for an unknown name.
 // Suspending a suspended schedule or resuming an active one changes nothing (its open job and
 // its time trigger's phase stay): `*changed` (if given) says whether anything changed.
-Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, const std::string& name, ScheduleAction action,
-                      bool* changed = nullptr);
+Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, const std::string& name,
+                      ScheduleAction action, bool* changed = nullptr);
 
 // Read-only queries: rows as JSON objects (column -> value).
 //
 // The lists read at most `limit` rows through an index, newest first, however long the history
-// (kept forever unless a retention prunes it, store/retention.h): jobs by id, runs by run id (UUIDv7: the time of the first
-// launch), a schedule's by jobs_by_schedule and runs_by_schedule_time. `schedule` is a name:
-// its jobs and runs are those of every schedule id it has had (a name deleted and applied again
-// is a new row, schema/013). kNotFound when no schedule of that name exists or ever existed.
+// (kept forever unless a retention prunes it, store/retention.h): jobs by id, runs by run id (UUIDv7: the time of the
+// first launch), a schedule's by jobs_by_schedule and runs_by_schedule_time. `schedule` is a name: its jobs and runs
+// are those of every schedule id it has had (a name deleted and applied again is a new row, schema/013). kNotFound when
+// no schedule of that name exists or ever existed.
 Result<nlohmann::json> QueryJobs(const std::string& pg, const std::optional<std::string>& state,
                                  const std::optional<std::string>& schedule, size_t limit);
 Result<nlohmann::json> QueryJob(const std::string& pg, int64_t id);
-Result<nlohmann::json> QueryRuns(const std::string& pg, const std::optional<std::string>& schedule,
-                                 size_t limit);
+Result<nlohmann::json> QueryRuns(const std::string& pg, const std::optional<std::string>& schedule, size_t limit);
 Result<nlohmann::json> QueryRun(const std::string& pg, const std::string& run_id);
 // By name; the first `limit` of them (all without one).
 Result<nlohmann::json> QuerySchedules(const std::string& pg, std::optional<size_t> limit = std::nullopt);
@@ -61,8 +59,8 @@ struct ListStatement {
   std::string sql;
   std::vector<std::optional<std::string>> params;
 };
-ListStatement JobsListStatement(const std::optional<std::string>& state,
-                                const std::optional<std::string>& schedule_ids, size_t limit);
+ListStatement JobsListStatement(const std::optional<std::string>& state, const std::optional<std::string>& schedule_ids,
+                                size_t limit);
 ListStatement RunsListStatement(const std::optional<std::string>& schedule_ids, size_t limit);
 ListStatement SchedulesListStatement(std::optional<size_t> limit);
 
@@ -72,7 +70,7 @@ Result<nlohmann::json> QueryOffsets(const std::string& pg);
 
 // Everything `trigctl jobs why` needs about one job, read in one snapshot.
 struct JobInspection {
-  nlohmann::json job;               // the job row
+  nlohmann::json job;                // the job row
   std::optional<Schedule> schedule;  // its schedule if it still exists at the job's version
   std::string schedule_state;        // active, suspended, deleted, or "updated (vN)"
   RunFacts facts;                    // as the checker would see them now

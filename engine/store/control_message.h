@@ -29,18 +29,18 @@ using trigd::StartWindow;
 // schema/016 (such a run is never ended again).
 #define TRIGD_QUEUED_TIMEOUT_MS "600000"  // kQueuedTimeout, for SQL text
 static_assert(kQueuedTimeout == std::chrono::milliseconds(600000), "TRIGD_QUEUED_TIMEOUT_MS is kQueuedTimeout");
-#define TRIGD_RUN_START_BY_MS                                                      \
-  "(floor(extract(epoch from attempt_launched_at) * 1000)::bigint + greatest(heartbeat_timeout_ms, " \
-  TRIGD_QUEUED_TIMEOUT_MS "))"
+#define TRIGD_RUN_START_BY_MS                                         \
+  "(floor(extract(epoch from attempt_launched_at) * 1000)::bigint + " \
+  "greatest(heartbeat_timeout_ms, " TRIGD_QUEUED_TIMEOUT_MS "))"
 
 // A run attempt trigd ended: lost (another attempt follows, `final` false) or failed as lost,
 // killed by a schedule delete. `cancel` (trigctl runs cancel) is to come with the same fields.
 struct AttemptEnded {
   std::string run_id;
   int64_t attempt = 0;
-  std::string status;  // lost, failed, killed: the attempt's outcome in trigd's books
-  std::string reason;  // lost, schedule_deleted
-  bool final = true;   // the run has ended: no attempt follows
+  std::string status;                   // lost, failed, killed: the attempt's outcome in trigd's books
+  std::string reason;                   // lost, schedule_deleted
+  bool final = true;                    // the run has ended: no attempt follows
   std::optional<std::string> start_by;  // the ended attempt's start deadline, from its request
 };
 
@@ -48,9 +48,8 @@ struct AttemptEnded {
 // "start_by" (when known),"time"}. A worker may forget it once start_by is past (its own
 // deadline check then refuses the attempt).
 inline std::string ControlMessage(const AttemptEnded& a, TimePoint now) {
-  nlohmann::json m = {{"type", "attempt_ended"}, {"run_id", a.run_id}, {"attempt", a.attempt},
-                      {"status", a.status},      {"reason", a.reason}, {"final", a.final},
-                      {"time", FormatTime(now)}};
+  nlohmann::json m = {{"type", "attempt_ended"}, {"run_id", a.run_id}, {"attempt", a.attempt},   {"status", a.status},
+                      {"reason", a.reason},      {"final", a.final},   {"time", FormatTime(now)}};
   if (a.start_by) m["start_by"] = *a.start_by;
   return m.dump();
 }

@@ -20,8 +20,7 @@ constexpr long long kMigrationLock = 0x7472696764;  // "trigd"
 
 bool IsMigrationFile(const std::filesystem::path& p) {
   std::string name = p.filename().string();
-  return p.extension() == ".sql" && name.size() > 4 &&
-         std::isdigit(static_cast<unsigned char>(name[0]));
+  return p.extension() == ".sql" && name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[0]));
 }
 
 }  // namespace
@@ -31,8 +30,7 @@ std::string DefaultSchemaDir() {
   return TRIGD_DEFAULT_SCHEMA_DIR;
 }
 
-Status ApplyMigrations(const std::string& pg, const std::string& schema_dir,
-                       std::vector<std::string>* applied) {
+Status ApplyMigrations(const std::string& pg, const std::string& schema_dir, std::vector<std::string>* applied) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(schema_dir, ec)) {

@@ -16,7 +16,6 @@ std::string DefaultSchemaDir();
 // Connects with the libpq connection string `pg` and applies what is missing. `applied`
 // receives the file names applied by this call. kUnavailable when PostgreSQL cannot be reached,
 // kInvalid when a migration fails (its file name and PostgreSQL's message in the status).
-Status ApplyMigrations(const std::string& pg, const std::string& schema_dir,
-                       std::vector<std::string>* applied);
+Status ApplyMigrations(const std::string& pg, const std::string& schema_dir, std::vector<std::string>* applied);
 
 }  // namespace trigd

@@ -46,7 +46,8 @@ inline Result<std::vector<std::pair<std::string, std::string>>> ParseBundle(std:
     size_t start = static_cast<size_t>(end - bundle.data());
     if (start >= bundle.size() || bundle[start] != ':') return false;
     ++start;
-    if (length > bundle.size() - start || start + length >= bundle.size() || bundle[start + length] != ',') return false;
+    if (length > bundle.size() - start || start + length >= bundle.size() || bundle[start + length] != ',')
+      return false;
     into.assign(bundle.substr(start, length));
     pos = start + length + 1;
     return true;

@@ -187,7 +187,8 @@ inline Result<std::unique_ptr<pqxx::connection>> Connect(const std::string& pg) 
     std::string why = OneLine(e.what());
     if (why.find("timeout expired") != std::string::npos) {
       const int limit = ConnectTimeoutOf(conninfo);
-      why += " (no answer within the connect timeout" + (limit > 0 ? " of " + std::to_string(limit) + "s" : std::string()) +
+      why += " (no answer within the connect timeout" +
+             (limit > 0 ? " of " + std::to_string(limit) + "s" : std::string()) +
              "; TRIGD_PG_CONNECT_TIMEOUT, or connect_timeout in TRIGD_PG, sets it)";
     }
     return Unavailable("cannot connect to PostgreSQL: " + why);
@@ -210,8 +211,10 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
 // A run killed because its schedule was deleted: its state, reason and history entry (SQL,
 // inside an UPDATE runs SET list). Used by `trigctl schedules delete` and by the run sweep.
 inline std::string KilledByDeleteSet() {
-  return "state=" + Sql(RunState::kKilled) + ", reason='schedule deleted', finished_at=now(), next_attempt_at=NULL, "
-         "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
+  return "state=" + Sql(RunState::kKilled) +
+         ", reason='schedule deleted', finished_at=now(), next_attempt_at=NULL, "
+         "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+         ", "
          "'status', 'killed', 'reason', 'schedule deleted', 'attempt', attempt))) ";
 }
 // What such an UPDATE returns for KillByDeleteEvents.
@@ -241,8 +244,8 @@ inline void AnnounceEndedRuns(pqxx::transaction_base& tx, const TopicNames& topi
     e.id = std::string(how.id_prefix) + ":" + run_id + ":" + std::to_string(attempt);
     e.type = EventType::kProgram;
     e.time = now;
-    e.payload = {{"program", program}, {"run_id", run_id}, {"status", how.status}, {"attempt", attempt},
-                 {"reason", how.reason}, {"schedule", r[first + 3].as<std::string>()}};
+    e.payload = {{"program", program}, {"run_id", run_id},     {"status", how.status},
+                 {"attempt", attempt}, {"reason", how.reason}, {"schedule", r[first + 3].as<std::string>()}};
     tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topics.events_program, program,
                    EnvelopeToJson(e).dump());
     AddControlMessage(tx, topics, {run_id, attempt, how.status, how.reason, true, StartByField(r[first + 4])}, now);
@@ -276,9 +279,9 @@ inline std::string NewRunId() {
     return z ^ (z >> 31);
   };
   char buf[40];
-  const uint64_t ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                std::chrono::system_clock::now().time_since_epoch())
-                                                .count());
+  const uint64_t ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
   uint64_t hi = next(a), lo = next(b);
   std::snprintf(buf, sizeof buf, "%08x-%04x-7%03x-%04x-%012llx", static_cast<unsigned>((ms >> 16) & 0xffffffff),
                 static_cast<unsigned>(ms & 0xffff), static_cast<unsigned>(hi & 0xfff),

@@ -12,8 +12,8 @@
 #include <pqxx/pqxx>
 #include <pqxx/tablewriter>
 
-#include "common/json_text.h"
 #include "common/check.h"
+#include "common/json_text.h"
 #include "core/constraint_checker.h"
 #include "core/cron.h"
 #include "core/envelope.h"
@@ -29,16 +29,16 @@ namespace trigd {
 
 using nlohmann::json;
 using pg_internal::AppendToBundle;
-using pg_internal::kBundleMessages;
-using pg_internal::ParseBundle;
+using pg_internal::CopyRows;
 using pg_internal::FromMillis;
 using pg_internal::Guard;
-using pg_internal::CopyRows;
-using pg_internal::SqlArray;
+using pg_internal::kBundleMessages;
 using pg_internal::OpenTransaction;
-using pg_internal::TableRows;
+using pg_internal::ParseBundle;
 using pg_internal::Sql;
+using pg_internal::SqlArray;
 using pg_internal::SqlIn;
+using pg_internal::TableRows;
 using pg_internal::ToMillis;
 using pg_internal::ValidText;
 
@@ -50,7 +50,7 @@ using pg_internal::ValidText;
 // The positions' compare-and-set and the de-duplication ids, `seen` being how an id recorded
 // before is met ("" fails the statement, " ON CONFLICT DO NOTHING" skips it). DISTINCT: a batch
 // may carry an id twice.
-#define TRIGD_OFFSETS_CAS(seen)                                                                            \
+#define TRIGD_OFFSETS_CAS(seen)                                                                           \
   "WITH x AS (SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[]) "                   \
   "AS x(topic, partition, first_offset, next_offset)), "                                                  \
   "moved AS (INSERT INTO consumer_offsets AS o (group_id, topic, partition, next_offset) "                \
@@ -58,13 +58,16 @@ using pg_internal::ValidText;
   "SET next_offset = EXCLUDED.next_offset, updated_at = now() "                                           \
   "WHERE o.next_offset <= (SELECT first_offset FROM x WHERE x.topic = EXCLUDED.topic "                    \
   "AND x.partition = EXCLUDED.partition) RETURNING 1), "                                                  \
-  "seen AS (INSERT INTO seen_events (id) SELECT u.id COLLATE \"C\" FROM unnest($6::text[]) AS u(id)" \
-  seen " RETURNING id) "                                                                                  \
-  "SELECT " TRIGD_CLOCK ", (SELECT count(*) FROM moved), (SELECT coalesce(json_agg(id), '[]') FROM seen)::text, " \
+  "seen AS (INSERT INTO seen_events (id) SELECT u.id COLLATE \"C\" FROM unnest($6::text[]) AS u(id)" seen \
+  " RETURNING id) "                                                                                       \
+  "SELECT " TRIGD_CLOCK                                                                                   \
+  ", (SELECT count(*) FROM moved), (SELECT coalesce(json_agg(id), '[]') FROM seen)::text, "               \
   "(SELECT coalesce(max(seq), 0) FROM schedule_changes)"
 struct PgStore::TxContext {
   TxContext(pqxx::transaction_base& tx, const pqxx::row& clock)
-      : tx(tx), now(FromMillis(clock[0].as<int64_t>())), now_text(clock[1].as<std::string>()),
+      : tx(tx),
+        now(FromMillis(clock[0].as<int64_t>())),
+        now_text(clock[1].as<std::string>()),
         now_json(clock[2].as<std::string>()) {}
   pqxx::transaction_base& tx;
   TimePoint now;
@@ -93,12 +96,19 @@ std::string ClaimColumnsSql() {
 // jobs_claim in priority order past every due job of other schedules (40 ms per batch with
 // 200,000 due; the plan is generic, made without the arrays' sizes).
 std::string ClaimForSql() {
-  return ClaimColumnsSql() + "AND id = ANY(ARRAY("
-         "SELECT id FROM jobs WHERE state = " + Sql(JobState::kPendingTrigger) + " AND schedule_id = ANY($2::bigint[]) "
+  return ClaimColumnsSql() +
+         "AND id = ANY(ARRAY("
+         "SELECT id FROM jobs WHERE state = " +
+         Sql(JobState::kPendingTrigger) +
+         " AND schedule_id = ANY($2::bigint[]) "
          "AND next_check_at <= now() UNION ALL "
-         "SELECT id FROM jobs WHERE state = " + Sql(JobState::kPendingConstraint) + " AND schedule_id = ANY($2::bigint[]) "
+         "SELECT id FROM jobs WHERE state = " +
+         Sql(JobState::kPendingConstraint) +
+         " AND schedule_id = ANY($2::bigint[]) "
          "AND next_check_at <= now() UNION ALL "
-         "SELECT id FROM jobs WHERE state = " + Sql(JobState::kPendingConstraint) + " AND concurrency_group = ANY($3::text[]) "
+         "SELECT id FROM jobs WHERE state = " +
+         Sql(JobState::kPendingConstraint) +
+         " AND concurrency_group = ANY($3::text[]) "
          "AND next_check_at <= now())) " TRIGD_CLAIM_ORDER;
 }
 
@@ -129,21 +139,49 @@ struct Table {
 };
 // A job decided when opened (the fast path), inserted in its decided state.
 const Table kDecidedJobs{"jobs",
-                         {{"id", "bigint"}, {"schedule_id", "bigint"}, {"schedule_name", "text"},
-                          {"schedule_version", "int"}, {"state", "text"}, {"priority", "int"},
-                          {"trigger_state", "jsonb"}, {"triggered_by", "jsonb"}, {"history", "jsonb"},
-                          {"opened_at", "timestamptz"}, {"first_event_at", "timestamptz"}, {"ready_at", "timestamptz"},
-                          {"next_check_at", "timestamptz"}, {"concurrency_group", "text"}, {"last_decision", "text"},
-                          {"forced", "boolean"}, {"discard_reason", "text"}, {"finished_at", "timestamptz"}}};
+                         {{"id", "bigint"},
+                          {"schedule_id", "bigint"},
+                          {"schedule_name", "text"},
+                          {"schedule_version", "int"},
+                          {"state", "text"},
+                          {"priority", "int"},
+                          {"trigger_state", "jsonb"},
+                          {"triggered_by", "jsonb"},
+                          {"history", "jsonb"},
+                          {"opened_at", "timestamptz"},
+                          {"first_event_at", "timestamptz"},
+                          {"ready_at", "timestamptz"},
+                          {"next_check_at", "timestamptz"},
+                          {"concurrency_group", "text"},
+                          {"last_decision", "text"},
+                          {"forced", "boolean"},
+                          {"discard_reason", "text"},
+                          {"finished_at", "timestamptz"}}};
 const Table kRuns{"runs",
-                  {{"run_id", "text"}, {"job_id", "bigint"}, {"schedule_id", "bigint"}, {"schedule_name", "text"},
-                   {"program", "text"}, {"target", "text"}, {"concurrency_group", "text"}, {"state", "text"},
-                   {"attempt", "int"}, {"max_attempts", "int"}, {"heartbeat_timeout_ms", "bigint"},
-                   {"launched_at", "timestamptz"}, {"last_seen_at", "timestamptz"}, {"request", "text"},
-                   {"history", "jsonb"}, {"attempt_launched_at", "timestamptz"}}};
+                  {{"run_id", "text"},
+                   {"job_id", "bigint"},
+                   {"schedule_id", "bigint"},
+                   {"schedule_name", "text"},
+                   {"program", "text"},
+                   {"target", "text"},
+                   {"concurrency_group", "text"},
+                   {"state", "text"},
+                   {"attempt", "int"},
+                   {"max_attempts", "int"},
+                   {"heartbeat_timeout_ms", "bigint"},
+                   {"launched_at", "timestamptz"},
+                   {"last_seen_at", "timestamptz"},
+                   {"request", "text"},
+                   {"history", "jsonb"},
+                   {"attempt_launched_at", "timestamptz"}}};
 const Table kOutbox{"outbox",
-                    {{"topic", "text"}, {"key", "text"}, {"payload", "text"}, {"job_id", "bigint"},
-                     {"ready_at", "timestamptz"}, {"attempt", "int"}, {"launched_at", "timestamptz"},
+                    {{"topic", "text"},
+                     {"key", "text"},
+                     {"payload", "text"},
+                     {"job_id", "bigint"},
+                     {"ready_at", "timestamptz"},
+                     {"attempt", "int"},
+                     {"launched_at", "timestamptz"},
                      {"heartbeat_timeout_ms", "bigint"}}};
 // checker_writes' parameters: the counters and stored jobs' changes, then the columns of
 // kDecidedJobs, kRuns and kOutbox, in that order.
@@ -171,11 +209,15 @@ std::string CheckerWritesSql() {
          "FROM unnest($4::text[], $5::int[]) AS x(name, active) WHERE g.name = x.name)" +
          inserts +
          " UPDATE jobs j SET state = x.state, "
-         "next_check_at = CASE WHEN x.state IN " + SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint) + " "
+         "next_check_at = CASE WHEN x.state IN " +
+         SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint) +
+         " "
          "  THEN to_timestamp(x.next_check_at / 1000.0) END, "
          "last_decision = coalesce(x.decision, j.last_decision), forced = coalesce(x.forced, j.forced), "
          "discard_reason = x.reason, "
-         "finished_at = CASE WHEN x.state IN " + SqlIn(JobState::kDiscarded, JobState::kLaunched) + " THEN now() END, "
+         "finished_at = CASE WHEN x.state IN " +
+         SqlIn(JobState::kDiscarded, JobState::kLaunched) +
+         " THEN now() END, "
          "history = CASE WHEN x.history IS NULL THEN j.history ELSE trigd_append_history(j.history, x.history) END "
          "FROM unnest($6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::boolean[], $11::text[], $12::jsonb[]) "
          "AS x(id, state, next_check_at, decision, forced, reason, history) WHERE j.id = x.id";
@@ -187,63 +229,73 @@ std::string CheckerWritesSql() {
 // the tables grow.
 const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
   static const auto* statements = new std::vector<std::pair<std::string, std::string>>{
-    {"claim_for", ClaimForSql()},
-    // The same, and ids for $4 fresh jobs from the jobs sequence in the same round trip (their
-    // runs and launch requests refer to them): rows with the 12th column set are those ids. And
-    // the run counters of the claimed jobs' schedules and of $2, locked in schedule order (as
-    // lock_counters): rows with the last three columns set.
-    {"claim_for_fresh",
-     "WITH due AS (" + ClaimForSql() + "), "
-     "counters AS (SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " AS last_ms FROM schedule_runtime "
-     "WHERE schedule_id = ANY(ARRAY(SELECT schedule_id FROM due UNION SELECT unnest($2::bigint[]))) "
-     "ORDER BY schedule_id FOR UPDATE) "
-     "SELECT *, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint FROM due UNION ALL "
-     "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, nextval('jobs_id_seq'), NULL, NULL, NULL "
-     "FROM generate_series(1, $4) UNION ALL "
-     "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, schedule_id, active_runs, last_ms "
-     "FROM counters"},
-    // Every position of the batch in one statement: a compare-and-set per partition (the stored
-    // offset must not be past the batch's first), the count of those that moved, and the clock;
-    // and the de-duplication ids of its events ($6), recorded, those not seen before back as a
-    // JSON array. One round trip (a fenced batch is rolled back whole, its ids with it).
-    // Two forms (see ApplyBatch): a plain insert of the ids, which fails on an id seen before,
-    // and the same with ON CONFLICT DO NOTHING, which skips it but costs the server twice as
-    // much per id (a speculative insertion: 3.7-4.2 us against 2.0 us a row here).
-    {"offsets_cas", TRIGD_OFFSETS_CAS("")},
-    {"offsets_cas_on_conflict", TRIGD_OFFSETS_CAS(" ON CONFLICT DO NOTHING")},
-    {"schedule_versions_share",
-     "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE"},
-    // The active schedules of $1, share-locked (an update or delete waits for the batch), and
-    // their open jobs, locked, in one round trip: rows with schedule_id NULL are schedules (id,
-    // version), the others jobs. The jobs' lookup takes the schedules' ids as an array (an
-    // index scan on jobs_one_open, as for a parameter).
-    {"schedules_and_open_jobs",
-     "WITH s AS (SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE), "
-     "j AS (SELECT id, schedule_id, schedule_version, trigger_state::text AS trigger_state, "
-     "triggered_by::text AS triggered_by, " TRIGD_MS("opened_at") " AS opened_ms FROM jobs "
-     "WHERE schedule_id = ANY(ARRAY(SELECT id FROM s)) AND state = " + Sql(JobState::kPendingTrigger) + " ORDER BY id FOR UPDATE) "
-     "SELECT id, version, NULL::bigint, NULL::text, NULL::text, NULL::bigint FROM s UNION ALL "
-     "SELECT id, schedule_version, schedule_id, trigger_state, triggered_by, opened_ms FROM j"},
-    {"lock_counters",
-     "SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " FROM schedule_runtime "
-     "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE"},
-    {"checker_writes", CheckerWritesSql()},
-    // Whether any active schedule's time trigger is due (TickTimeTriggers' look before its
-    // transaction). A suspended schedule's trigger is out of the due range (next_fire_at
-    // 'infinity' from its suspension on); the state filter also covers those suspended before.
-    {"time_trigger_due",
-     "SELECT EXISTS (SELECT 1 FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
-     "WHERE t.next_fire_at <= now() AND s.state = 'active')"},
-    // The relay's claim of messages to publish (ClaimOutbox; SKIP LOCKED: relays never take the
-    // same), with a launch request's age for the event-to-launch histogram: up to $1 single
-    // messages and $2 bundles (outbox_bundle.h; through their own partial index).
-    {"outbox_claim",
-     "WITH single AS (SELECT id, topic, coalesce(key, ''), payload, extract(epoch from now() - ready_at)::float8, "
-     "false, attempt, " TRIGD_MS("launched_at") ", heartbeat_timeout_ms "
-     "FROM outbox WHERE NOT bundle ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED), "
-     "bundled AS (SELECT id, topic, '', payload, NULL::float8, true, NULL::int, NULL::bigint, NULL::bigint "
-     "FROM outbox WHERE bundle ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED) "
-     "SELECT * FROM single UNION ALL SELECT * FROM bundled ORDER BY 1"},
+      {"claim_for", ClaimForSql()},
+      // The same, and ids for $4 fresh jobs from the jobs sequence in the same round trip (their
+      // runs and launch requests refer to them): rows with the 12th column set are those ids. And
+      // the run counters of the claimed jobs' schedules and of $2, locked in schedule order (as
+      // lock_counters): rows with the last three columns set.
+      {"claim_for_fresh",
+       "WITH due AS (" + ClaimForSql() +
+           "), "
+           "counters AS (SELECT schedule_id, active_runs, " TRIGD_MS(
+               "last_launch_at") " AS last_ms FROM schedule_runtime "
+                                 "WHERE schedule_id = ANY(ARRAY(SELECT schedule_id FROM due UNION SELECT "
+                                 "unnest($2::bigint[]))) "
+                                 "ORDER BY schedule_id FOR UPDATE) "
+                                 "SELECT *, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint FROM due UNION ALL "
+                                 "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+                                 "nextval('jobs_id_seq'), NULL, NULL, NULL "
+                                 "FROM generate_series(1, $4) UNION ALL "
+                                 "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+                                 "schedule_id, active_runs, last_ms "
+                                 "FROM counters"},
+      // Every position of the batch in one statement: a compare-and-set per partition (the stored
+      // offset must not be past the batch's first), the count of those that moved, and the clock;
+      // and the de-duplication ids of its events ($6), recorded, those not seen before back as a
+      // JSON array. One round trip (a fenced batch is rolled back whole, its ids with it).
+      // Two forms (see ApplyBatch): a plain insert of the ids, which fails on an id seen before,
+      // and the same with ON CONFLICT DO NOTHING, which skips it but costs the server twice as
+      // much per id (a speculative insertion: 3.7-4.2 us against 2.0 us a row here).
+      {"offsets_cas", TRIGD_OFFSETS_CAS("")},
+      {"offsets_cas_on_conflict", TRIGD_OFFSETS_CAS(" ON CONFLICT DO NOTHING")},
+      {"schedule_versions_share",
+       "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE"},
+      // The active schedules of $1, share-locked (an update or delete waits for the batch), and
+      // their open jobs, locked, in one round trip: rows with schedule_id NULL are schedules (id,
+      // version), the others jobs. The jobs' lookup takes the schedules' ids as an array (an
+      // index scan on jobs_one_open, as for a parameter).
+      {"schedules_and_open_jobs",
+       "WITH s AS (SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE), "
+       "j AS (SELECT id, schedule_id, schedule_version, trigger_state::text AS trigger_state, "
+       "triggered_by::text AS triggered_by, " TRIGD_MS(
+           "opened_at") " AS opened_ms FROM jobs "
+                        "WHERE schedule_id = ANY(ARRAY(SELECT id FROM s)) AND state = " +
+           Sql(JobState::kPendingTrigger) +
+           " ORDER BY id FOR UPDATE) "
+           "SELECT id, version, NULL::bigint, NULL::text, NULL::text, NULL::bigint FROM s UNION ALL "
+           "SELECT id, schedule_version, schedule_id, trigger_state, triggered_by, opened_ms FROM j"},
+      {"lock_counters", "SELECT schedule_id, active_runs, " TRIGD_MS(
+                            "last_launch_at") " FROM schedule_runtime "
+                                              "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE"},
+      {"checker_writes", CheckerWritesSql()},
+      // Whether any active schedule's time trigger is due (TickTimeTriggers' look before its
+      // transaction). A suspended schedule's trigger is out of the due range (next_fire_at
+      // 'infinity' from its suspension on); the state filter also covers those suspended before.
+      {"time_trigger_due",
+       "SELECT EXISTS (SELECT 1 FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
+       "WHERE t.next_fire_at <= now() AND s.state = 'active')"},
+      // The relay's claim of messages to publish (ClaimOutbox; SKIP LOCKED: relays never take the
+      // same), with a launch request's age for the event-to-launch histogram: up to $1 single
+      // messages and $2 bundles (outbox_bundle.h; through their own partial index).
+      {"outbox_claim",
+       "WITH single AS (SELECT id, topic, coalesce(key, ''), payload, extract(epoch from now() - ready_at)::float8, "
+       "false, attempt, " TRIGD_MS(
+           "launched_at") ", heartbeat_timeout_ms "
+                          "FROM outbox WHERE NOT bundle ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED), "
+                          "bundled AS (SELECT id, topic, '', payload, NULL::float8, true, NULL::int, NULL::bigint, "
+                          "NULL::bigint "
+                          "FROM outbox WHERE bundle ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED) "
+                          "SELECT * FROM single UNION ALL SELECT * FROM bundled ORDER BY 1"},
   };
   return *statements;
 }
@@ -273,7 +325,8 @@ namespace {
 // which times 2^30 would wrap int64).
 Millis RetryWait(const RetryPolicy& retry, int64_t attempt) {
   const int shift = static_cast<int>(std::clamp<int64_t>(attempt - 1, 0, 30));
-  if (retry.backoff.count() < 0 || retry.backoff.count() > (retry.max_backoff.count() >> shift)) return retry.max_backoff;
+  if (retry.backoff.count() < 0 || retry.backoff.count() > (retry.max_backoff.count() >> shift))
+    return retry.max_backoff;
   return retry.backoff * (int64_t{1} << shift);
 }
 
@@ -281,7 +334,8 @@ Millis RetryWait(const RetryPolicy& retry, int64_t attempt) {
 // the schedule's definition has no time leaf there (a row older than the definition read).
 const TimeTrigger* TimeLeaf(const Schedule& s, int leaf) {
   std::vector<const Trigger*> leaves = TriggerLeaves(s.trigger);
-  if (leaf < 0 || static_cast<size_t>(leaf) >= leaves.size() || leaves[leaf]->kind != TriggerKind::kTime) return nullptr;
+  if (leaf < 0 || static_cast<size_t>(leaf) >= leaves.size() || leaves[leaf]->kind != TriggerKind::kTime)
+    return nullptr;
   return &leaves[leaf]->time;
 }
 
@@ -295,7 +349,6 @@ std::string IntArray(const C& ids) {
   }
   return out + "}";
 }
-
 
 // Entries already written as JSON, as one JSON array.
 std::string JsonArray(const std::vector<std::string>& entries) {
@@ -324,7 +377,8 @@ void TriggeredByJson(const std::vector<TriggeringEvent>& events, std::string& ou
 // and copies and escapes each field into strings of its own (a third of trigd's CPU on the
 // ingest path); tablewriter::write_raw_line passes a buffer through, and COPY takes any number
 // of lines per piece of data. Errors (a unique violation) surface here, as of an INSERT.
-void CopyIn(pqxx::transaction_base& tx, const std::string& table, const std::vector<std::string>& columns, const CopyRows& rows) {
+void CopyIn(pqxx::transaction_base& tx, const std::string& table, const std::vector<std::string>& columns,
+            const CopyRows& rows) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   pqxx::tablewriter copy(tx, table, columns.begin(), columns.end());
@@ -402,7 +456,8 @@ std::map<int64_t, ScheduleView> ResolveSchedules(pqxx::transaction_base& tx, Sch
   }
   if (!misses.empty()) {
     for (const auto& r : tx.exec_params("SELECT id, version, document::text FROM schedules "
-                                        "WHERE id = ANY($1::bigint[])", IntArray(misses))) {
+                                        "WHERE id = ANY($1::bigint[])",
+                                        IntArray(misses))) {
       int64_t id = r[0].as<int64_t>();
       int version = r[1].as<int>();
       if (auto s = cache.Get(id, version, r[2].as<std::string>())) out[id] = {id, version, s};
@@ -442,8 +497,7 @@ class OutboxRows {
   // placed by the relay at publish time (ClaimOutbox). A first attempt's comes with its job and
   // the time it became ready; a retry's without.
   void AddLaunch(std::string_view topic, std::string_view key, std::string_view request_template,
-                 const LaunchAttempt& a, std::optional<int64_t> job_id = std::nullopt,
-                 std::string_view ready_at = {}) {
+                 const LaunchAttempt& a, std::optional<int64_t> job_id = std::nullopt, std::string_view ready_at = {}) {
     AddMessage(topic, key, request_template);
     job_id ? rows_.AddInt(*job_id) : rows_.AddNull();
     job_id ? rows_.AddText(ready_at) : rows_.AddNull();
@@ -503,8 +557,8 @@ struct EndedRuns {
 // order, the order the checker locks them in.
 void DecrementCounters(pqxx::transaction_base& tx, const EndedRuns& e) {
   for (const auto& [id, n] : e.per_schedule) {
-    tx.exec_params("UPDATE schedule_runtime SET active_runs = greatest(active_runs - $2, 0) WHERE schedule_id = $1",
-                   id, n);
+    tx.exec_params("UPDATE schedule_runtime SET active_runs = greatest(active_runs - $2, 0) WHERE schedule_id = $1", id,
+                   n);
   }
   for (const auto& [name, n] : e.per_group) {
     tx.exec_params("UPDATE group_runtime SET active_runs = greatest(active_runs - $2, 0) WHERE name = $1", name, n);
@@ -532,10 +586,14 @@ void WakeWaitingJobs(pqxx::transaction_base& tx, const EndedRuns& e, const std::
   for (const auto& [id, n] : e.per_schedule) ids.push_back(id);
   json groups = json::array();
   for (const auto& [name, n] : e.per_group) groups.push_back(name);
-  tx.exec_params("UPDATE jobs SET next_check_at = now() WHERE id IN (SELECT id FROM jobs WHERE state = " + Sql(JobState::kPendingConstraint) + " "
-                 "AND next_check_at > now() AND id <> ALL($3::bigint[]) "
-                 "AND (schedule_id = ANY($1::bigint[]) OR concurrency_group IN (SELECT jsonb_array_elements_text($2::jsonb))) "
-                 "FOR UPDATE SKIP LOCKED)", IntArray(ids), groups.dump(), IntArray(claimed));
+  tx.exec_params(
+      "UPDATE jobs SET next_check_at = now() WHERE id IN (SELECT id FROM jobs WHERE state = " +
+          Sql(JobState::kPendingConstraint) +
+          " "
+          "AND next_check_at > now() AND id <> ALL($3::bigint[]) "
+          "AND (schedule_id = ANY($1::bigint[]) OR concurrency_group IN (SELECT jsonb_array_elements_text($2::jsonb))) "
+          "FOR UPDATE SKIP LOCKED)",
+      IntArray(ids), groups.dump(), IntArray(claimed));
 }
 
 // Frees the slots of ended runs and wakes the jobs waiting on them, in a transaction that
@@ -614,8 +672,9 @@ Result<ScheduleChanges> PgStore::LoadScheduleChanges(int64_t after_seq) {
     if (out.last_seq == after_seq) return out;
     // Changed schedules: removed unless they still have active keys.
     std::map<int64_t, ScheduleKeys> keys;
-    for (const auto& r : tx.exec_params("SELECT DISTINCT schedule_id FROM schedule_changes WHERE seq > $1 AND seq <= $2",
-                                        after_seq, out.last_seq)) {
+    for (const auto& r :
+         tx.exec_params("SELECT DISTINCT schedule_id FROM schedule_changes WHERE seq > $1 AND seq <= $2", after_seq,
+                        out.last_seq)) {
       int64_t id = r[0].as<int64_t>();
       keys[id] = {id, false, {}};
     }
@@ -623,7 +682,8 @@ Result<ScheduleChanges> PgStore::LoadScheduleChanges(int64_t after_seq) {
     for (const auto& [id, k] : keys) ids.push_back(id);
     for (const auto& r : tx.exec_params(
              "SELECT t.schedule_id, t.event_key FROM schedule_triggers t JOIN schedules s ON s.id = t.schedule_id "
-             "WHERE s.state = 'active' AND t.schedule_id = ANY($1::bigint[])", IntArray(ids))) {
+             "WHERE s.state = 'active' AND t.schedule_id = ANY($1::bigint[])",
+             IntArray(ids))) {
       ScheduleKeys& k = keys[r[0].as<int64_t>()];
       k.active = true;
       k.event_keys.push_back(r[1].as<std::string>());
@@ -640,9 +700,9 @@ Result<std::vector<std::optional<int64_t>>> PgStore::LoadOffsets(
     pqxx::read_transaction tx(*conn_->c);
     std::vector<std::optional<int64_t>> out;
     for (const auto& [topic, partition] : parts) {
-      auto r = tx.exec_params(
-          "SELECT next_offset FROM consumer_offsets WHERE group_id=$1 AND topic=$2 AND partition=$3",
-          group, topic, partition);
+      auto r =
+          tx.exec_params("SELECT next_offset FROM consumer_offsets WHERE group_id=$1 AND topic=$2 AND partition=$3",
+                         group, topic, partition);
       out.push_back(r.empty() ? std::nullopt : std::optional<int64_t>(r[0][0].as<int64_t>()));
     }
     return out;
@@ -705,85 +765,88 @@ Result<IngestResult> PgStore::ApplyBatchOnce(const IngestBatch& batch, std::stri
 
 Result<IngestResult> PgStore::ApplyBatchTx(const IngestBatch& batch, bool on_conflict, bool& seen_before, TxEnd end,
                                            std::string* data_error) {
-  return Guard([&]() -> Result<IngestResult> {
-    RenewPlans();
-    std::shared_ptr<void> built;  // ApplyEvents' memory, freed after the commit (declared first)
-    OpenTransaction tx(*conn_->c);
-    IngestResult result;
-    Relevant relevant = FindRelevant(batch, result);
-    // Positions first: a compare-and-set on the stored offset fences a consumer that lost its
-    // partition in a rebalance but still holds a batch of it. The transaction's now() and the
-    // events not seen before come back with them, BEGIN goes with them (round trips less on
-    // the path of every event).
-    SqlArray topics, partitions, firsts, nexts;
-    for (const auto& p : batch.positions) {
-      topics.AddText(p.topic);
-      partitions.AddInt(p.partition);
-      firsts.AddInt(p.first_offset);
-      nexts.AddInt(p.next_offset);
-    }
-    // A producer's tick locks its time trigger's row (CheckProducerTicks): its batch's ids go in
-    // here, before that lock, as trigd's tick transaction (which takes the row first) records none.
-    relevant.copy_ids = !on_conflict && relevant.ids.size() > kIdsAsArrayLimit && relevant.tick_ids.empty();
-    SqlArray ids;
-    if (!relevant.copy_ids) {
-      for (std::string_view id : relevant.ids) ids.AddText(id);
-    }
-    pqxx::result positions;
-    try {
-      positions = tx.Begin(on_conflict ? "offsets_cas_on_conflict" : "offsets_cas",
-                           {batch.group, topics.Take(), partitions.Take(), firsts.Take(), nexts.Take(), ids.Take()});
-    } catch (const pqxx::unique_violation&) {
-      if (on_conflict) throw;
-      seen_before = true;  // rolled back by tx; ApplyBatch runs the batch again
-      return result;
-    }
-    const pqxx::row clock = positions.at(0);
-    if (clock[3].as<size_t>() != batch.positions.size()) {
-      tx.Rollback();
-      result.fenced = true;
-      return result;
-    }
-    // A schedule applied (or changed) before this transaction began is one the batch's events
-    // must meet: an event produced after `trigctl schedules apply` returned would otherwise be
-    // counted no_match if trigd had not refreshed its index yet (every 200 ms).
-    if (batch.index_seq >= 0 && clock[5].as<int64_t>() > batch.index_seq) {
-      tx.Rollback();
-      result.stale_index = true;
-      return result;
-    }
-    if (on_conflict) {
-      // Only the ids the insert reported are new.
-      relevant.recorded = json::parse(clock[4].c_str());
-      for (const json& id : relevant.recorded) relevant.fresh.insert(id.get_ref<const std::string&>());
-    } else {
-      // A plain insert (or COPY) of the ids fails the whole batch if any was recorded before:
-      // if the batch gets through, every id is new.
-      relevant.fresh.insert(relevant.ids.begin(), relevant.ids.end());
-    }
-    TxContext ctx(tx.tx(), clock);
-    std::vector<std::string> writes;
-    ctx.deferred_writes = &writes;  // the fast path's writes are its last statement
-    ctx.free_after_commit = &built;
-    try {
-      ApplyEvents(ctx, batch, relevant, result);
-    } catch (const pqxx::unique_violation&) {
-      // The ids' COPY met an id recorded before (ApplyEvents runs it): as for the insert above.
-      // Another unique violation (a job opened by a racing instance) is met again by the rerun,
-      // which then reports it as before.
-      if (!relevant.copy_ids) throw;
-      seen_before = true;
-      return IngestResult{};
-    }
-    const std::string last = writes.empty() ? std::string() : tx.Execute("checker_writes", writes);
-    if (end == TxEnd::kRollback) {
-      if (!last.empty()) tx.tx().exec(last);
-      tx.Rollback();
-      return result;
-    }
-    tx.Commit(last);
-    return result;
-  }, data_error);
+  return Guard(
+      [&]() -> Result<IngestResult> {
+        RenewPlans();
+        std::shared_ptr<void> built;  // ApplyEvents' memory, freed after the commit (declared first)
+        OpenTransaction tx(*conn_->c);
+        IngestResult result;
+        Relevant relevant = FindRelevant(batch, result);
+        // Positions first: a compare-and-set on the stored offset fences a consumer that lost its
+        // partition in a rebalance but still holds a batch of it. The transaction's now() and the
+        // events not seen before come back with them, BEGIN goes with them (round trips less on
+        // the path of every event).
+        SqlArray topics, partitions, firsts, nexts;
+        for (const auto& p : batch.positions) {
+          topics.AddText(p.topic);
+          partitions.AddInt(p.partition);
+          firsts.AddInt(p.first_offset);
+          nexts.AddInt(p.next_offset);
+        }
+        // A producer's tick locks its time trigger's row (CheckProducerTicks): its batch's ids go in
+        // here, before that lock, as trigd's tick transaction (which takes the row first) records none.
+        relevant.copy_ids = !on_conflict && relevant.ids.size() > kIdsAsArrayLimit && relevant.tick_ids.empty();
+        SqlArray ids;
+        if (!relevant.copy_ids) {
+          for (std::string_view id : relevant.ids) ids.AddText(id);
+        }
+        pqxx::result positions;
+        try {
+          positions =
+              tx.Begin(on_conflict ? "offsets_cas_on_conflict" : "offsets_cas",
+                       {batch.group, topics.Take(), partitions.Take(), firsts.Take(), nexts.Take(), ids.Take()});
+        } catch (const pqxx::unique_violation&) {
+          if (on_conflict) throw;
+          seen_before = true;  // rolled back by tx; ApplyBatch runs the batch again
+          return result;
+        }
+        const pqxx::row clock = positions.at(0);
+        if (clock[3].as<size_t>() != batch.positions.size()) {
+          tx.Rollback();
+          result.fenced = true;
+          return result;
+        }
+        // A schedule applied (or changed) before this transaction began is one the batch's events
+        // must meet: an event produced after `trigctl schedules apply` returned would otherwise be
+        // counted no_match if trigd had not refreshed its index yet (every 200 ms).
+        if (batch.index_seq >= 0 && clock[5].as<int64_t>() > batch.index_seq) {
+          tx.Rollback();
+          result.stale_index = true;
+          return result;
+        }
+        if (on_conflict) {
+          // Only the ids the insert reported are new.
+          relevant.recorded = json::parse(clock[4].c_str());
+          for (const json& id : relevant.recorded) relevant.fresh.insert(id.get_ref<const std::string&>());
+        } else {
+          // A plain insert (or COPY) of the ids fails the whole batch if any was recorded before:
+          // if the batch gets through, every id is new.
+          relevant.fresh.insert(relevant.ids.begin(), relevant.ids.end());
+        }
+        TxContext ctx(tx.tx(), clock);
+        std::vector<std::string> writes;
+        ctx.deferred_writes = &writes;  // the fast path's writes are its last statement
+        ctx.free_after_commit = &built;
+        try {
+          ApplyEvents(ctx, batch, relevant, result);
+        } catch (const pqxx::unique_violation&) {
+          // The ids' COPY met an id recorded before (ApplyEvents runs it): as for the insert above.
+          // Another unique violation (a job opened by a racing instance) is met again by the rerun,
+          // which then reports it as before.
+          if (!relevant.copy_ids) throw;
+          seen_before = true;
+          return IngestResult{};
+        }
+        const std::string last = writes.empty() ? std::string() : tx.Execute("checker_writes", writes);
+        if (end == TxEnd::kRollback) {
+          if (!last.empty()) tx.tx().exec(last);
+          tx.Rollback();
+          return result;
+        }
+        tx.Commit(last);
+        return result;
+      },
+      data_error);
 }
 
 // De-duplication: only events that can change something (a schedule reached, a run report) are
@@ -880,9 +943,10 @@ std::set<size_t> PgStore::CheckProducerTicks(const TxContext& ctx, const std::ve
       claim_ids.AddInt(id);
       claim_fires.AddInt(fire);
     }
-    tx.exec_params("UPDATE time_triggers t SET ticked_until = greatest(t.ticked_until, to_timestamp(x.f / 1000.0)) "
-                   "FROM unnest($1::bigint[], $2::bigint[]) AS x(id, f) WHERE t.schedule_id = x.id",
-                   claim_ids.Take(), claim_fires.Take());
+    tx.exec_params(
+        "UPDATE time_triggers t SET ticked_until = greatest(t.ticked_until, to_timestamp(x.f / 1000.0)) "
+        "FROM unnest($1::bigint[], $2::bigint[]) AS x(id, f) WHERE t.schedule_id = x.id",
+        claim_ids.Take(), claim_fires.Take());
   }
   return duplicates;
 }
@@ -898,26 +962,30 @@ bool PgStore::RetryFailedAttempt(const TxContext& ctx, const RunReport& rep) {
       // A deleted schedule's run is not retried (nothing of it launches after a delete), and
       // its retry policy is gone with its document: the failure is final.
       "JOIN schedules s ON s.id = r.schedule_id "
-      "WHERE r.run_id = $1 AND r.state IN " + SqlIn(RunState::kLaunched, RunState::kRunning) + " AND ($2 = 0 OR r.attempt = $2) "
-      "AND r.program = $3 AND r.attempt < r.max_attempts FOR UPDATE OF r",
+      "WHERE r.run_id = $1 AND r.state IN " +
+          SqlIn(RunState::kLaunched, RunState::kRunning) +
+          " AND ($2 = 0 OR r.attempt = $2) "
+          "AND r.program = $3 AND r.attempt < r.max_attempts FOR UPDATE OF r",
       rep.run_id, rep.attempt, rep.program);
   if (r.empty()) return false;
   const int64_t attempt = r[0][0].as<int64_t>();
   RetryPolicy retry;
   if (auto s = cache_.Get(r[0][1].as<int64_t>(), r[0][2].as<int>(), r[0][3].as<std::string>())) retry = s->retry;
   const Millis wait = RetryWait(retry, attempt);
-  tx.exec_params("UPDATE runs SET state = " + Sql(RunState::kRetryWait) + ", reason = 'failed', last_seen_at = now(), "
-                 "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
-                 "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
-                 "'status', 'failed', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id = $1",
-                 rep.run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait));
+  tx.exec_params(
+      "UPDATE runs SET state = " + Sql(RunState::kRetryWait) +
+          ", reason = 'failed', last_seen_at = now(), "
+          "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
+          "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+          ", "
+          "'status', 'failed', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id = $1",
+      rep.run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait));
   return true;
 }
 
 // Everything an ingest batch does after its positions: shared by ApplyBatch and by the tick
 // (which applies its own ticks, see TickTimeTriggers).
-void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Relevant& relevant,
-                          IngestResult& result) {
+void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Relevant& relevant, IngestResult& result) {
   pqxx::transaction_base& tx = ctx.tx;
   const TimePoint now = ctx.now;
   {
@@ -1031,9 +1099,12 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
             "attempt_started_at = CASE WHEN $2 = 'started' THEN now() ELSE attempt_started_at END, "
             "finished_at = CASE WHEN $3 THEN now() END, reason = CASE WHEN $3 THEN $2 ELSE reason END, "
             "history = CASE WHEN $2 = 'heartbeat' THEN history ELSE trigd_append_history(history, "
-            "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", 'status', $2::text, 'attempt', attempt))) END "
-            "WHERE run_id = $1 AND state IN " + SqlIn(RunState::kLaunched, RunState::kRunning) + " AND ($4 = 0 OR attempt = $4) AND program = $5 "
-            "RETURNING schedule_id, concurrency_group",
+            "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+            ", 'status', $2::text, 'attempt', attempt))) END "
+            "WHERE run_id = $1 AND state IN " +
+                SqlIn(RunState::kLaunched, RunState::kRunning) +
+                " AND ($4 = 0 OR attempt = $4) AND program = $5 "
+                "RETURNING schedule_id, concurrency_group",
             rep.run_id, status, final_status, rep.attempt, rep.program, RunStateName(to));
         if (r.empty()) {
           if (!rep.own) unmoved.push_back(k);
@@ -1049,7 +1120,8 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
         SqlArray run_ids;
         for (size_t k : unmoved) run_ids.AddText(reports[k].run_id);
         std::unordered_map<std::string, std::string> known;  // run id -> its program
-        for (const auto& r : tx.exec_params("SELECT run_id, program FROM runs WHERE run_id = ANY($1::text[])", run_ids.Take())) {
+        for (const auto& r :
+             tx.exec_params("SELECT run_id, program FROM runs WHERE run_id = ANY($1::text[])", run_ids.Take())) {
           known.emplace(r[0].as<std::string>(), r[1].as<std::string>());
         }
         std::set<size_t> stale, refused;
@@ -1062,11 +1134,12 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
             // count for triggers as sent): a dead letter, naming both programs.
             const size_t i = reports[k].event;
             const Event& e = batch.events[i];
-            const Status why = DeadLetterStatus(DeadLetterReason::kBadField, "payload.program: run " + reports[k].run_id +
-                                                                 " is a run of " + run->second + ", not of " + reports[k].program);
+            const Status why = DeadLetterStatus(DeadLetterReason::kBadField,
+                                                "payload.program: run " + reports[k].run_id + " is a run of " +
+                                                    run->second + ", not of " + reports[k].program);
             const IngestBatch::Source source = i < batch.sources.size() ? batch.sources[i] : IngestBatch::Source{};
-            refused_letters.push_back({e.program.program, DeadLetterJson(why, source.topic, source.partition, source.offset,
-                                                                         EnvelopeToJson(e).dump())});
+            refused_letters.push_back({e.program.program, DeadLetterJson(why, source.topic, source.partition,
+                                                                         source.offset, EnvelopeToJson(e).dump())});
             result.dead_reasons.push_back(DeadLetterReason::kBadField);
             refused.insert(i);
             result.outcome[i] = EventOutcome::kDead;
@@ -1103,7 +1176,8 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
     struct {
       SqlArray id, state, trigger_state, triggered_by, history, ready_at, next_check_at, discard_reason;
     } upd;
-    std::vector<FreshJob>& fresh_jobs = built->fresh_jobs;  // new jobs that are complete: decided before written (fast path)
+    std::vector<FreshJob>& fresh_jobs =
+        built->fresh_jobs;  // new jobs that are complete: decided before written (fast path)
     std::string text;
     auto next_check_of = [&](const OpenJob& job, const Schedule& s) -> std::optional<TimePoint> {
       if (job.complete) return now;
@@ -1158,17 +1232,22 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
           "history = trigd_append_history(j.history, x.history), "
           "ready_at = coalesce(to_timestamp(x.ready_at / 1000.0), j.ready_at), "
           "next_check_at = to_timestamp(x.next_check_at / 1000.0), discard_reason = x.discard_reason, "
-          "finished_at = CASE WHEN x.state = " + Sql(JobState::kDiscarded) + " THEN now() END "
-          "FROM unnest($1::bigint[], $2::text[], $3::jsonb[], $4::jsonb[], $5::jsonb[], $6::bigint[], $7::bigint[], "
-          "$8::text[]) AS x(id, state, trigger_state, triggered_by, history, ready_at, next_check_at, discard_reason) "
-          "WHERE j.id = x.id",
+          "finished_at = CASE WHEN x.state = " +
+              Sql(JobState::kDiscarded) +
+              " THEN now() END "
+              "FROM unnest($1::bigint[], $2::text[], $3::jsonb[], $4::jsonb[], $5::jsonb[], $6::bigint[], "
+              "$7::bigint[], "
+              "$8::text[]) AS x(id, state, trigger_state, triggered_by, history, ready_at, next_check_at, "
+              "discard_reason) "
+              "WHERE j.id = x.id",
           upd.id.Take(), upd.state.Take(), upd.trigger_state.Take(), upd.triggered_by.Take(), upd.history.Take(),
           upd.ready_at.Take(), upd.next_check_at.Take(), upd.discard_reason.Take());
     }
     {
-      CopyStream ins(tx, "jobs", {"schedule_id", "schedule_name", "schedule_version", "state", "priority",
-                                  "trigger_state", "triggered_by", "history", "opened_at", "first_event_at",
-                                  "ready_at", "next_check_at", "concurrency_group"});
+      CopyStream ins(
+          tx, "jobs",
+          {"schedule_id", "schedule_name", "schedule_version", "state", "priority", "trigger_state", "triggered_by",
+           "history", "opened_at", "first_event_at", "ready_at", "next_check_at", "concurrency_group"});
       for (const OpenJob& job : acc.jobs) {
         if (!copied(job)) continue;
         const Schedule& s = *schedules.at(job.schedule_id).schedule;
@@ -1283,8 +1362,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     // constraint, schema/004): no state filter, so the planner's estimate of the due jobs is
     // right and it picks the index that fits. During a backlog the estimate can still be stale
     // (statistics from before a storm say nothing is due): PostgreSQL would then sort every due
-    // job on every claim, quadratic in the backlog. While the last claim was full, sorting is ruled out: the claim walks jobs_claim in
-    // priority order and stops after `limit` due jobs.
+    // job on every claim, quadratic in the backlog. While the last claim was full, sorting is ruled out: the claim
+    // walks jobs_claim in priority order and stops after `limit` due jobs.
     const bool no_sort = claim_backlog && !filter;
     if (no_sort) tx.exec("SET LOCAL enable_sort = off");
     const size_t fresh_count = filter && filter->fresh ? filter->fresh->size() : 0;
@@ -1292,11 +1371,11 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     if (filter) {
       SqlArray groups;
       for (const std::string& g : filter->groups) groups.AddText(g);
-      claimed = fresh_count > 0 ? tx.exec_prepared("claim_for_fresh", static_cast<int64_t>(limit),
-                                                   IntArray(filter->schedule_ids), groups.Take(),
-                                                   static_cast<int64_t>(fresh_count))
-                                : tx.exec_prepared("claim_for", static_cast<int64_t>(limit),
-                                                   IntArray(filter->schedule_ids), groups.Take());
+      claimed = fresh_count > 0
+                    ? tx.exec_prepared("claim_for_fresh", static_cast<int64_t>(limit), IntArray(filter->schedule_ids),
+                                       groups.Take(), static_cast<int64_t>(fresh_count))
+                    : tx.exec_prepared("claim_for", static_cast<int64_t>(limit), IntArray(filter->schedule_ids),
+                                       groups.Take());
     } else {
       // Planned for each claim (enable_sort above), not prepared: a cached generic plan would
       // keep the setting it was made with.
@@ -1306,13 +1385,17 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       claimed = tx.exec_params(ClaimColumnsSql() + shard + TRIGD_CLAIM_ORDER, static_cast<int64_t>(limit));
     }
     std::vector<int64_t> fresh_ids;
-    struct Counters { int64_t active = 0; std::optional<TimePoint> last_launch; };
+    struct Counters {
+      int64_t active = 0;
+      std::optional<TimePoint> last_launch;
+    };
     std::map<int64_t, Counters> sched_rt;
     const bool counters_locked = fresh_count > 0;  // claim_for_fresh locked them
     // A locked counter row: schedule id, active runs, last launch (ms or NULL) from column `c`.
     auto put_counters = [&](const pqxx::row& r, int c) {
-      sched_rt[r[c].as<int64_t>()] = {r[c + 1].as<int64_t>(), r[c + 2].is_null() ? std::nullopt
-                                                                                 : std::optional<TimePoint>(FromMillis(r[c + 2].as<int64_t>()))};
+      sched_rt[r[c].as<int64_t>()] = {
+          r[c + 1].as<int64_t>(),
+          r[c + 2].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[c + 2].as<int64_t>()))};
     };
     for (const auto& r : claimed) {
       if (r.size() > 12 && !r[12].is_null()) {
@@ -1323,11 +1406,17 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         fresh_ids.push_back(r[11].as<int64_t>());
         continue;
       }
-      Due d{r[0].as<int64_t>(), r[1].as<int64_t>(), r[2].as<int>(), pg_internal::JobStateOf(r[3]),
-            r[4].is_null() ? std::string() : r[4].as<std::string>(), r[5].as<std::string>(),
+      Due d{r[0].as<int64_t>(),
+            r[1].as<int64_t>(),
+            r[2].as<int>(),
+            pg_internal::JobStateOf(r[3]),
+            r[4].is_null() ? std::string() : r[4].as<std::string>(),
+            r[5].as<std::string>(),
             FromMillis(r[6].as<int64_t>()),
             r[7].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[7].as<int64_t>())),
-            r[8].as<std::string>(), r[9].as<std::string>(), r[10].as<int>()};
+            r[8].as<std::string>(),
+            r[9].as<std::string>(),
+            r[10].as<int>()};
       sids.insert(d.schedule_id);
       due.push_back(std::move(d));
     }
@@ -1340,8 +1429,9 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     if (fresh_count > 0) {
       for (size_t k = 0; k < fresh_count; ++k) {
         const FreshJob& f = (*filter->fresh)[k];
-        Due d{fresh_ids.at(k), f.schedule_id, f.version, JobState::kPendingConstraint, std::string(), f.triggered_by,
-              f.opened_at, now, std::string(), now_text, f.priority, &f};
+        Due d{fresh_ids.at(k), f.schedule_id,  f.version,   JobState::kPendingConstraint,
+              std::string(),   f.triggered_by, f.opened_at, now,
+              std::string(),   now_text,       f.priority,  &f};
         sids.insert(d.schedule_id);
         due.push_back(std::move(d));
       }
@@ -1372,8 +1462,10 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     if (filter && filter->loaded) {
       std::set<int64_t> missing;
       for (int64_t id : sids) {
-        if (auto it = filter->loaded->find(id); it != filter->loaded->end()) schedules.insert(*it);
-        else missing.insert(id);
+        if (auto it = filter->loaded->find(id); it != filter->loaded->end())
+          schedules.insert(*it);
+        else
+          missing.insert(id);
       }
       schedules.merge(LoadSchedules(tx, cache_, missing));
     } else {
@@ -1446,7 +1538,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       }
       WakeWaitingJobs(tx, *ended, claimed_ids);
       for (const auto& [id, n] : ended->per_schedule) {
-        if (auto it = sched_rt.find(id); it != sched_rt.end()) it->second.active = std::max<int64_t>(it->second.active - n, 0);
+        if (auto it = sched_rt.find(id); it != sched_rt.end())
+          it->second.active = std::max<int64_t>(it->second.active - n, 0);
       }
       for (const auto& [name, n] : ended->per_group) {
         if (auto it = group_rt.find(name); it != group_rt.end()) it->second = std::max<int64_t>(it->second - n, 0);
@@ -1464,10 +1557,11 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         }
       }
       if (!ids.empty()) {
-        for (const auto& r : tx.exec_params(
-                 "SELECT schedule_id, " TRIGD_MS("launched_at") " FROM runs WHERE schedule_id = ANY($1::bigint[]) "
-                 "AND launched_at > now() - make_interval(secs => $2::bigint / 1000.0)",
-                 IntArray(ids), static_cast<int64_t>(longest.count()))) {
+        for (const auto& r :
+             tx.exec_params("SELECT schedule_id, " TRIGD_MS(
+                                "launched_at") " FROM runs WHERE schedule_id = ANY($1::bigint[]) "
+                                               "AND launched_at > now() - make_interval(secs => $2::bigint / 1000.0)",
+                            IntArray(ids), static_cast<int64_t>(longest.count()))) {
           recent[r[0].as<int64_t>()].push_back(FromMillis(r[1].as<int64_t>()));
         }
       }
@@ -1481,9 +1575,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
     const bool as_arrays = due.size() + undecided.size() <= kRowsAsArraysLimit;
     TableRows runs(kRuns.columns.size(), as_arrays);
     OutboxRows outbox(as_arrays);
-    auto update_job = [&](int64_t id, JobState state, std::optional<int64_t> next_check_at,
-                          const std::string* decision, std::optional<bool> forced, const std::string* reason,
-                          const std::string* history) {
+    auto update_job = [&](int64_t id, JobState state, std::optional<int64_t> next_check_at, const std::string* decision,
+                          std::optional<bool> forced, const std::string* reason, const std::string* history) {
       jobs.id.AddInt(id);
       jobs.state.AddText(JobStateName(state));
       jobs.next_check_at.AddIntOrNull(next_check_at);
@@ -1499,9 +1592,9 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
                          const std::string* decision, std::optional<bool> forced, const std::string* reason,
                          const std::string* history) {
       // A job that stays waiting keeps its state; any other change is one of model/job.h's.
-      TRIGD_CHECK_MSG(state == d.state || IsAllowedTransition(d.state, state),
-                      std::string("job ") + std::to_string(d.id) + ": " + JobStateName(d.state) + " -> " +
-                          JobStateName(state));
+      TRIGD_CHECK_MSG(
+          state == d.state || IsAllowedTransition(d.state, state),
+          std::string("job ") + std::to_string(d.id) + ": " + JobStateName(d.state) + " -> " + JobStateName(state));
       if (!d.fresh) {
         update_job(d.id, state, next_check_at, decision, forced, reason, history);
         return;
@@ -1519,7 +1612,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       // trigd_append_history keeps a stored job's).
       const size_t total = f.history.size() + (history ? 1 : 0);
       JsonArrayText h;
-      for (size_t i = total > kMaxJobHistory ? total - kMaxJobHistory : 0; i < f.history.size(); ++i) h.Raw(f.history[i]);
+      for (size_t i = total > kMaxJobHistory ? total - kMaxJobHistory : 0; i < f.history.size(); ++i)
+        h.Raw(f.history[i]);
       if (history) h.Raw(*history);
       fresh_rows.AddText(h.Take());
       const std::string opened_at = FormatTime(f.opened_at);
@@ -1531,10 +1625,12 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       decision ? fresh_rows.AddText(*decision) : fresh_rows.AddNull();
       fresh_rows.AddText(forced.value_or(false) ? "t" : "f");
       reason ? fresh_rows.AddText(*reason) : fresh_rows.AddNull();
-      state == JobState::kLaunched || state == JobState::kDiscarded ? fresh_rows.AddText(now_text) : fresh_rows.AddNull();
+      state == JobState::kLaunched || state == JobState::kDiscarded ? fresh_rows.AddText(now_text)
+                                                                    : fresh_rows.AddNull();
       fresh_rows.EndRow();
     };
-    for (const Due& d : undecided) write_job(d, JobState::kPendingConstraint, ToMillis(now), nullptr, std::nullopt, nullptr, nullptr);
+    for (const Due& d : undecided)
+      write_job(d, JobState::kPendingConstraint, ToMillis(now), nullptr, std::nullopt, nullptr, nullptr);
     // A schedule's program, serialised once for all its launches of this check.
     std::map<int64_t, std::string> program_json;
     const std::string at = FormatTime(now);  // history entries' time
@@ -1588,14 +1684,15 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         const LaunchAttempt first{1, s.heartbeat_timeout, now};
         // Within kMaxLaunchRequestBytes once the relay has placed the attempt's fields: a longer
         // list of triggering events is cut to fit (TriggeredByWithin) and the request says so.
-        const size_t fixed = LaunchRequestTemplate(req).size() + kLaunchAttemptFieldsBytes +
-                             sizeof(",\"triggered_by_truncated\":true");
+        const size_t fixed =
+            LaunchRequestTemplate(req).size() + kLaunchAttemptFieldsBytes + sizeof(",\"triggered_by_truncated\":true");
         if (fixed + d.triggered_by.size() <= kMaxLaunchRequestBytes) {
           req.triggered_by_json = std::move(d.triggered_by);  // the usual case, without a copy
         } else {
-          req.triggered_by_json = fixed < kMaxLaunchRequestBytes
-                                      ? TriggeredByWithin(d.triggered_by, kMaxLaunchRequestBytes - fixed, req.triggered_by_truncated)
-                                      : std::string("[]");
+          req.triggered_by_json =
+              fixed < kMaxLaunchRequestBytes
+                  ? TriggeredByWithin(d.triggered_by, kMaxLaunchRequestBytes - fixed, req.triggered_by_truncated)
+                  : std::string("[]");
         }
         const std::string request = LaunchRequestTemplate(req);
         runs.AddText(run_id);
@@ -1637,8 +1734,8 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         // timeout, a window's opening).
         TimePoint next = out.next_check_at.value_or(now + kRunEndRecheck);
         if (out.wakes_on_run_end) next = std::min(next, now + kRunEndRecheck);
-        const JobState state =
-            d.state == JobState::kPendingTrigger && !complete ? JobState::kPendingTrigger : JobState::kPendingConstraint;
+        const JobState state = d.state == JobState::kPendingTrigger && !complete ? JobState::kPendingTrigger
+                                                                                 : JobState::kPendingConstraint;
         std::optional<std::string> entry;
         if (out.reason != d.last_decision) {
           entry = HistoryEntry(at, "waiting: " + out.reason)
@@ -1666,9 +1763,10 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         g_active.AddInt(n);
       }
     }
-    std::vector<std::string> params{rt_id.Take(), rt_active.Take(), rt_last.Take(), g_name.Take(), g_active.Take(),
-                                    jobs.id.Take(), jobs.state.Take(), jobs.next_check_at.Take(), jobs.decision.Take(),
-                                    jobs.forced.Take(), jobs.reason.Take(), jobs.history.Take()};
+    std::vector<std::string> params{rt_id.Take(),       rt_active.Take(),          rt_last.Take(),
+                                    g_name.Take(),      g_active.Take(),           jobs.id.Take(),
+                                    jobs.state.Take(),  jobs.next_check_at.Take(), jobs.decision.Take(),
+                                    jobs.forced.Take(), jobs.reason.Take(),        jobs.history.Take()};
     for (auto [table, rows] : {std::pair{&kDecidedJobs, &fresh_rows}, {&kRuns, &runs}, {&kOutbox, &outbox.rows()}}) {
       for (size_t i = 0; i < table->columns.size(); ++i) params.push_back(rows->TakeColumn(i));
     }
@@ -1701,7 +1799,8 @@ Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
       if (r[5].as<bool>()) {
         auto messages = ParseBundle(std::string_view(r[3].c_str(), r[3].size()));
         if (!messages.ok()) return Internal("outbox row " + std::to_string(id) + ": " + messages.status().message());
-        for (auto& [key, payload] : *messages) rows.push_back({id, r[1].as<std::string>(), std::move(key), std::move(payload)});
+        for (auto& [key, payload] : *messages)
+          rows.push_back({id, r[1].as<std::string>(), std::move(key), std::move(payload)});
         continue;
       }
       if (r[6].is_null()) {
@@ -1750,17 +1849,26 @@ Result<int> PgStore::FailUnpublishable(const std::vector<int64_t>& refused) {
     pqxx::transaction_base& tx = claim_->tx();
     // Launch requests only: bundles (program events, ticks, dead letters) are trigd's own small
     // messages, kept under the limit when written.
-    const pqxx::result ended = tx.exec(
-        "WITH gone AS (DELETE FROM outbox WHERE id = ANY('" + IntArray(refused) + "'::bigint[]) AND NOT bundle "
-        "RETURNING payload::jsonb->>'run_id' AS gone_run, coalesce(attempt, (payload::jsonb->>'attempt')::int) AS gone_attempt) "
-        "UPDATE runs SET state=" + Sql(RunState::kFailed) + ", reason='unpublishable', finished_at=now(), "
-        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
-        "'status', 'failed', 'reason', 'unpublishable', 'attempt', attempt))) "
-        "FROM gone WHERE runs.run_id = gone.gone_run AND runs.attempt = gone.gone_attempt AND runs.state = " + Sql(RunState::kLaunched) + " "
-        "RETURNING schedule_id, concurrency_group, runs.run_id, runs.attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS);
+    const pqxx::result ended =
+        tx.exec("WITH gone AS (DELETE FROM outbox WHERE id = ANY('" + IntArray(refused) +
+                "'::bigint[]) AND NOT bundle "
+                "RETURNING payload::jsonb->>'run_id' AS gone_run, coalesce(attempt, (payload::jsonb->>'attempt')::int) "
+                "AS gone_attempt) "
+                "UPDATE runs SET state=" +
+                Sql(RunState::kFailed) +
+                ", reason='unpublishable', finished_at=now(), "
+                "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+                ", "
+                "'status', 'failed', 'reason', 'unpublishable', 'attempt', attempt))) "
+                "FROM gone WHERE runs.run_id = gone.gone_run AND runs.attempt = gone.gone_attempt AND runs.state = " +
+                Sql(RunState::kLaunched) +
+                " "
+                "RETURNING schedule_id, concurrency_group, runs.run_id, runs.attempt, program, "
+                "schedule_name, " TRIGD_RUN_START_BY_MS);
     std::vector<EndedRun> runs;
     for (const auto& r : ended) {
-      runs.push_back({r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
+      runs.push_back(
+          {r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
     }
     pg_internal::AnnounceEndedRuns(tx, topics_, ended, 2, {"failed", "unpublishable", "unpublishable"});
     ReleaseRuns(tx, runs);
@@ -1817,24 +1925,35 @@ Result<SweepResult> PgStore::SweepRuns() {
     }
     OutboxRows outbox;
     std::vector<EndedRun> ended;
-    for (const auto& r : tx.exec(
-             "SELECT run_id, attempt, max_attempts, program, schedule_id, schedule_name, concurrency_group, "
-             "(SELECT version FROM schedules s WHERE s.id = runs.schedule_id), "
-             "(SELECT document::text FROM schedules s WHERE s.id = runs.schedule_id), " TRIGD_RUN_START_BY_MS ", state FROM runs "
-             // A started run is lost after heartbeat_timeout of silence; one still queued on the
-             // launch topic (no worker took it yet) only after the queued timeout (Airflow's
-             // task_queued_timeout): a backlog or a worker rebalance is not a lost run.
-             // Two scans, one index each (schema/007): every running run (its own timeout), and
-             // of the queued ones only the range older than the queued timeout, so a backlog of
-             // launch requests waiting for workers is not read on every sweep.
-             "WHERE run_id IN (WITH w AS (SELECT " + watched + " AS t) "
-             "SELECT run_id FROM runs WHERE state = " + Sql(RunState::kRunning) + " "
-             "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => heartbeat_timeout_ms / 1000.0) "
-             "UNION ALL SELECT run_id FROM runs WHERE state = " + Sql(RunState::kLaunched) + " "
-             "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => " + std::to_string(kQueuedTimeout.count()) + " / 1000.0) "
-             "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => "
-             "greatest(heartbeat_timeout_ms, " + std::to_string(kQueuedTimeout.count()) + ") / 1000.0)) "
-             "ORDER BY last_seen_at LIMIT 1000 FOR UPDATE SKIP LOCKED")) {
+    for (const auto& r :
+         tx.exec("SELECT run_id, attempt, max_attempts, program, schedule_id, schedule_name, concurrency_group, "
+                 "(SELECT version FROM schedules s WHERE s.id = runs.schedule_id), "
+                 "(SELECT document::text FROM schedules s WHERE s.id = runs.schedule_id), " TRIGD_RUN_START_BY_MS
+                 ", state FROM runs "
+                 // A started run is lost after heartbeat_timeout of silence; one still queued on the
+                 // launch topic (no worker took it yet) only after the queued timeout (Airflow's
+                 // task_queued_timeout): a backlog or a worker rebalance is not a lost run.
+                 // Two scans, one index each (schema/007): every running run (its own timeout), and
+                 // of the queued ones only the range older than the queued timeout, so a backlog of
+                 // launch requests waiting for workers is not read on every sweep.
+                 "WHERE run_id IN (WITH w AS (SELECT " +
+                 watched +
+                 " AS t) "
+                 "SELECT run_id FROM runs WHERE state = " +
+                 Sql(RunState::kRunning) +
+                 " "
+                 "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => heartbeat_timeout_ms / 1000.0) "
+                 "UNION ALL SELECT run_id FROM runs WHERE state = " +
+                 Sql(RunState::kLaunched) +
+                 " "
+                 "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => " +
+                 std::to_string(kQueuedTimeout.count()) +
+                 " / 1000.0) "
+                 "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => "
+                 "greatest(heartbeat_timeout_ms, " +
+                 std::to_string(kQueuedTimeout.count()) +
+                 ") / 1000.0)) "
+                 "ORDER BY last_seen_at LIMIT 1000 FOR UPDATE SKIP LOCKED")) {
       ++out.lost;
       std::string run_id = r[0].as<std::string>();
       int64_t attempt = r[1].as<int64_t>(), max_attempts = r[2].as<int64_t>();
@@ -1849,26 +1968,34 @@ Result<SweepResult> PgStore::SweepRuns() {
       // Every worker is told the attempt ended, so none starts its request later (the control
       // topic, control_message.h); a retry, attempt + 1, still runs.
       if (t->control_message) {
-        outbox.Add(topics_.control, run_id,
-                   pg_internal::ControlMessage({run_id, attempt, retry ? "lost" : "failed", "lost", !retry,
-                                                pg_internal::StartByField(r[9])},
-                                               now));
+        outbox.Add(
+            topics_.control, run_id,
+            pg_internal::ControlMessage(
+                {run_id, attempt, retry ? "lost" : "failed", "lost", !retry, pg_internal::StartByField(r[9])}, now));
       }
       if (retry) {
         RetryPolicy retry;
         if (auto s = cache_.Get(schedule_id, r[7].as<int>(), r[8].as<std::string>())) retry = s->retry;
         const Millis wait = RetryWait(retry, attempt);
-        tx.exec_params("UPDATE runs SET state=" + Sql(t->next) + ", reason='lost', "
-                       "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
-                       "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
-                       "'status', 'lost', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id=$1",
-                       run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait));
+        tx.exec_params(
+            "UPDATE runs SET state=" + Sql(t->next) +
+                ", reason='lost', "
+                "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
+                "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+                ", "
+                "'status', 'lost', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id=$1",
+            run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait));
       } else {
         ++out.failed;
-        tx.exec_params("UPDATE runs SET state=" + Sql(t->next) + ", reason='lost', finished_at=now(), "
-                       "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
-                       "'status', 'failed', 'reason', 'lost', 'attempt', attempt))) WHERE run_id=$1", run_id);
-        ended.push_back({schedule_id, r[6].is_null() ? std::nullopt : std::optional<std::string>(r[6].as<std::string>())});
+        tx.exec_params(
+            "UPDATE runs SET state=" + Sql(t->next) +
+                ", reason='lost', finished_at=now(), "
+                "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+                ", "
+                "'status', 'failed', 'reason', 'lost', 'attempt', attempt))) WHERE run_id=$1",
+            run_id);
+        ended.push_back(
+            {schedule_id, r[6].is_null() ? std::nullopt : std::optional<std::string>(r[6].as<std::string>())});
         if (!t->program_event) continue;
         Event e;
         e.id = "lost:" + run_id + ":" + std::to_string(attempt);
@@ -1883,26 +2010,32 @@ Result<SweepResult> PgStore::SweepRuns() {
     // A run waiting for its next attempt when its schedule was deleted: `trigctl schedules
     // delete` kills those it sees, and this catches one whose retry was decided by a
     // transaction that committed after the delete's. Nothing of a deleted schedule launches.
-    const pqxx::result killed_by_delete = tx.exec(
-             "UPDATE runs SET " + pg_internal::KilledByDeleteSet() + "WHERE run_id IN (SELECT run_id FROM runs WHERE state=" + Sql(RunState::kRetryWait) + " AND next_attempt_at <= now() "
-             "AND NOT EXISTS (SELECT 1 FROM schedules s WHERE s.id = runs.schedule_id) "
-             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING schedule_id, concurrency_group, run_id, attempt, program, schedule_name, "
-             TRIGD_RUN_START_BY_MS);
+    const pqxx::result killed_by_delete =
+        tx.exec("UPDATE runs SET " + pg_internal::KilledByDeleteSet() +
+                "WHERE run_id IN (SELECT run_id FROM runs WHERE state=" + Sql(RunState::kRetryWait) +
+                " AND next_attempt_at <= now() "
+                "AND NOT EXISTS (SELECT 1 FROM schedules s WHERE s.id = runs.schedule_id) "
+                "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING schedule_id, concurrency_group, run_id, attempt, "
+                "program, schedule_name, " TRIGD_RUN_START_BY_MS);
     for (const auto& r : killed_by_delete) {
       ++out.killed;
-      ended.push_back({r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
+      ended.push_back(
+          {r[0].as<int64_t>(), r[1].is_null() ? std::nullopt : std::optional<std::string>(r[1].as<std::string>())});
     }
     pg_internal::KillByDeleteEvents(tx, topics_, killed_by_delete, 2);
     // The next attempt: its number and launch time are columns, placed into the run's request
     // template by the relay (RenderLaunchRequest); the stored text is not touched.
     for (const auto& r : tx.exec(
-             "UPDATE runs SET state=" + Sql(RunState::kLaunched) + ", attempt = attempt + 1, last_seen_at = now(), attempt_started_at = NULL, "
+             "UPDATE runs SET state=" + Sql(RunState::kLaunched) +
+             ", attempt = attempt + 1, last_seen_at = now(), attempt_started_at = NULL, "
              "attempt_launched_at = now(), next_attempt_at = NULL, "
              "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", "
              "'status', 'launched', 'attempt', attempt + 1))) "
-             "WHERE run_id IN (SELECT run_id FROM runs WHERE state=" + Sql(RunState::kRetryWait) + " AND next_attempt_at <= now() "
-             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING target, program, request, attempt, "
-             TRIGD_MS("attempt_launched_at") ", heartbeat_timeout_ms")) {
+             "WHERE run_id IN (SELECT run_id FROM runs WHERE state=" +
+             Sql(RunState::kRetryWait) +
+             " AND next_attempt_at <= now() "
+             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING target, program, request, attempt, " TRIGD_MS(
+                 "attempt_launched_at") ", heartbeat_timeout_ms")) {
       ++out.retried;
       const LaunchAttempt a{r[3].as<int64_t>(), Millis(r[5].as<int64_t>()), FromMillis(r[4].as<int64_t>())};
       outbox.AddLaunch(topics_.Launch(r[0].as<std::string>()), r[1].c_str(), r[2].c_str(), a);
@@ -1942,8 +2075,8 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
       if (!cache_.Find(r[0].as<int64_t>(), r[5].as<int>())) misses.push_back(r[0].as<int64_t>());
     }
     if (!misses.empty()) {
-      for (const auto& r : tx.exec_params("SELECT id, version, document::text FROM schedules WHERE id = ANY($1::bigint[])",
-                                          IntArray(misses))) {
+      for (const auto& r : tx.exec_params(
+               "SELECT id, version, document::text FROM schedules WHERE id = ANY($1::bigint[])", IntArray(misses))) {
         cache_.Get(r[0].as<int64_t>(), r[1].as<int>(), r[2].as<std::string>());
       }
     }
@@ -1965,7 +2098,8 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
       TimePoint anchor = FromMillis(r[1].as<int64_t>());
       std::optional<TimePoint> last;
       if (!r[2].is_null()) last = FromMillis(r[2].as<int64_t>());
-      Decided& d = decided.emplace_back(Decided{id, r[4].as<std::string>(), ComputeDueFireTimes(*tt, anchor, last, now)});
+      Decided& d =
+          decided.emplace_back(Decided{id, r[4].as<std::string>(), ComputeDueFireTimes(*tt, anchor, last, now)});
       if (!r[6].is_null()) {
         const TimePoint until = FromMillis(r[6].as<int64_t>());
         for (TimePoint fire : d.due.fire) {
@@ -2003,20 +2137,22 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
       update_next.AddIntOrNull(d.due.next ? std::optional<int64_t>(ToMillis(*d.due.next)) : std::nullopt);
       std::optional<std::string> not_fired;
       for (const auto& [after, through] : d.due.not_fired) {
-        not_fired = (not_fired ? *not_fired + "," : std::string("{")) + "(" + FormatTime(after) + "," + FormatTime(through) + "]";
+        not_fired = (not_fired ? *not_fired + "," : std::string("{")) + "(" + FormatTime(after) + "," +
+                    FormatTime(through) + "]";
       }
       update_not_fired.AddTextOrNull(not_fired ? std::optional<std::string>(*not_fired + "}") : std::nullopt);
     }
     if (!update_ids.empty()) {
-      tx.exec_params("UPDATE time_triggers t SET last_fire_time = to_timestamp(x.last / 1000.0), "
-                     "next_fire_at = coalesce(to_timestamp(x.next / 1000.0), 'infinity'), "
-                     "not_fired = CASE WHEN x.not_fired IS NULL THEN t.not_fired "
-                     "ELSE t.not_fired + x.not_fired::tstzmultirange END, "
-                     "ticked_until = CASE WHEN t.ticked_until <= to_timestamp(x.last / 1000.0) THEN NULL "
-                     "ELSE t.ticked_until END "
-                     "FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS x(id, last, next, not_fired) "
-                     "WHERE t.schedule_id = x.id",
-                     update_ids.Take(), update_last.Take(), update_next.Take(), update_not_fired.Take());
+      tx.exec_params(
+          "UPDATE time_triggers t SET last_fire_time = to_timestamp(x.last / 1000.0), "
+          "next_fire_at = coalesce(to_timestamp(x.next / 1000.0), 'infinity'), "
+          "not_fired = CASE WHEN x.not_fired IS NULL THEN t.not_fired "
+          "ELSE t.not_fired + x.not_fired::tstzmultirange END, "
+          "ticked_until = CASE WHEN t.ticked_until <= to_timestamp(x.last / 1000.0) THEN NULL "
+          "ELSE t.ticked_until END "
+          "FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS x(id, last, next, not_fired) "
+          "WHERE t.schedule_id = x.id",
+          update_ids.Take(), update_last.Take(), update_next.Take(), update_not_fired.Take());
     }
     // Each tick is applied here, in the transaction that decides it, instead of after a round
     // trip through Kafka and ingestion (a storm of schedules due in the same second launches
@@ -2082,7 +2218,9 @@ Status PgStore::Prune(Millis keep) {
     pqxx::work tx(*conn_->c);
     tx.exec_params("DELETE FROM seen_events WHERE seen_at < now() - make_interval(secs => $1::bigint / 1000.0)",
                    static_cast<int64_t>(keep.count()));
-    tx.exec("DELETE FROM schedule_changes WHERE at < now() - interval '1 day' AND seq < (SELECT max(seq) FROM schedule_changes)");
+    tx.exec(
+        "DELETE FROM schedule_changes WHERE at < now() - interval '1 day' AND seq < (SELECT max(seq) FROM "
+        "schedule_changes)");
     tx.commit();
     return 0;
   });

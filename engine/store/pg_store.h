@@ -69,8 +69,9 @@ struct RunReport {
   std::string program;  // the report's payload.program: must be the run's
   ProgramStatus status = ProgramStatus::kStarted;
   int64_t attempt = 0;  // 0: any attempt
-  size_t event = 0;      // its index in the batch
-  bool own = false;      // trigd's own report (a lost run's failed, a deleted schedule's killed), published after the run moved
+  size_t event = 0;     // its index in the batch
+  bool own =
+      false;  // trigd's own report (a lost run's failed, a deleted schedule's killed), published after the run moved
 };
 
 struct DeadLetter {
@@ -81,7 +82,7 @@ struct DeadLetter {
 struct IngestBatch {
   std::string group;
   std::vector<ConsumedPosition> positions;
-  std::vector<Event> events;                      // well-formed events
+  std::vector<Event> events;                       // well-formed events
   std::vector<std::vector<int64_t>> schedule_ids;  // per event: reached through the index
   std::vector<DeadLetter> dead;
   // Where each event came from (parallel to `events`), for a dead letter decided in the
@@ -123,7 +124,7 @@ struct IngestResult {
   int jobs_ready = 0;
   int jobs_discarded = 0;
   std::map<std::string, int> run_outcomes;  // succeeded, failed, killed
-  int published = 0;  // upstream_failed events written to the outbox
+  int published = 0;                        // upstream_failed events written to the outbox
   // The checker step run inside the same transaction for the jobs this batch made ready (and
   // the waiting jobs its ended runs woke): see PgStore::ApplyBatch.
   CheckerResult checker;
@@ -142,7 +143,6 @@ struct OutboxRow {
   std::string payload;
 };
 
-
 // A run that ended (or was given up): its schedule's and group's slot is freed.
 struct EndedRun {
   int64_t schedule_id = 0;
@@ -156,12 +156,9 @@ struct SweepResult {
   int killed = 0;   // runs waiting for a retry whose schedule was deleted
 };
 
-
-
 class PgStore {
  public:
-  static Result<std::unique_ptr<PgStore>> Connect(const std::string& pg,
-                                                  const std::string& topic_prefix);
+  static Result<std::unique_ptr<PgStore>> Connect(const std::string& pg, const std::string& topic_prefix);
   ~PgStore();
 
   // At most this many due jobs are decided by an ingest or tick transaction's fast path.
@@ -189,8 +186,8 @@ class PgStore {
   Result<ScheduleChanges> LoadScheduleChanges(int64_t after_seq);
 
   // Stored positions for (topic, partition) pairs of `group`.
-  Result<std::vector<std::optional<int64_t>>> LoadOffsets(
-      const std::string& group, const std::vector<std::pair<std::string, int>>& parts);
+  Result<std::vector<std::optional<int64_t>>> LoadOffsets(const std::string& group,
+                                                          const std::vector<std::pair<std::string, int>>& parts);
 
   // Ingestion, one transaction: a compare-and-set of the positions (fencing a consumer that
   // lost a partition), de-duplication by event id, the open jobs of the reached schedules

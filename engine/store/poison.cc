@@ -25,8 +25,8 @@ struct PoisonPair {
 struct PgStore::Isolation {
   IngestBatch work;
   std::vector<PoisonPair> pairs;
-  std::vector<size_t> accepted;                            // indexes into pairs
-  std::vector<std::pair<size_t, std::string>> poison;      // index into pairs, the database's message
+  std::vector<size_t> accepted;                        // indexes into pairs
+  std::vector<std::pair<size_t, std::string>> poison;  // index into pairs, the database's message
 
   // `work` reaching only the pairs of `accepted` and of pairs[from, to).
   void Select(size_t from, size_t to) {
@@ -44,7 +44,8 @@ DeadLetter ScheduleFailedLetter(const IngestBatch& batch, size_t event, const st
                                 const std::string& error) {
   const Event& e = batch.events[event];
   const IngestBatch::Source source = event < batch.sources.size() ? batch.sources[event] : IngestBatch::Source{};
-  const Status why = DeadLetterStatus(DeadLetterReason::kScheduleFailed, "schedule " + schedule + " cannot apply this event: " + error);
+  const Status why = DeadLetterStatus(DeadLetterReason::kScheduleFailed,
+                                      "schedule " + schedule + " cannot apply this event: " + error);
   return {schedule, DeadLetterJson(why, source.topic, source.partition, source.offset, EnvelopeToJson(e).dump())};
 }
 
@@ -74,7 +75,8 @@ Status PgStore::AddPairs(Isolation& iso, size_t from, size_t to, const std::stri
     iso.Select(from, to);
     bool seen_before = false;
     Result<IngestResult> r = ApplyBatchTx(iso.work, true, seen_before, TxEnd::kRollback, &error);
-    if (r.ok() && (r->fenced || r->stale_index)) return Aborted("ingest: batch fenced or stale while isolating a failure; rerun");
+    if (r.ok() && (r->fenced || r->stale_index))
+      return Aborted("ingest: batch fenced or stale while isolating a failure; rerun");
     if (r.ok()) {
       for (size_t k = from; k < to; ++k) iso.accepted.push_back(k);
       return Status();
@@ -108,7 +110,8 @@ Result<IngestResult> PgStore::ApplyIsolating(const IngestBatch& batch, const std
   iso.Select(0, 0);
   std::vector<int64_t> failed_ids;
   for (const auto& [k, message] : iso.poison) failed_ids.push_back(iso.pairs[k].schedule);
-  auto names = pg_internal::Guard([&]() -> Result<std::map<int64_t, std::string>> { return ScheduleNames(*conn_->c, failed_ids); });
+  auto names = pg_internal::Guard(
+      [&]() -> Result<std::map<int64_t, std::string>> { return ScheduleNames(*conn_->c, failed_ids); });
   if (!names.ok()) return names.status();
   for (const auto& [k, message] : iso.poison) {
     iso.work.dead.push_back(ScheduleFailedLetter(batch, iso.pairs[k].event, (*names)[iso.pairs[k].schedule], message));
@@ -120,7 +123,8 @@ Result<IngestResult> PgStore::ApplyIsolating(const IngestBatch& batch, const std
     const PoisonPair& p = iso.pairs[k];
     r->dead_reasons.push_back(DeadLetterReason::kScheduleFailed);
     // An event that reached no schedule it could be applied to (and reported no run) is dead.
-    if (iso.work.schedule_ids[p.event].empty() && r->outcome[p.event] == EventOutcome::kNoMatch) r->outcome[p.event] = EventOutcome::kDead;
+    if (iso.work.schedule_ids[p.event].empty() && r->outcome[p.event] == EventOutcome::kNoMatch)
+      r->outcome[p.event] = EventOutcome::kDead;
     if (poison_suspects_.size() >= kMaxSuspects) poison_suspects_.clear();
     poison_suspects_.insert(p.schedule);
   }

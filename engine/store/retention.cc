@@ -10,9 +10,9 @@ namespace trigd {
 
 using pg_internal::FromMillis;
 using pg_internal::Guard;
-using pg_internal::ToMillis;
 using pg_internal::Sql;
 using pg_internal::SqlIn;
+using pg_internal::ToMillis;
 
 struct HistoryPruner::Connection {
   std::unique_ptr<pqxx::connection> c;
@@ -35,22 +35,23 @@ Result<std::unique_ptr<HistoryPruner>> HistoryPruner::Start(const std::string& p
   p->conn_->c = std::move(*conn);
   p->dry_run_ = dry_run;
   Status s = Guard([&]() -> Result<int> {
-    pqxx::read_transaction tx(*p->conn_->c);
-    const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
-    // The longest max_runs_per period of any schedule, suspended ones included (a resume makes
-    // them count again). One read per pass: the documents are read, not parsed.
-    Millis longest{0};
-    for (const auto& r : tx.exec("SELECT DISTINCT document->'constraints'->'max_runs_per'->>'period' FROM schedules "
-                                 "WHERE document->'constraints' ? 'max_runs_per'")) {
-      if (r[0].is_null()) continue;
-      auto d = ParseDuration(r[0].as<std::string>());
-      if (!d.ok()) return Internal("a stored max_runs_per period: " + d.status().ToString());
-      longest = std::max(longest, *d);
-    }
-    p->cutoff_ = now - keep;
-    p->runs_cutoff_ = now - std::max(keep, longest);
-    return 0;
-  }).status();
+               pqxx::read_transaction tx(*p->conn_->c);
+               const TimePoint now = FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
+               // The longest max_runs_per period of any schedule, suspended ones included (a resume makes
+               // them count again). One read per pass: the documents are read, not parsed.
+               Millis longest{0};
+               for (const auto& r :
+                    tx.exec("SELECT DISTINCT document->'constraints'->'max_runs_per'->>'period' FROM schedules "
+                            "WHERE document->'constraints' ? 'max_runs_per'")) {
+                 if (r[0].is_null()) continue;
+                 auto d = ParseDuration(r[0].as<std::string>());
+                 if (!d.ok()) return Internal("a stored max_runs_per period: " + d.status().ToString());
+                 longest = std::max(longest, *d);
+               }
+               p->cutoff_ = now - keep;
+               p->runs_cutoff_ = now - std::max(keep, longest);
+               return 0;
+             }).status();
   if (!s.ok()) return s;
   return p;
 }
@@ -66,21 +67,29 @@ Result<PruneTotals> HistoryPruner::Step(int64_t limit) {
         "WITH chunk AS (SELECT id, state, opened_at, finished_at FROM jobs WHERE id > $1 ORDER BY id LIMIT $2), "
         "doomed AS (SELECT c.id, r.run_id FROM chunk c LEFT JOIN runs r ON r.job_id = c.id "
         "  WHERE c.opened_at < to_timestamp($3 / 1000.0) AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.job_id = c.id) "
-        "    AND ((c.state = " + Sql(JobState::kDiscarded) + " AND c.finished_at < to_timestamp($3 / 1000.0) AND r.run_id IS NULL) "
-        "      OR (c.state = " + Sql(JobState::kLaunched) + " AND r.state IN " +
-        SqlIn(RunState::kSucceeded, RunState::kFailed, RunState::kKilled) + " "
+        "    AND ((c.state = " +
+        Sql(JobState::kDiscarded) +
+        " AND c.finished_at < to_timestamp($3 / 1000.0) AND r.run_id IS NULL) "
+        "      OR (c.state = " +
+        Sql(JobState::kLaunched) + " AND r.state IN " +
+        SqlIn(RunState::kSucceeded, RunState::kFailed, RunState::kKilled) +
+        " "
         "          AND r.finished_at < to_timestamp($3 / 1000.0) AND r.launched_at < to_timestamp($4 / 1000.0))))";
     const std::string tail =
         "(SELECT max(id) FROM chunk), "
         "coalesce((SELECT bool_or(opened_at >= to_timestamp($3 / 1000.0)) FROM chunk), true)";
-    const std::string sql =
-        dry_run_ ? doomed + " SELECT (SELECT count(*) FROM doomed), "
-                            "(SELECT count(run_id) FROM doomed), " + tail
-                 : doomed +
-                       ", gone_runs AS (DELETE FROM runs WHERE run_id IN (SELECT run_id FROM doomed WHERE run_id IS NOT NULL) "
-                       "  RETURNING 1), "
-                       "gone_jobs AS (DELETE FROM jobs WHERE id IN (SELECT id FROM doomed) RETURNING 1) "
-                       "SELECT (SELECT count(*) FROM gone_jobs), (SELECT count(*) FROM gone_runs), " + tail;
+    const std::string sql = dry_run_
+                                ? doomed +
+                                      " SELECT (SELECT count(*) FROM doomed), "
+                                      "(SELECT count(run_id) FROM doomed), " +
+                                      tail
+                                : doomed +
+                                      ", gone_runs AS (DELETE FROM runs WHERE run_id IN (SELECT run_id FROM doomed "
+                                      "WHERE run_id IS NOT NULL) "
+                                      "  RETURNING 1), "
+                                      "gone_jobs AS (DELETE FROM jobs WHERE id IN (SELECT id FROM doomed) RETURNING 1) "
+                                      "SELECT (SELECT count(*) FROM gone_jobs), (SELECT count(*) FROM gone_runs), " +
+                                      tail;
     auto row = tx.exec_params1(sql, after_id_, limit, ToMillis(cutoff_), ToMillis(runs_cutoff_));
     tx.commit();
     PruneTotals t{row[0].as<int64_t>(), row[1].as<int64_t>()};

@@ -81,7 +81,11 @@ class CopyRows {
     Separate();
     size_t run = 0;
     for (size_t i = 0; i < s.size(); ++i) {
-      const char* escaped = s[i] == '\\' ? "\\\\" : s[i] == '\t' ? "\\t" : s[i] == '\n' ? "\\n" : s[i] == '\r' ? "\\r" : nullptr;
+      const char* escaped = s[i] == '\\'   ? "\\\\"
+                            : s[i] == '\t' ? "\\t"
+                            : s[i] == '\n' ? "\\n"
+                            : s[i] == '\r' ? "\\r"
+                                           : nullptr;
       if (escaped) {
         text_.append(s.data() + run, i - run);
         text_ += escaped;

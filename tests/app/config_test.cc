@@ -28,7 +28,8 @@ TEST(ConfigTest, CheckersOutOfRangeAreRefusedNamingTheRange) {
   for (const char* text : {"1000", "17", "0", "-1", "two", "", "4 ", "99999999999999999999"}) {
     Result<int> r = ParseCheckers(text);
     ASSERT_FALSE(r.ok()) << text;
-    EXPECT_EQ(r.status().message(), std::string("TRIGD_CHECKERS must be an integer from 1 to 16, got \"") + text + "\"");
+    EXPECT_EQ(r.status().message(),
+              std::string("TRIGD_CHECKERS must be an integer from 1 to 16, got \"") + text + "\"");
   }
 }
 

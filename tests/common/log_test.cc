@@ -19,8 +19,8 @@ TEST(LogLineTest, StartsWithTheTimeInUtcAndTheProgramsName) {
   const std::string name = program_invocation_short_name;
   EXPECT_TRUE(std::regex_match(err, std::regex("\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z " + name +
                                                ": checker: aborted: deadlock detected\n"
-                                               "\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z " + name +
-                                               ": second\n")))
+                                               "\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z " +
+                                               name + ": second\n")))
       << err;
 }
 

@@ -78,8 +78,7 @@ TEST(AccumulatorTest, AnEventThatSatisfiesTheTriggerOpensACompleteJob) {
 }
 
 TEST(AccumulatorTest, APartialTriggerKeepsOneOpenJobAcrossEventsAndCompletesIt) {
-  std::map<int64_t, ScheduleView> schedules = {
-      {1, View(1, 1, {{"partition", {{"dataset", "d"}, {"count", 2}}}})}};
+  std::map<int64_t, ScheduleView> schedules = {{1, View(1, 1, {{"partition", {{"dataset", "d"}, {"count", 2}}}})}};
   Event a = Partition("e1", "d", "p1"), again = Partition("e2", "d", "p1"), b = Partition("e3", "d", "p2"),
         c = Partition("e4", "d", "p3");
   Accumulation acc = Accumulate({{&a, {1}}, {&again, {1}}, {&b, {1}}, {&c, {1}}}, schedules, {}, kNow);
@@ -97,8 +96,7 @@ TEST(AccumulatorTest, APartialTriggerKeepsOneOpenJobAcrossEventsAndCompletesIt) 
 }
 
 TEST(AccumulatorTest, AStoredJobOfAnOlderVersionIsDiscardedAndCountingStartsAfresh) {
-  std::map<int64_t, ScheduleView> schedules = {
-      {1, View(1, 2, {{"partition", {{"dataset", "d"}, {"count", 2}}}})}};
+  std::map<int64_t, ScheduleView> schedules = {{1, View(1, 2, {{"partition", {{"dataset", "d"}, {"count", 2}}}})}};
   OpenJob stored;
   stored.id = 42;
   stored.schedule_id = 1;
@@ -110,8 +108,8 @@ TEST(AccumulatorTest, AStoredJobOfAnOlderVersionIsDiscardedAndCountingStartsAfre
   EXPECT_EQ(acc.jobs[0].id, 42);
   EXPECT_TRUE(acc.jobs[0].discarded);
   EXPECT_EQ(acc.jobs[0].discard_reason, "schedule updated");
-  EXPECT_EQ(History(acc.jobs[0]), std::vector<json>({{{"at", "2026-11-22T00:00:00.250Z"},
-                                                       {"what", "discarded: schedule updated"}}}));
+  EXPECT_EQ(History(acc.jobs[0]),
+            std::vector<json>({{{"at", "2026-11-22T00:00:00.250Z"}, {"what", "discarded: schedule updated"}}}));
   EXPECT_EQ(acc.jobs[1].id, 0);
   EXPECT_EQ(acc.jobs[1].schedule_version, 2);
   EXPECT_FALSE(acc.jobs[1].complete);
@@ -119,8 +117,10 @@ TEST(AccumulatorTest, AStoredJobOfAnOlderVersionIsDiscardedAndCountingStartsAfre
 
 TEST(AccumulatorTest, AnUpstreamFailureDiscardsTheOpenJobAndIsPublishedDownTheDag) {
   std::map<int64_t, ScheduleView> schedules = {
-      {1, View(1, 1, {{"all", {{{"program", {{"name", "up"}, {"on_upstream_failure", "discard"}}}},
-                               {{"partition", {{"dataset", "d"}}}}}}})}};
+      {1, View(1, 1,
+               {{"all",
+                 {{{"program", {{"name", "up"}, {"on_upstream_failure", "discard"}}}},
+                  {{"partition", {{"dataset", "d"}}}}}}})}};
   Event part = Partition("e1", "d", "p1");
   Event failed = Failed("f1", "up", "r-1");
   Accumulation acc = Accumulate({{&part, {1}}, {&failed, {1}}}, schedules, {}, kNow);
@@ -155,7 +155,8 @@ TEST(UpstreamFailedEventTest, ParsesBackAsAKilledProgramEventForTheNextLevel) {
       "namespace": "dag", "name": "p7", "program": {"name": "dag.p7"},
       "trigger": {"program": {"name": "dag.p4", "on_upstream_failure": "discard"}}})"));
   ASSERT_TRUE(parsed.ok());
-  Event killed = UpstreamFailedEvent(parsed.schedule, Failed("w-1", "dag.p4", "r-4"), TimePoint(Millis(1'700'000'000'000)));
+  Event killed =
+      UpstreamFailedEvent(parsed.schedule, Failed("w-1", "dag.p4", "r-4"), TimePoint(Millis(1'700'000'000'000)));
 
   Result<Event> back = ParseEnvelope(EnvelopeToJson(killed).dump());
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -171,9 +172,11 @@ TEST(UpstreamFailedEventTest, ParsesBackAsAKilledProgramEventForTheNextLevel) {
 // (docs/adr/0009-upstream-failure-id.md).
 TEST(UpstreamFailedEventTest, TheIdNamesTheScheduleAndTheRootFailureAtAnyDepth) {
   auto schedule = [](const std::string& name, const std::string& upstream) {
-    ParsedSchedule parsed = ParseSchedule(nlohmann::json{
-        {"namespace", "analytics"}, {"name", name}, {"program", {{"name", name}}},
-        {"trigger", {{"program", {{"name", upstream}, {"on_upstream_failure", "discard"}}}}}});
+    ParsedSchedule parsed = ParseSchedule(
+        nlohmann::json{{"namespace", "analytics"},
+                       {"name", name},
+                       {"program", {{"name", name}}},
+                       {"trigger", {{"program", {{"name", upstream}, {"on_upstream_failure", "discard"}}}}}});
     EXPECT_TRUE(parsed.ok());
     return parsed.schedule;
   };

@@ -32,9 +32,7 @@ Schedule Named() {
   return schedule;
 }
 
-JobFacts Job(TimePoint opened_at, std::optional<TimePoint> ready_at) {
-  return JobFacts{opened_at, ready_at};
-}
+JobFacts Job(TimePoint opened_at, std::optional<TimePoint> ready_at) { return JobFacts{opened_at, ready_at}; }
 
 const ConstraintCheck* Find(const CheckOutcome& outcome, std::string_view constraint) {
   for (const ConstraintCheck& check : outcome.checks) {
@@ -89,8 +87,7 @@ TEST(ConstraintCheckerTest, DelayHoldsJobUntilDelayPasses) {
   Schedule schedule = Named();
   schedule.constraints.delay = minutes(10);
   TimePoint ready = At("2026-11-22T10:00:00Z");
-  CheckOutcome outcome = CheckJob(schedule, Job(ready - hours(1), ready), true, RunFacts{},
-                                  ready + minutes(10) - kMs);
+  CheckOutcome outcome = CheckJob(schedule, Job(ready - hours(1), ready), true, RunFacts{}, ready + minutes(10) - kMs);
   EXPECT_EQ(outcome.decision, Decision::kWait);
   EXPECT_EQ(outcome.next_check_at, At("2026-11-22T10:10:00Z"));
   const ConstraintCheck* delay = Find(outcome, "delay");
@@ -104,8 +101,7 @@ TEST(ConstraintCheckerTest, DelayHoldsExactlyWhenItEnds) {
   Schedule schedule = Named();
   schedule.constraints.delay = minutes(10);
   TimePoint ready = At("2026-11-22T10:00:00Z");
-  CheckOutcome outcome =
-      CheckJob(schedule, Job(ready, ready), true, RunFacts{}, ready + minutes(10));
+  CheckOutcome outcome = CheckJob(schedule, Job(ready, ready), true, RunFacts{}, ready + minutes(10));
   EXPECT_EQ(outcome.decision, Decision::kLaunch);
   EXPECT_EQ(Find(outcome, "delay")->result, ConstraintResult::kSatisfied);
   EXPECT_EQ(outcome.reason, "trigger complete; all 1 constraint holds");
@@ -116,8 +112,7 @@ TEST(ConstraintCheckerTest, DelayCountsFromReadyNotFromOpening) {
   schedule.constraints.delay = minutes(10);
   TimePoint opened = At("2026-11-22T09:00:00Z");
   TimePoint ready = At("2026-11-22T10:00:00Z");
-  CheckOutcome outcome =
-      CheckJob(schedule, Job(opened, ready), true, RunFacts{}, At("2026-11-22T10:05:00Z"));
+  CheckOutcome outcome = CheckJob(schedule, Job(opened, ready), true, RunFacts{}, At("2026-11-22T10:05:00Z"));
   EXPECT_EQ(outcome.decision, Decision::kWait);
   EXPECT_EQ(outcome.next_check_at, At("2026-11-22T10:10:00Z"));
 }
@@ -126,8 +121,7 @@ TEST(ConstraintCheckerTest, DelayCountsFromOpeningWhenReadyAtIsUnset) {
   Schedule schedule = Named();
   schedule.constraints.delay = minutes(10);
   TimePoint opened = At("2026-11-22T09:55:00Z");
-  CheckOutcome outcome = CheckJob(schedule, Job(opened, std::nullopt), true, RunFacts{},
-                                  At("2026-11-22T10:00:00Z"));
+  CheckOutcome outcome = CheckJob(schedule, Job(opened, std::nullopt), true, RunFacts{}, At("2026-11-22T10:00:00Z"));
   EXPECT_EQ(outcome.decision, Decision::kWait);
   EXPECT_EQ(outcome.next_check_at, At("2026-11-22T10:05:00Z"));
 }
@@ -166,15 +160,12 @@ TEST(TimeWindowTest, NextOpeningIsNowWhenInside) {
 }
 
 TEST(TimeWindowTest, NextOpeningIsTodaysStartBeforeTheWindow) {
-  EXPECT_EQ(NextWindowOpening(Window("09:00", "17:00", "UTC"), At("2026-11-22T08:59:59Z")),
-            At("2026-11-22T09:00:00Z"));
-  EXPECT_EQ(NextWindowOpening(Window("22:00", "06:00", "UTC"), At("2026-11-22T06:00:00Z")),
-            At("2026-11-22T22:00:00Z"));
+  EXPECT_EQ(NextWindowOpening(Window("09:00", "17:00", "UTC"), At("2026-11-22T08:59:59Z")), At("2026-11-22T09:00:00Z"));
+  EXPECT_EQ(NextWindowOpening(Window("22:00", "06:00", "UTC"), At("2026-11-22T06:00:00Z")), At("2026-11-22T22:00:00Z"));
 }
 
 TEST(TimeWindowTest, NextOpeningIsTomorrowsStartAfterTheWindow) {
-  EXPECT_EQ(NextWindowOpening(Window("09:00", "17:00", "UTC"), At("2026-11-22T17:00:00Z")),
-            At("2026-11-23T09:00:00Z"));
+  EXPECT_EQ(NextWindowOpening(Window("09:00", "17:00", "UTC"), At("2026-11-22T17:00:00Z")), At("2026-11-23T09:00:00Z"));
 }
 
 TEST(TimeWindowTest, BerlinWindowOpensAtLocalStartInUtc) {
@@ -302,8 +293,7 @@ TEST(ConstraintCheckerTest, AWindowWaitsReasonStaysTheSameFromCheckToCheck) {
   TimePoint opened = At("2026-11-22T10:00:00Z");
   CheckOutcome first = CheckJob(schedule, Job(opened, opened), true, runs, opened);
   ASSERT_EQ(first.decision, Decision::kWait);
-  for (Millis later : {Millis(std::chrono::seconds(30)), Millis(minutes(1)), Millis(minutes(61)),
-                       Millis(hours(10))}) {
+  for (Millis later : {Millis(std::chrono::seconds(30)), Millis(minutes(1)), Millis(minutes(61)), Millis(hours(10))}) {
     CheckOutcome again = CheckJob(schedule, Job(opened, opened), true, runs, opened + later);
     EXPECT_EQ(again.reason, first.reason) << FormatDuration(later);
     EXPECT_EQ(Find(again, "time_window")->reason, Find(first, "time_window")->reason);
@@ -318,8 +308,7 @@ TEST(ConstraintCheckerTest, InsideWindowLaunchesAtItsFirstInstant) {
   TimePoint now = At("2026-11-22T21:00:00Z");
   CheckOutcome outcome = CheckJob(schedule, Job(now, now), true, RunFacts{}, now);
   EXPECT_EQ(outcome.decision, Decision::kLaunch);
-  EXPECT_EQ(Find(outcome, "time_window")->reason,
-            "inside window 22:00-06:00 Europe/Berlin (local 22:00)");
+  EXPECT_EQ(Find(outcome, "time_window")->reason, "inside window 22:00-06:00 Europe/Berlin (local 22:00)");
 }
 
 TEST(ConstraintCheckerTest, OutsideWindowWithSkipDiscardsTheJob) {
@@ -329,8 +318,7 @@ TEST(ConstraintCheckerTest, OutsideWindowWithSkipDiscardsTheJob) {
   CheckOutcome outcome = CheckJob(schedule, Job(now, now), true, RunFacts{}, now);
   EXPECT_EQ(outcome.decision, Decision::kDiscard);
   EXPECT_EQ(Find(outcome, "time_window")->result, ConstraintResult::kSkip);
-  EXPECT_EQ(outcome.reason.rfind("time_window unmet with on_unmet skip: outside window", 0), 0u)
-      << outcome.reason;
+  EXPECT_EQ(outcome.reason.rfind("time_window unmet with on_unmet skip: outside window", 0), 0u) << outcome.reason;
 }
 
 // --- min_since_last_run ---
@@ -355,8 +343,7 @@ TEST(ConstraintCheckerTest, MinSinceLastRunWaitsUntilDurationHasPassed) {
   EXPECT_EQ(outcome.next_check_at, At("2026-11-22T12:00:00Z"));
   const ConstraintCheck* check = Find(outcome, "min_since_last_run");
   EXPECT_EQ(check->result, ConstraintResult::kWait);
-  EXPECT_EQ(check->reason,
-            "last run 2026-11-22T08:00:00Z; 4h must pass (until 2026-11-22T12:00:00Z)");
+  EXPECT_EQ(check->reason, "last run 2026-11-22T08:00:00Z; 4h must pass (until 2026-11-22T12:00:00Z)");
 }
 
 TEST(ConstraintCheckerTest, MinSinceLastRunHoldsExactlyAtTheBoundary) {
@@ -367,8 +354,7 @@ TEST(ConstraintCheckerTest, MinSinceLastRunHoldsExactlyAtTheBoundary) {
   TimePoint now = At("2026-11-22T12:00:00Z");
   CheckOutcome outcome = CheckJob(schedule, Job(now, now), true, runs, now);
   EXPECT_EQ(outcome.decision, Decision::kLaunch);
-  EXPECT_EQ(Find(outcome, "min_since_last_run")->reason,
-            "last run 2026-11-22T08:00:00Z; 4h passed");
+  EXPECT_EQ(Find(outcome, "min_since_last_run")->reason, "last run 2026-11-22T08:00:00Z; 4h passed");
 }
 
 TEST(ConstraintCheckerTest, MinSinceLastRunWithSkipDiscardsTheJob) {
@@ -404,9 +390,8 @@ TEST(ConstraintCheckerTest, MaxRunsPerWaitsUntilTheOldestLaunchAgesOut) {
   Schedule schedule = Named();
   schedule.constraints.max_runs_per = MaxRunsPer{6, kDay, OnUnmet::kWait};
   // Given in no particular order, as the header allows.
-  RunFacts runs = LaunchesAt({"2026-11-22T08:00:00Z", "2026-11-22T01:00:00Z",
-                              "2026-11-22T09:00:00Z", "2026-11-22T03:00:00Z",
-                              "2026-11-22T05:00:00Z", "2026-11-22T07:00:00Z"});
+  RunFacts runs = LaunchesAt({"2026-11-22T08:00:00Z", "2026-11-22T01:00:00Z", "2026-11-22T09:00:00Z",
+                              "2026-11-22T03:00:00Z", "2026-11-22T05:00:00Z", "2026-11-22T07:00:00Z"});
   TimePoint now = At("2026-11-22T10:00:00Z");
   CheckOutcome outcome = CheckJob(schedule, Job(now, now), true, runs, now);
   EXPECT_EQ(outcome.decision, Decision::kWait);
@@ -434,8 +419,8 @@ TEST(ConstraintCheckerTest, MaxRunsPerAfterALoweredCountWaitsForEnoughLaunchesTo
   // when two are left, i.e. when the second oldest ages out, not the oldest.
   Schedule schedule = Named();
   schedule.constraints.max_runs_per = MaxRunsPer{3, kDay, OnUnmet::kWait};
-  RunFacts runs = LaunchesAt({"2026-11-22T01:00:00Z", "2026-11-22T02:00:00Z",
-                              "2026-11-22T03:00:00Z", "2026-11-22T04:00:00Z"});
+  RunFacts runs =
+      LaunchesAt({"2026-11-22T01:00:00Z", "2026-11-22T02:00:00Z", "2026-11-22T03:00:00Z", "2026-11-22T04:00:00Z"});
   TimePoint now = At("2026-11-22T10:00:00Z");
   CheckOutcome outcome = CheckJob(schedule, Job(now, now), true, runs, now);
   EXPECT_EQ(outcome.decision, Decision::kWait);
@@ -534,8 +519,7 @@ TEST(ConstraintCheckerTest, ConcurrencyGroupWithSkipDiscardsTheJob) {
   TimePoint now = At("2026-11-22T10:00:00Z");
   CheckOutcome outcome = CheckJob(schedule, Job(now, now), true, runs, now);
   EXPECT_EQ(outcome.decision, Decision::kDiscard);
-  EXPECT_EQ(outcome.reason,
-            "concurrency_group unmet with on_unmet skip: 3 of 3 runs active in group heavy");
+  EXPECT_EQ(outcome.reason, "concurrency_group unmet with on_unmet skip: 3 of 3 runs active in group heavy");
 }
 
 // --- timeout ---
@@ -549,15 +533,13 @@ Schedule WithTimeout(TimeoutAction action) {
 TEST(ConstraintCheckerTest, TimeoutNotYetReachedIsRecordedWithItsExpiry) {
   Schedule schedule = WithTimeout(TimeoutAction::kDiscard);
   TimePoint opened = At("2026-11-22T04:00:00Z");
-  CheckOutcome outcome =
-      CheckJob(schedule, Job(opened, opened), true, RunFacts{}, At("2026-11-22T09:59:59.999Z"));
+  CheckOutcome outcome = CheckJob(schedule, Job(opened, opened), true, RunFacts{}, At("2026-11-22T09:59:59.999Z"));
   EXPECT_EQ(outcome.decision, Decision::kLaunch);
   EXPECT_FALSE(outcome.forced);
   ASSERT_EQ(outcome.checks.size(), 1u);
   EXPECT_EQ(outcome.checks[0].constraint, "timeout");
   EXPECT_EQ(outcome.checks[0].result, ConstraintResult::kSatisfied);
-  EXPECT_EQ(outcome.checks[0].reason,
-            "expires at 2026-11-22T10:00:00Z; then the job is discarded (action discard)");
+  EXPECT_EQ(outcome.checks[0].reason, "expires at 2026-11-22T10:00:00Z; then the job is discarded (action discard)");
   EXPECT_EQ(outcome.reason, "trigger complete; no constraints");
 }
 
@@ -595,8 +577,7 @@ TEST(ConstraintCheckerTest, ATimeoutAheadSaysWhatItWillDoAndTheNextCheckSaysItIs
 TEST(ConstraintCheckerTest, IncompleteTriggerWaitsUntilTheTimeout) {
   Schedule schedule = WithTimeout(TimeoutAction::kDiscard);
   TimePoint opened = At("2026-11-22T04:00:00Z");
-  CheckOutcome outcome = CheckJob(schedule, Job(opened, std::nullopt), false, RunFacts{},
-                                  At("2026-11-22T05:00:00Z"));
+  CheckOutcome outcome = CheckJob(schedule, Job(opened, std::nullopt), false, RunFacts{}, At("2026-11-22T05:00:00Z"));
   EXPECT_EQ(outcome.decision, Decision::kWait);
   EXPECT_EQ(outcome.next_check_at, At("2026-11-22T10:00:00Z"));
   const ConstraintCheck* trigger = Find(outcome, "trigger");
@@ -609,8 +590,7 @@ TEST(ConstraintCheckerTest, IncompleteTriggerWaitsUntilTheTimeout) {
 TEST(ConstraintCheckerTest, TimeoutDiscardsAnOpenJobExactlyAtTheDeadline) {
   Schedule schedule = WithTimeout(TimeoutAction::kDiscard);
   TimePoint opened = At("2026-11-22T04:00:00Z");
-  CheckOutcome outcome = CheckJob(schedule, Job(opened, std::nullopt), false, RunFacts{},
-                                  At("2026-11-22T10:00:00Z"));
+  CheckOutcome outcome = CheckJob(schedule, Job(opened, std::nullopt), false, RunFacts{}, At("2026-11-22T10:00:00Z"));
   EXPECT_EQ(outcome.decision, Decision::kDiscard);
   EXPECT_FALSE(outcome.forced);
   EXPECT_EQ(Find(outcome, "timeout")->result, ConstraintResult::kSkip);
@@ -623,8 +603,7 @@ TEST(ConstraintCheckerTest, TimeoutDiscardsAWaitingJob) {
   RunFacts runs;
   runs.active_runs = 1;
   TimePoint opened = At("2026-11-22T04:00:00Z");
-  CheckOutcome outcome =
-      CheckJob(schedule, Job(opened, opened), true, runs, At("2026-11-22T11:00:00Z"));
+  CheckOutcome outcome = CheckJob(schedule, Job(opened, opened), true, runs, At("2026-11-22T11:00:00Z"));
   EXPECT_EQ(outcome.decision, Decision::kDiscard);
   // The constraint is still shown, so `jobs why` tells what kept the job waiting.
   EXPECT_EQ(Find(outcome, "max_concurrent_runs")->result, ConstraintResult::kWait);
@@ -633,8 +612,7 @@ TEST(ConstraintCheckerTest, TimeoutDiscardsAWaitingJob) {
 TEST(ConstraintCheckerTest, TimeoutWithRunForcesLaunchDespiteIncompleteTrigger) {
   Schedule schedule = WithTimeout(TimeoutAction::kRun);
   TimePoint opened = At("2026-11-22T04:00:00Z");
-  CheckOutcome outcome = CheckJob(schedule, Job(opened, std::nullopt), false, RunFacts{},
-                                  At("2026-11-22T10:00:00Z"));
+  CheckOutcome outcome = CheckJob(schedule, Job(opened, std::nullopt), false, RunFacts{}, At("2026-11-22T10:00:00Z"));
   EXPECT_EQ(outcome.decision, Decision::kLaunch);
   EXPECT_TRUE(outcome.forced);
   EXPECT_EQ(Find(outcome, "timeout")->result, ConstraintResult::kSatisfied);
@@ -652,8 +630,7 @@ TEST(ConstraintCheckerTest, TimeoutWithRunForcesLaunchDespiteUnmetConstraints) {
   runs.active_runs = 1;
   runs.last_launch = At("2026-11-22T09:00:00Z");
   TimePoint opened = At("2026-11-22T04:00:00Z");
-  CheckOutcome outcome =
-      CheckJob(schedule, Job(opened, opened), true, runs, At("2026-11-22T10:30:00Z"));
+  CheckOutcome outcome = CheckJob(schedule, Job(opened, opened), true, runs, At("2026-11-22T10:30:00Z"));
   EXPECT_EQ(outcome.decision, Decision::kLaunch);
   EXPECT_TRUE(outcome.forced);
   EXPECT_EQ(Find(outcome, "max_concurrent_runs")->result, ConstraintResult::kWait);
@@ -663,8 +640,8 @@ TEST(ConstraintCheckerTest, TimeoutWithRunForcesLaunchDespiteUnmetConstraints) {
 TEST(ConstraintCheckerTest, TimeoutWithRunDoesNotForceBeforeTheDeadline) {
   Schedule schedule = WithTimeout(TimeoutAction::kRun);
   TimePoint opened = At("2026-11-22T04:00:00Z");
-  CheckOutcome outcome = CheckJob(schedule, Job(opened, std::nullopt), false, RunFacts{},
-                                  At("2026-11-22T10:00:00Z") - kMs);
+  CheckOutcome outcome =
+      CheckJob(schedule, Job(opened, std::nullopt), false, RunFacts{}, At("2026-11-22T10:00:00Z") - kMs);
   EXPECT_EQ(outcome.decision, Decision::kWait);
   EXPECT_FALSE(outcome.forced);
   EXPECT_EQ(outcome.next_check_at, At("2026-11-22T10:00:00Z"));
@@ -677,8 +654,7 @@ TEST(ConstraintCheckerTest, TimeoutDeadlineBoundsTheNextCheck) {
   RunFacts runs;
   runs.active_runs = 1;
   TimePoint opened = At("2026-11-22T07:00:00Z");
-  CheckOutcome outcome =
-      CheckJob(schedule, Job(opened, opened), true, runs, At("2026-11-22T08:00:00Z"));
+  CheckOutcome outcome = CheckJob(schedule, Job(opened, opened), true, runs, At("2026-11-22T08:00:00Z"));
   EXPECT_EQ(outcome.decision, Decision::kWait);
   // The window opens at 22:00 but the job expires at 13:00: the caller must look then.
   EXPECT_EQ(outcome.next_check_at, At("2026-11-22T13:00:00Z"));
@@ -690,8 +666,7 @@ TEST(ConstraintCheckerTest, TimeoutDeadlineWakesAJobOtherwiseWaitingForARunToEnd
   RunFacts runs;
   runs.active_runs = 1;
   TimePoint opened = At("2026-11-22T07:00:00Z");
-  CheckOutcome outcome =
-      CheckJob(schedule, Job(opened, opened), true, runs, At("2026-11-22T08:00:00Z"));
+  CheckOutcome outcome = CheckJob(schedule, Job(opened, opened), true, runs, At("2026-11-22T08:00:00Z"));
   EXPECT_EQ(outcome.decision, Decision::kWait);
   EXPECT_EQ(outcome.next_check_at, At("2026-11-22T13:00:00Z"));
 }
@@ -713,21 +688,18 @@ Schedule EveryConstraint() {
 }
 
 RunFacts EveryConstraintRuns() {
-  RunFacts runs = LaunchesAt({"2026-11-21T22:30:00Z", "2026-11-22T02:00:00Z",
-                              "2026-11-22T04:00:00Z", "2026-11-22T08:00:00Z",
-                              "2026-11-22T12:00:00Z", "2026-11-22T18:00:00Z"});
+  RunFacts runs = LaunchesAt({"2026-11-21T22:30:00Z", "2026-11-22T02:00:00Z", "2026-11-22T04:00:00Z",
+                              "2026-11-22T08:00:00Z", "2026-11-22T12:00:00Z", "2026-11-22T18:00:00Z"});
   runs.last_launch = At("2026-11-22T18:00:00Z");
   runs.group_active_runs = 2;
   return runs;
 }
 
-JobFacts EveryConstraintJob() {
-  return Job(At("2026-11-22T20:00:00Z"), At("2026-11-22T20:30:00Z"));
-}
+JobFacts EveryConstraintJob() { return Job(At("2026-11-22T20:00:00Z"), At("2026-11-22T20:30:00Z")); }
 
 TEST(ConstraintCheckerTest, EveryConstraintIsEvaluatedAndReportedInOrder) {
-  CheckOutcome outcome = CheckJob(EveryConstraint(), EveryConstraintJob(), true,
-                                  EveryConstraintRuns(), At("2026-11-22T20:35:00Z"));
+  CheckOutcome outcome =
+      CheckJob(EveryConstraint(), EveryConstraintJob(), true, EveryConstraintRuns(), At("2026-11-22T20:35:00Z"));
   ASSERT_EQ(outcome.checks.size(), 6u);
   EXPECT_EQ(outcome.checks[0].constraint, "max_concurrent_runs");
   EXPECT_EQ(outcome.checks[1].constraint, "concurrency_group");

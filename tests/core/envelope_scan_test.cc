@@ -22,8 +22,7 @@ TimePoint At(const char* rfc3339) { return ParseTime(rfc3339).value(); }
 
 std::string Envelope(const std::string& type, const std::string& payload,
                      const std::string& time = "2026-11-22T10:00:00Z") {
-  return R"({"id": "e-1", "type": ")" + type + R"(", "time": ")" + time + R"(", "payload": )" +
-         payload + "}";
+  return R"({"id": "e-1", "type": ")" + type + R"(", "time": ")" + time + R"(", "payload": )" + payload + "}";
 }
 
 // The scanner accepts `bytes`, agreeing with the parser.
@@ -42,8 +41,7 @@ void ExpectSlow(const std::string& bytes, bool parser_accepts) {
 
 std::vector<std::string> CorpusFiles() {
   std::vector<std::string> out;
-  const std::filesystem::path dir =
-      std::filesystem::path(TRIGD_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "envelope";
+  const std::filesystem::path dir = std::filesystem::path(TRIGD_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "envelope";
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     std::ifstream in(entry.path(), std::ios::binary);
     std::stringstream text;
@@ -57,9 +55,9 @@ std::vector<std::string> CorpusFiles() {
 
 TEST(EnvelopeScanTest, ReadsIdTypeTimeAndKeyOfEachType) {
   EnvelopeScan scan;
-  const std::string partition = Envelope(
-      "partition", R"({"dataset": "sales.raw", "partitions": ["dt=2026-11-22/h=10"], "bytes": 7})",
-      "2026-11-22T11:00:00.250+01:00");
+  const std::string partition =
+      Envelope("partition", R"({"dataset": "sales.raw", "partitions": ["dt=2026-11-22/h=10"], "bytes": 7})",
+               "2026-11-22T11:00:00.250+01:00");
   ASSERT_TRUE(ScanEnvelope(partition, scan));
   EXPECT_EQ(scan.id, "e-1");
   EXPECT_EQ(scan.type, EventType::kPartition);
@@ -74,8 +72,7 @@ TEST(EnvelopeScanTest, ReadsIdTypeTimeAndKeyOfEachType) {
   EXPECT_EQ(scan.type, EventType::kProgram);
   EXPECT_EQ(scan.EventKey(), "program:sales.ingest");
 
-  const std::string tick =
-      Envelope("tick", R"({"schedule": "default/nightly", "fire_time": "2026-11-22T05:00:00Z"})");
+  const std::string tick = Envelope("tick", R"({"schedule": "default/nightly", "fire_time": "2026-11-22T05:00:00Z"})");
   ASSERT_TRUE(ScanEnvelope(tick, scan));
   EXPECT_EQ(scan.type, EventType::kTick);
   EXPECT_EQ(scan.EventKey(), "time:default/nightly");
@@ -91,30 +88,31 @@ TEST(EnvelopeScanTest, OrdinaryEventsTakeTheFastPath) {
              R"({"dataset":"unlistened.1","partitions":["dt=2026-11-22/h=1"]}})");
   // Pretty-printed, members in any order, extra members of every JSON type, Unicode and
   // escapes where the scanner only needs to skip them.
-  ExpectFast("{\n  \"payload\": {\"partitions\": [\"a\", \"\\u00e9t\\u00e9\", \"\\ud83d\\ude00\",\n"
-             "    \"tab\\there\"], \"bytes\": null, \"dataset\": \"verk\xC3\xA4ufe\",\n"
-             "    \"meta\": {\"n\": [1, -2, 3.25, -0.5, 0, true, false, null, {}, []]}},\n"
-             "  \"time\": \"2026-11-22t10:00:00.123456789z\", \"source\": \"\\\"airflow\\\"\",\n"
-             "  \"type\": \"partition\", \"id\": \"\xF0\x9F\x98\x80-1\"\r\n}\t ");
+  ExpectFast(
+      "{\n  \"payload\": {\"partitions\": [\"a\", \"\\u00e9t\\u00e9\", \"\\ud83d\\ude00\",\n"
+      "    \"tab\\there\"], \"bytes\": null, \"dataset\": \"verk\xC3\xA4ufe\",\n"
+      "    \"meta\": {\"n\": [1, -2, 3.25, -0.5, 0, true, false, null, {}, []]}},\n"
+      "  \"time\": \"2026-11-22t10:00:00.123456789z\", \"source\": \"\\\"airflow\\\"\",\n"
+      "  \"type\": \"partition\", \"id\": \"\xF0\x9F\x98\x80-1\"\r\n}\t ");
   for (const char* status : {"started", "heartbeat", "succeeded", "failed", "killed"}) {
-    ExpectFast(Envelope("program", std::string(R"({"program": "p", "run_id": "r\u0031", "status": ")") +
-                                       status + R"(", "attempt": 3, "reason": "lost"})"));
+    ExpectFast(Envelope("program", std::string(R"({"program": "p", "run_id": "r\u0031", "status": ")") + status +
+                                       R"(", "attempt": 3, "reason": "lost"})"));
   }
   ExpectFast(Envelope("program", R"({"program": "p", "run_id": "r", "status": "killed",
                                      "attempt": null, "reason": null})"));
   ExpectFast(Envelope("partition", R"({"dataset": "d", "partitions": ["p"],
                                        "bytes": 922337203685477580})"));
-  ExpectFast(Envelope("tick", R"({"schedule": "a/b", "fire_time": "2026-11-22T05:00:00.5-01:30"})",
-                      "0000-01-01T00:00:00Z"));
-  ExpectFast(Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})",
-                      "9999-12-31T23:59:59.999Z"));
+  ExpectFast(
+      Envelope("tick", R"({"schedule": "a/b", "fire_time": "2026-11-22T05:00:00.5-01:30"})", "0000-01-01T00:00:00Z"));
+  ExpectFast(Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})", "9999-12-31T23:59:59.999Z"));
 }
 
 TEST(EnvelopeScanTest, LeavesWhatItCannotReadAsIsToTheParser) {
   // Escapes in a value the scanner would have to return.
   ExpectSlow(Envelope("partition", R"({"dataset": "d\u0031", "partitions": ["p"]})"), true);
   ExpectSlow(R"({"id": "e\n1", "type": "partition", "time": "2026-11-22T10:00:00Z",
-                 "payload": {"dataset": "d", "partitions": ["p"]}})", true);
+                 "payload": {"dataset": "d", "partitions": ["p"]}})",
+             true);
   ExpectSlow(Envelope("p\\u0061rtition", R"({"dataset": "d", "partitions": ["p"]})"), true);
   // U+0000, which the parser refuses (PostgreSQL cannot store it).
   ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "note": "a\u0000"})"), false);
@@ -122,48 +120,55 @@ TEST(EnvelopeScanTest, LeavesWhatItCannotReadAsIsToTheParser) {
   ExpectSlow(Envelope("partition", R"({"d\u0061taset": "d", "partitions": ["p"]})"), true);
   // Duplicate members, which the parser refuses (nlohmann alone keeps the last): read or not,
   // in the envelope, the payload or deeper.
-  ExpectSlow(Envelope("partition", R"({"dataset": "a", "dataset": "b", "partitions": ["p"]})"),
-             false);
+  ExpectSlow(Envelope("partition", R"({"dataset": "a", "dataset": "b", "partitions": ["p"]})"), false);
   ExpectSlow(R"({"id": "a", "id": "b", "type": "partition", "time": "2026-11-22T10:00:00Z",
-                 "payload": {"dataset": "d", "partitions": ["p"]}})", false);
+                 "payload": {"dataset": "d", "partitions": ["p"]}})",
+             false);
   ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "x": 1, "x": 1})"), false);
   ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "x": [{"k": 1, "k": 2}]})"), false);
   ExpectSlow(R"({"x": 1, "id": "a", "type": "partition", "time": "2026-11-22T10:00:00Z", "x": 2,
-                 "payload": {"dataset": "d", "partitions": ["p"]}})", false);
+                 "payload": {"dataset": "d", "partitions": ["p"]}})",
+             false);
   // The same key in two objects is no duplicate, on either scanner (the second is not ASCII).
-  ExpectFast(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "x": {"dataset": 1}, "y": {"dataset": 2}})"));
-  ExpectFast(Envelope("partition", "{\"dataset\": \"\xC3\xA4\", \"partitions\": [\"p\"], \"x\": {\"k\": 1}, \"y\": {\"k\": 2}}"));
+  ExpectFast(
+      Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "x": {"dataset": 1}, "y": {"dataset": 2}})"));
+  ExpectFast(Envelope("partition",
+                      "{\"dataset\": \"\xC3\xA4\", \"partitions\": [\"p\"], \"x\": {\"k\": 1}, \"y\": {\"k\": 2}}"));
   // Bytes after the envelope: a NUL (nlohmann's end of input) or any other.
   const std::string ok = Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})");
   ExpectSlow(ok + std::string(1, '\0'), false);
   ExpectSlow(ok + " " + std::string(1, '\0') + "x", false);
   ExpectSlow(ok + "x", false);
   // Numbers it would have to convert, an exponent anywhere, a negative count.
-  ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "bytes": 1e3})"),
-             false);
+  ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "bytes": 1e3})"), false);
   ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "x": 1e3})"), true);
   ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "x": 1e400})"), false);
   ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"],
-                                       "bytes": 9223372036854775807})"), true);
+                                       "bytes": 9223372036854775807})"),
+             true);
   ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "bytes": -0})"), true);
   // Nesting deeper than it goes, though within the parser's limit.
-  ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "x": )" +
-                                       std::string(40, '[') + std::string(40, ']') + "}"),
+  ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "x": )" + std::string(40, '[') +
+                                       std::string(40, ']') + "}"),
              true);
   // A byte-order mark, which nlohmann skips.
-  ExpectSlow("\xEF\xBB\xBF" + Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})"),
-             true);
+  ExpectSlow("\xEF\xBB\xBF" + Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})"), true);
   // A leap second.
-  ExpectSlow(Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})",
-                      "2016-12-31T23:59:60Z"),
-             ParseEnvelope(Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})",
-                                    "2016-12-31T23:59:60Z"))
-                 .ok());
+  ExpectSlow(
+      Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})", "2016-12-31T23:59:60Z"),
+      ParseEnvelope(Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})", "2016-12-31T23:59:60Z")).ok());
 }
 
 TEST(EnvelopeScanTest, NeverAcceptsWhatTheParserRefuses) {
   const std::vector<std::string> refused = {
-      "", "{", "{}", "[]", "null", "{} {}", "{\"id\": \"x\",}", "{'id': 'x'}",
+      "",
+      "{",
+      "{}",
+      "[]",
+      "null",
+      "{} {}",
+      "{\"id\": \"x\",}",
+      "{'id': 'x'}",
       std::string("{\"id\": \"x\0\"}", 12),
       Envelope("partition", "{\"dataset\": \"a\x80\", \"partitions\": [\"p\"]}"),
       Envelope("partition", "{\"dataset\": \"\xC0\xAF\", \"partitions\": [\"p\"]}"),
@@ -245,8 +250,9 @@ TEST(EnvelopeScanTest, AgreesWithTheParserOnMutatedEnvelopes) {
       Envelope("program", R"({"program": "p", "run_id": "r", "status": "killed", "attempt": 2,
                               "reason": "x"})"),
       Envelope("tick", R"({"schedule": "a/b", "fire_time": "2026-11-22T05:00:00.123+05:30"})"),
-      Envelope("partition", "{\"dataset\": \"\xC3\xA4\", \"partitions\": [\"\\u00e9\"], "
-                            "\"x\": [1.5, {\"y\": null}]}",
+      Envelope("partition",
+               "{\"dataset\": \"\xC3\xA4\", \"partitions\": [\"\\u00e9\"], "
+               "\"x\": [1.5, {\"y\": null}]}",
                "2024-02-29T23:59:59.9-00:01"),
   };
   for (const std::string& bytes : CorpusFiles()) seeds.push_back(bytes);
@@ -282,12 +288,11 @@ TEST(EnvelopeScanTest, AgreesWithTheParserOnMutatedEnvelopes) {
 
 TEST(EnvelopeTimeTest, FastReadsOrdinaryTimesAsTheReferenceDoes) {
   for (const char* text :
-       {"2026-11-22T10:00:00Z", "2026-11-22t10:00:00z", "2026-11-22T10:00:00.5Z",
-        "2026-11-22T10:00:00.05Z", "2026-11-22T10:00:00.123456789Z", "2026-11-22T11:00:00+01:00",
-        "2026-11-22T09:00:00.999-01:00", "2024-02-29T00:00:00Z", "1970-01-01T00:00:00Z",
-        "1969-12-31T23:59:59.999Z", "0000-01-01T00:00:00Z", "0001-01-01T00:30:00+01:00",
-        "9999-12-31T23:59:59.999Z", "9999-12-31T22:59:59-01:00", "2000-03-01T00:00:00+23:59",
-        "1900-02-28T23:59:59-23:59"}) {
+       {"2026-11-22T10:00:00Z", "2026-11-22t10:00:00z", "2026-11-22T10:00:00.5Z", "2026-11-22T10:00:00.05Z",
+        "2026-11-22T10:00:00.123456789Z", "2026-11-22T11:00:00+01:00", "2026-11-22T09:00:00.999-01:00",
+        "2024-02-29T00:00:00Z", "1970-01-01T00:00:00Z", "1969-12-31T23:59:59.999Z", "0000-01-01T00:00:00Z",
+        "0001-01-01T00:30:00+01:00", "9999-12-31T23:59:59.999Z", "9999-12-31T22:59:59-01:00",
+        "2000-03-01T00:00:00+23:59", "1900-02-28T23:59:59-23:59"}) {
     std::optional<TimePoint> fast = ParseEnvelopeTimeFast(text);
     ASSERT_TRUE(fast.has_value()) << text;
     EXPECT_EQ(fast, ParseEnvelopeTimeReference(text)) << text;
@@ -297,14 +302,28 @@ TEST(EnvelopeTimeTest, FastReadsOrdinaryTimesAsTheReferenceDoes) {
 }
 
 TEST(EnvelopeTimeTest, FastIsNeverWrongWhereTheReferenceRefuses) {
-  for (const char* text :
-       {"", "2026-11-22T10:00:00", "2026-11-22T10:00:00.Z", "2026-11-22T10:00:00+0100",
-        "2026-11-22T10:00:00Zjunk", "2026-02-30T10:00:00Z", "2023-02-29T10:00:00Z",
-        "2026-11-22T25:00:00Z", "2026-11-22T24:00:00Z", "2026-11-22T10:60:00Z",
-        "2026-11-22 10:00:00Z", "2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z",
-        "2026-01-00T00:00:00Z", "9999-12-31T23:59:00-00:01", "0000-01-01T00:30:00+01:00",
-        "2026-11-22T10:00:00+24:00", "2026-11-22T10:00:00+01:60", "2026-11-22T10:00:00.",
-        "2026-11-22T10:00:00.123", "2026-11-22T10:00:00+01:00:00", "+2026-11-22T10:00:00Z"}) {
+  for (const char* text : {"",
+                           "2026-11-22T10:00:00",
+                           "2026-11-22T10:00:00.Z",
+                           "2026-11-22T10:00:00+0100",
+                           "2026-11-22T10:00:00Zjunk",
+                           "2026-02-30T10:00:00Z",
+                           "2023-02-29T10:00:00Z",
+                           "2026-11-22T25:00:00Z",
+                           "2026-11-22T24:00:00Z",
+                           "2026-11-22T10:60:00Z",
+                           "2026-11-22 10:00:00Z",
+                           "2026-13-01T00:00:00Z",
+                           "2026-00-01T00:00:00Z",
+                           "2026-01-00T00:00:00Z",
+                           "9999-12-31T23:59:00-00:01",
+                           "0000-01-01T00:30:00+01:00",
+                           "2026-11-22T10:00:00+24:00",
+                           "2026-11-22T10:00:00+01:60",
+                           "2026-11-22T10:00:00.",
+                           "2026-11-22T10:00:00.123",
+                           "2026-11-22T10:00:00+01:00:00",
+                           "+2026-11-22T10:00:00Z"}) {
     std::optional<TimePoint> reference = ParseEnvelopeTimeReference(text);
     std::optional<TimePoint> fast = ParseEnvelopeTimeFast(text);
     if (fast) {
@@ -318,9 +337,7 @@ TEST(EnvelopeTimeTest, FastIsNeverWrongWhereTheReferenceRefuses) {
 // is the reference's, and it has one for every ordinary time the reference accepts.
 TEST(EnvelopeTimeTest, FastAgreesWithTheReferenceOnRandomTimes) {
   std::mt19937 random(7);
-  auto pick = [&](std::initializer_list<int> values) {
-    return *(values.begin() + random() % values.size());
-  };
+  auto pick = [&](std::initializer_list<int> values) { return *(values.begin() + random() % values.size()); };
   auto two = [](int n) { return std::string(1, static_cast<char>('0' + n / 10)) + static_cast<char>('0' + n % 10); };
   int fast_count = 0;
   for (int round = 0; round < 20000; ++round) {
@@ -345,8 +362,7 @@ TEST(EnvelopeTimeTest, FastAgreesWithTheReferenceOnRandomTimes) {
     if (fast) {
       ++fast_count;
       ASSERT_EQ(fast, reference) << text;
-    } else if (reference && second < 60 && zone_hours < 24 && zone_minutes < 60 && hour < 24 &&
-               minute < 60) {
+    } else if (reference && second < 60 && zone_hours < 24 && zone_minutes < 60 && hour < 24 && minute < 60) {
       ADD_FAILURE() << "the fast path left an ordinary time to the reference: " << text;
     }
   }

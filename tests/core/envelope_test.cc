@@ -22,8 +22,7 @@ TimePoint At(const char* rfc3339) { return ParseTime(rfc3339).value(); }
 
 // An envelope with `payload` spliced in as raw JSON text.
 std::string Envelope(const std::string& type, const std::string& payload) {
-  return R"({"id": "e-1", "type": ")" + type + R"(", "time": "2026-11-22T10:00:00Z", "payload": )" +
-         payload + "}";
+  return R"({"id": "e-1", "type": ")" + type + R"(", "time": "2026-11-22T10:00:00Z", "payload": )" + payload + "}";
 }
 
 std::string Rejection(std::string_view bytes, size_t max_bytes = kMaxEventBytes) {
@@ -48,8 +47,8 @@ std::string Reason(std::string_view bytes) {
 // --- Accepted envelopes ----------------------------------------------------------------------
 
 TEST(EnvelopeTest, ParsesPartitionEvent) {
-  Result<Event> event = Parse(Envelope(
-      "partition", R"({"dataset": "sales.raw", "partitions": ["dt=2026-11-22/h=10", "x"],
+  Result<Event> event =
+      Parse(Envelope("partition", R"({"dataset": "sales.raw", "partitions": ["dt=2026-11-22/h=10", "x"],
                        "bytes": 1048576})"));
   ASSERT_TRUE(event.ok()) << event.status().message();
   EXPECT_EQ(event->id, "e-1");
@@ -64,8 +63,7 @@ TEST(EnvelopeTest, ParsesPartitionEvent) {
 }
 
 TEST(EnvelopeTest, PartitionBytesAreOptional) {
-  Result<Event> event =
-      Parse(Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})"));
+  Result<Event> event = Parse(Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})"));
   ASSERT_TRUE(event.ok()) << event.status().message();
   EXPECT_FALSE(event->partition.bytes.has_value());
   event = Parse(Envelope("partition", R"({"dataset": "d", "partitions": ["p"],
@@ -79,8 +77,8 @@ TEST(EnvelopeTest, PartitionBytesAreOptional) {
 }
 
 TEST(EnvelopeTest, ParsesProgramEventWithDefaults) {
-  Result<Event> event = Parse(
-      Envelope("program", R"({"program": "sales.ingest", "run_id": "r-7", "status": "failed"})"));
+  Result<Event> event =
+      Parse(Envelope("program", R"({"program": "sales.ingest", "run_id": "r-7", "status": "failed"})"));
   ASSERT_TRUE(event.ok()) << event.status().message();
   EXPECT_EQ(event->type, EventType::kProgram);
   EXPECT_EQ(event->program.program, "sales.ingest");
@@ -93,9 +91,8 @@ TEST(EnvelopeTest, ParsesProgramEventWithDefaults) {
 
 TEST(EnvelopeTest, ParsesEveryProgramStatusAttemptAndReason) {
   for (const char* status : {"started", "heartbeat", "succeeded", "failed", "killed"}) {
-    Result<Event> event = Parse(Envelope(
-        "program", std::string(R"({"program": "p", "run_id": "r", "status": ")") + status +
-                       R"(", "attempt": 3, "reason": "lost"})"));
+    Result<Event> event = Parse(Envelope("program", std::string(R"({"program": "p", "run_id": "r", "status": ")") +
+                                                        status + R"(", "attempt": 3, "reason": "lost"})"));
     ASSERT_TRUE(event.ok()) << status << ": " << event.status().message();
     EXPECT_STREQ(ProgramStatusName(event->program.status), status);
     EXPECT_EQ(event->program.attempt, 3);
@@ -104,8 +101,8 @@ TEST(EnvelopeTest, ParsesEveryProgramStatusAttemptAndReason) {
 }
 
 TEST(EnvelopeTest, ParsesTickEvent) {
-  Result<Event> event = Parse(Envelope(
-      "tick", R"({"schedule": "default/nightly", "fire_time": "2026-11-22T05:00:00Z"})"));
+  Result<Event> event =
+      Parse(Envelope("tick", R"({"schedule": "default/nightly", "fire_time": "2026-11-22T05:00:00Z"})"));
   ASSERT_TRUE(event.ok()) << event.status().message();
   EXPECT_EQ(event->type, EventType::kTick);
   EXPECT_EQ(event->tick.schedule, "default/nightly");
@@ -123,23 +120,20 @@ TEST(EnvelopeTest, AcceptsTimeWithOffsetAndFraction) {
 
 TEST(EnvelopeTest, AcceptsMicroAndNanosecondsCutToMilliseconds) {
   const std::string payload = R"(, "payload": {"dataset": "d", "partitions": ["p"]}})";
-  Result<Event> micros = Parse(
-      R"({"id": "x", "type": "partition", "time": "2026-11-22T10:00:00.123456Z")" + payload);
+  Result<Event> micros = Parse(R"({"id": "x", "type": "partition", "time": "2026-11-22T10:00:00.123456Z")" + payload);
   ASSERT_TRUE(micros.ok()) << micros.status().message();
   EXPECT_EQ(micros->time, At("2026-11-22T10:00:00.123Z"));
-  Result<Event> nanos = Parse(
-      R"({"id": "x", "type": "partition", "time": "2026-11-22t11:00:00.999999999-01:00")" +
-      payload);
+  Result<Event> nanos =
+      Parse(R"({"id": "x", "type": "partition", "time": "2026-11-22t11:00:00.999999999-01:00")" + payload);
   ASSERT_TRUE(nanos.ok()) << nanos.status().message();
   EXPECT_EQ(nanos->time, At("2026-11-22T12:00:00.999Z"));
 }
 
 TEST(EnvelopeTest, RejectsTimesThatAreNotRfc3339) {
-  for (const char* time : {"2026-1-2T10:00:00Z", "+2026-11-22T10:00:00Z", "2026-11-22T10:00:00",
-                           "2026-11-22T10:00:00-", "2026-11-22T10:00:00-1", "2026-11-22T10:00Z",
-                           "2026-11-22T10:00:00.Z", "2026-11-22T10:00:00+0100",
-                           "2026-11-22T10:00:00Zjunk", "2026-02-30T10:00:00Z",
-                           "2026-11-22T25:00:00Z", "2026-11-22 10:00:00Z", ""}) {
+  for (const char* time :
+       {"2026-1-2T10:00:00Z", "+2026-11-22T10:00:00Z", "2026-11-22T10:00:00", "2026-11-22T10:00:00-",
+        "2026-11-22T10:00:00-1", "2026-11-22T10:00Z", "2026-11-22T10:00:00.Z", "2026-11-22T10:00:00+0100",
+        "2026-11-22T10:00:00Zjunk", "2026-02-30T10:00:00Z", "2026-11-22T25:00:00Z", "2026-11-22 10:00:00Z", ""}) {
     const std::string text = std::string(R"({"id": "x", "type": "partition", "time": ")") + time +
                              R"(", "payload": {"dataset": "d", "partitions": ["p"]}})";
     EXPECT_EQ(Reason(text), "bad_field") << time;
@@ -157,8 +151,8 @@ TEST(EnvelopeTest, AllowsUnknownExtraFieldsAndKeepsThemInPayload) {
 }
 
 TEST(EnvelopeTest, AcceptsUnicodeInStrings) {
-  Result<Event> event = Parse(Envelope(
-      "partition", "{\"dataset\": \"verk\xC3\xA4ufe\", \"partitions\": [\"\\u00e9t\xC3\xA9\"]}"));
+  Result<Event> event =
+      Parse(Envelope("partition", "{\"dataset\": \"verk\xC3\xA4ufe\", \"partitions\": [\"\\u00e9t\xC3\xA9\"]}"));
   ASSERT_TRUE(event.ok()) << event.status().message();
   EXPECT_EQ(event->partition.dataset, "verk\xC3\xA4ufe");
   EXPECT_EQ(event->partition.partitions[0], "\xC3\xA9t\xC3\xA9");
@@ -168,9 +162,9 @@ TEST(EnvelopeTest, AcceptsUnicodeInStrings) {
 
 TEST(EnvelopeTest, RejectsOversizedBeforeParsing) {
   const std::string event = Envelope("partition", R"({"dataset": "d", "partitions": ["p"]})");
-  EXPECT_EQ(Rejection(event, event.size() - 1),
-            "oversized: " + std::to_string(event.size()) + " bytes, more than the limit of " +
-                std::to_string(event.size() - 1));
+  EXPECT_EQ(Rejection(event, event.size() - 1), "oversized: " + std::to_string(event.size()) +
+                                                    " bytes, more than the limit of " +
+                                                    std::to_string(event.size() - 1));
   EXPECT_TRUE(Parse(event, event.size()).ok());
   // The default limit is 1 MiB, whatever the content.
   EXPECT_EQ(Reason(std::string(kMaxEventBytes + 1, ' ')), "oversized");
@@ -195,8 +189,7 @@ TEST(EnvelopeTest, RejectsNulCharacterAsBadJson) {
   const std::string in_id = R"({"id": "e\u0000", "type": "partition", "time": "2026-11-22T10:00:00Z",
                                "payload": {"dataset": "d", "partitions": ["p"]}})";
   EXPECT_EQ(Rejection(in_id), "bad_json: a string holds \\u0000 (NUL) at byte 9, which trigd cannot store");
-  EXPECT_EQ(Reason(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "note": "a\u0000"})")),
-            "bad_json");
+  EXPECT_EQ(Reason(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "note": "a\u0000"})")), "bad_json");
   EXPECT_EQ(Reason(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "n\u0000": 1})")), "bad_json");
   Result<Event> literal =
       Parse(Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "note": "a\\u0000\u0041"})"));
@@ -244,14 +237,10 @@ TEST(EnvelopeTest, RejectsANumberBeyondADoubleAsOutOfRangeNamingTheField) {
 
 TEST(EnvelopeTest, RejectsInvalidUtf8AsBadJson) {
   // A lone continuation byte, an overlong encoding, a truncated sequence, a surrogate.
-  EXPECT_EQ(Reason(Envelope("partition", "{\"dataset\": \"a\x80\", \"partitions\": [\"p\"]}")),
-            "bad_json");
-  EXPECT_EQ(Reason(Envelope("partition", "{\"dataset\": \"\xC0\xAF\", \"partitions\": [\"p\"]}")),
-            "bad_json");
-  EXPECT_EQ(Reason(Envelope("partition", "{\"dataset\": \"\xE2\x82\", \"partitions\": [\"p\"]}")),
-            "bad_json");
-  EXPECT_EQ(Reason(Envelope("partition", "{\"dataset\": \"\xED\xA0\x80\", \"partitions\": []}")),
-            "bad_json");
+  EXPECT_EQ(Reason(Envelope("partition", "{\"dataset\": \"a\x80\", \"partitions\": [\"p\"]}")), "bad_json");
+  EXPECT_EQ(Reason(Envelope("partition", "{\"dataset\": \"\xC0\xAF\", \"partitions\": [\"p\"]}")), "bad_json");
+  EXPECT_EQ(Reason(Envelope("partition", "{\"dataset\": \"\xE2\x82\", \"partitions\": [\"p\"]}")), "bad_json");
+  EXPECT_EQ(Reason(Envelope("partition", "{\"dataset\": \"\xED\xA0\x80\", \"partitions\": []}")), "bad_json");
   EXPECT_EQ(Reason("\xFF\xFE{}"), "bad_json");
 }
 
@@ -259,13 +248,12 @@ TEST(EnvelopeTest, RejectsDeepNestingAsBadJson) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_EQ(Rejection(deep), "bad_json: nested deeper than 64 levels");
   std::string deep_payload = std::string(70, '[') + std::string(70, ']');
-  EXPECT_EQ(Reason(Envelope("partition", "{\"dataset\": \"d\", \"partitions\": [\"p\"], \"x\": " +
-                                             deep_payload + "}")),
+  EXPECT_EQ(Reason(Envelope("partition", "{\"dataset\": \"d\", \"partitions\": [\"p\"], \"x\": " + deep_payload + "}")),
             "bad_json");
   // Brackets inside strings do not count.
-  EXPECT_EQ(Reason(Envelope("partition", "{\"dataset\": \"" + std::string(200, '[') +
-                                             "\\\"\", \"partitions\": [\"p\"]}")),
-            "ok");
+  EXPECT_EQ(
+      Reason(Envelope("partition", "{\"dataset\": \"" + std::string(200, '[') + "\\\"\", \"partitions\": [\"p\"]}")),
+      "ok");
 }
 
 TEST(EnvelopeTest, RejectsJsonThatIsNotAnObject) {
@@ -281,8 +269,7 @@ TEST(EnvelopeTest, RejectsMissingEnvelopeFields) {
             "missing_field: id is required");
   EXPECT_EQ(Rejection(R"({"id": "x", "time": "2026-11-22T10:00:00Z", "payload": {}})"),
             "missing_field: type is required");
-  EXPECT_EQ(Rejection(R"({"id": "x", "type": "tick", "payload": {}})"),
-            "missing_field: time is required");
+  EXPECT_EQ(Rejection(R"({"id": "x", "type": "tick", "payload": {}})"), "missing_field: time is required");
   EXPECT_EQ(Rejection(R"({"id": "x", "type": "tick", "time": "2026-11-22T10:00:00Z"})"),
             "missing_field: payload is required");
   EXPECT_EQ(Rejection("{}"), "missing_field: id is required");
@@ -291,8 +278,7 @@ TEST(EnvelopeTest, RejectsMissingEnvelopeFields) {
 TEST(EnvelopeTest, RejectsWrongEnvelopeFieldTypes) {
   EXPECT_EQ(Rejection(R"({"id": 7, "type": "tick", "time": "t", "payload": {}})"),
             "bad_field: id: expected a string, got number");
-  EXPECT_EQ(Rejection(R"({"id": "", "type": "tick", "time": "t", "payload": {}})"),
-            "bad_field: id: must not be empty");
+  EXPECT_EQ(Rejection(R"({"id": "", "type": "tick", "time": "t", "payload": {}})"), "bad_field: id: must not be empty");
   EXPECT_EQ(Rejection(R"({"id": null, "type": "tick", "time": "t", "payload": {}})"),
             "bad_field: id: expected a string, got null");
   EXPECT_EQ(Rejection(R"({"id": "x", "type": ["tick"], "time": "t", "payload": {}})"),
@@ -315,7 +301,8 @@ TEST(EnvelopeTest, RejectsWrongEnvelopeFieldTypes) {
 // (docs/adr/0023-event-limits.md).
 TEST(EnvelopeTest, RejectsAnIdLongerThanTheLimit) {
   auto with_id = [](const std::string& id) {
-    return R"({"id": ")" + id + R"(", "type": "program", "time": "2026-11-22T10:00:00Z", )"
+    return R"({"id": ")" + id +
+           R"(", "type": "program", "time": "2026-11-22T10:00:00Z", )"
            R"("payload": {"program": "p", "run_id": "r", "status": "succeeded"}})";
   };
   EXPECT_TRUE(Parse(with_id(std::string(kMaxEventIdBytes, 'a'))).ok());
@@ -330,12 +317,10 @@ TEST(EnvelopeTest, RejectsAnIdLongerThanTheLimit) {
 }
 
 TEST(EnvelopeTest, RejectsUnknownType) {
-  EXPECT_EQ(Rejection(Envelope("parquet", "{}")),
-            "unknown_type: \"parquet\" (expected partition, program or tick)");
+  EXPECT_EQ(Rejection(Envelope("parquet", "{}")), "unknown_type: \"parquet\" (expected partition, program or tick)");
   EXPECT_EQ(Rejection(Envelope("Partition", "{}")),
             "unknown_type: \"Partition\" (expected partition, program or tick)");
-  EXPECT_EQ(Rejection(Envelope("", "{}")),
-            "unknown_type: \"\" (expected partition, program or tick)");
+  EXPECT_EQ(Rejection(Envelope("", "{}")), "unknown_type: \"\" (expected partition, program or tick)");
 }
 
 TEST(EnvelopeTest, LongProducerTextIsCutShortInMessages) {
@@ -350,14 +335,12 @@ TEST(EnvelopeTest, LongProducerTextIsCutShortInMessages) {
 }
 
 TEST(EnvelopeTest, RejectsBadPartitionPayloads) {
-  EXPECT_EQ(Rejection(Envelope("partition", R"({"partitions": ["p"]})")),
-            "missing_field: payload.dataset is required");
+  EXPECT_EQ(Rejection(Envelope("partition", R"({"partitions": ["p"]})")), "missing_field: payload.dataset is required");
   EXPECT_EQ(Rejection(Envelope("partition", R"({"dataset": 1, "partitions": ["p"]})")),
             "bad_field: payload.dataset: expected a string, got number");
   EXPECT_EQ(Rejection(Envelope("partition", R"({"dataset": "", "partitions": ["p"]})")),
             "bad_field: payload.dataset: must not be empty");
-  EXPECT_EQ(Rejection(Envelope("partition", R"({"dataset": "d"})")),
-            "missing_field: payload.partitions is required");
+  EXPECT_EQ(Rejection(Envelope("partition", R"({"dataset": "d"})")), "missing_field: payload.partitions is required");
   EXPECT_EQ(Rejection(Envelope("partition", R"({"dataset": "d", "partitions": "p"})")),
             "bad_field: payload.partitions: expected an array, got string");
   EXPECT_EQ(Rejection(Envelope("partition", R"({"dataset": "d", "partitions": []})")),
@@ -413,10 +396,9 @@ TEST(EnvelopeTest, RejectsBadTickPayloads) {
   EXPECT_EQ(Rejection(Envelope("tick", R"({"fire_time": "2026-11-22T05:00:00Z"})")),
             "missing_field: payload.schedule is required");
   for (const char* schedule : {"nightly", "/nightly", "default/", "a/b/c"}) {
-    EXPECT_EQ(Rejection(Envelope("tick", std::string(R"({"schedule": ")") + schedule +
-                                             R"(", "fire_time": "2026-11-22T05:00:00Z"})")),
-              std::string("bad_field: payload.schedule: expected \"namespace/name\", got \"") +
-                  schedule + "\"");
+    EXPECT_EQ(Rejection(Envelope(
+                  "tick", std::string(R"({"schedule": ")") + schedule + R"(", "fire_time": "2026-11-22T05:00:00Z"})")),
+              std::string("bad_field: payload.schedule: expected \"namespace/name\", got \"") + schedule + "\"");
   }
   EXPECT_EQ(Rejection(Envelope("tick", R"({"schedule": "default/nightly"})")),
             "missing_field: payload.fire_time is required");
@@ -443,8 +425,7 @@ TEST(EnvelopeTest, DeadLetterReasonIsGivenAndStartsTheMessage) {
 // --- EnvelopeToJson --------------------------------------------------------------------------
 
 TEST(EnvelopeTest, EnvelopeToJsonRoundTripsAReceivedEvent) {
-  const std::string text = Envelope(
-      "partition", R"({"dataset": "d", "partitions": ["p"], "bytes": 5, "extra": true})");
+  const std::string text = Envelope("partition", R"({"dataset": "d", "partitions": ["p"], "bytes": 5, "extra": true})");
   Result<Event> event = Parse(text);
   ASSERT_TRUE(event.ok());
   nlohmann::json json = EnvelopeToJson(*event);
@@ -497,8 +478,8 @@ TEST(EnvelopeTest, NeverThrowsOnMutatedInput) {
       Envelope("program", R"({"program": "p", "run_id": "r", "status": "killed", "attempt": 2})"),
       Envelope("tick", R"({"schedule": "a/b", "fire_time": "2026-11-22T05:00:00Z"})"),
   };
-  const std::vector<std::string> reasons = {"ok",        "oversized", "bad_json",    "not_object",
-                                            "missing_field", "bad_field", "unknown_type"};
+  const std::vector<std::string> reasons = {"ok",        "oversized",   "bad_json", "not_object", "missing_field",
+                                            "bad_field", "unknown_type"};
   constexpr std::string_view kInserts = "{}[]\",:\\0a\x80\xC3";
   std::mt19937 random(20261122);
   int accepted = 0;
@@ -577,9 +558,11 @@ TEST(DeadLetterTest, ACutNeverSplitsACharacter) {
 }
 
 std::string PartitionEntry(int i, size_t note_bytes) {
-  return nlohmann::json{{"id", "e" + std::to_string(i)},
-                        {"type", "partition"},
-                        {"payload", {{"dataset", "d"}, {"partitions", {"p" + std::to_string(i)}}, {"note", std::string(note_bytes, 'n')}}}}
+  return nlohmann::json{
+      {"id", "e" + std::to_string(i)},
+      {"type", "partition"},
+      {"payload",
+       {{"dataset", "d"}, {"partitions", {"p" + std::to_string(i)}}, {"note", std::string(note_bytes, 'n')}}}}
       .dump();
 }
 
@@ -603,12 +586,15 @@ TEST(TriggeredByWithinTest, FirstDropsTheFieldsTrigdDoesNotKnowThenThePayloads) 
   nlohmann::json kept = nlohmann::json::parse(TriggeredByWithin(Entries(6, 200000), 500000, cut));
   EXPECT_TRUE(cut);
   ASSERT_EQ(kept.size(), 6u);
-  EXPECT_EQ(kept[5], nlohmann::json::parse(R"({"id": "e5", "type": "partition", "payload": {"dataset": "d", "partitions": ["p5"]}})"));
+  EXPECT_EQ(kept[5], nlohmann::json::parse(
+                         R"({"id": "e5", "type": "partition", "payload": {"dataset": "d", "partitions": ["p5"]}})"));
 
   nlohmann::json program = nlohmann::json::parse(TriggeredByWithin(
       R"([{"id": "u", "type": "program", "payload": {"program": "p", "run_id": "r", "status": "failed", "attempt": 2, "reason": "lost", "x": "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"}}])",
       150, cut));
-  EXPECT_EQ(program[0]["payload"], nlohmann::json::parse(R"({"program": "p", "run_id": "r", "status": "failed", "attempt": 2, "reason": "lost"})"));
+  EXPECT_EQ(
+      program[0]["payload"],
+      nlohmann::json::parse(R"({"program": "p", "run_id": "r", "status": "failed", "attempt": 2, "reason": "lost"})"));
 
   kept = nlohmann::json::parse(TriggeredByWithin(Entries(50, 0), 2000, cut));
   ASSERT_EQ(kept.size(), 50u);

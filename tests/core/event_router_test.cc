@@ -17,8 +17,8 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 std::string Partition(const std::string& id, const std::string& dataset) {
-  return R"({"id":")" + id + R"(","type":"partition","time":"2026-11-22T10:00:00Z","payload":{"dataset":")" +
-         dataset + R"(","partitions":["dt=2026-11-22"]}})";
+  return R"({"id":")" + id + R"(","type":"partition","time":"2026-11-22T10:00:00Z","payload":{"dataset":")" + dataset +
+         R"(","partitions":["dt=2026-11-22"]}})";
 }
 std::string Program(const std::string& program, const std::string& run_id) {
   return R"({"id":"p-1","type":"program","time":"2026-11-22T10:00:00Z","payload":{"program":")" + program +
@@ -91,30 +91,36 @@ TEST(EventRouterTest, ABatchIsRoutedInOrderExactlyAsOneMessageAtATime) {
   ScheduleIndex index = TestIndex();
   for (int id = 10; id < 5000; ++id) index.Put(id, {"partition:feed." + std::to_string(id)});
   const std::vector<std::string> kinds = {
-      Partition("a", "feed.a"), Partition("b", "feed.none"), Partition("c", "feed.77"), Program("etl", "r-1"),
-      Tick(OwnTickId("ml/nightly", "2026-11-22T10:00:00Z"), "ml/nightly"), Tick("m", "ml/nightly"), "{broken",
+      Partition("a", "feed.a"),
+      Partition("b", "feed.none"),
+      Partition("c", "feed.77"),
+      Program("etl", "r-1"),
+      Tick(OwnTickId("ml/nightly", "2026-11-22T10:00:00Z"), "ml/nightly"),
+      Tick("m", "ml/nightly"),
+      "{broken",
       R"({"id":"e","typ\u0065":"partition","time":"2026-11-22T10:00:00Z","payload":{"dataset":"feed.9","partitions":[]}})"};
   std::mt19937 random(3);
   for (size_t count : {size_t{0}, size_t{1}, kRouteAhead - 1, kRouteAhead, kRouteAhead + 1, size_t{500}}) {
     std::vector<std::string> batch;
     for (size_t i = 0; i < count; ++i) batch.push_back(kinds[random() % kinds.size()]);
     std::vector<size_t> seen;
-    RouteEvents(batch.size(), index, [&](size_t i) -> std::string_view { return batch[i]; },
-                [&](size_t i, RoutedEvent&& r) {
-                  seen.push_back(i);
-                  std::string key;
-                  const RoutedEvent one = RouteEvent(batch[i], index, key);
-                  EXPECT_EQ(r.kind, one.kind) << batch[i];
-                  EXPECT_EQ(Ids(r.schedules), Ids(one.schedules)) << batch[i];
-                  EXPECT_EQ(r.event.has_value(), one.event.has_value()) << batch[i];
-                  if (r.event && one.event) {
-                    EXPECT_EQ(r.event->id, one.event->id);
-                  }
-                  EXPECT_EQ(r.error.message(), one.error.message()) << batch[i];
-                  if (r.kind != RoutedEvent::Kind::kInvalid) {
-                    EXPECT_EQ(r.type, one.type) << batch[i];
-                  }
-                });
+    RouteEvents(
+        batch.size(), index, [&](size_t i) -> std::string_view { return batch[i]; },
+        [&](size_t i, RoutedEvent&& r) {
+          seen.push_back(i);
+          std::string key;
+          const RoutedEvent one = RouteEvent(batch[i], index, key);
+          EXPECT_EQ(r.kind, one.kind) << batch[i];
+          EXPECT_EQ(Ids(r.schedules), Ids(one.schedules)) << batch[i];
+          EXPECT_EQ(r.event.has_value(), one.event.has_value()) << batch[i];
+          if (r.event && one.event) {
+            EXPECT_EQ(r.event->id, one.event->id);
+          }
+          EXPECT_EQ(r.error.message(), one.error.message()) << batch[i];
+          if (r.kind != RoutedEvent::Kind::kInvalid) {
+            EXPECT_EQ(r.type, one.type) << batch[i];
+          }
+        });
     std::vector<size_t> expected(count);
     for (size_t i = 0; i < count; ++i) expected[i] = i;
     EXPECT_EQ(seen, expected) << count << " messages";

@@ -33,13 +33,12 @@ std::string Tick(const std::string& fire_time) {
 // would write its time back as "10000-01-01T23:58:59.999Z", which no RFC 3339 parser (its own
 // included) accepts.
 TEST(EnvelopeFuzzRegressionTest, TimeThatAnOffsetCarriesOutOfYears0000To9999IsRefused) {
-  for (const char* time : {"9999-12-31T23:59:59.999-23:59", "9999-12-31T23:59:00-00:01",
-                           "0000-01-01T00:30:00+01:00", "0000-01-01T00:00:00.000+00:01"}) {
+  for (const char* time : {"9999-12-31T23:59:59.999-23:59", "9999-12-31T23:59:00-00:01", "0000-01-01T00:30:00+01:00",
+                           "0000-01-01T00:00:00.000+00:01"}) {
     Result<Event> event = Parse(Program(time));
     ASSERT_FALSE(event.ok()) << time;
-    EXPECT_EQ(event.status().message(),
-              std::string("bad_field: time: invalid time \"") + time +
-                  "\": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
+    EXPECT_EQ(event.status().message(), std::string("bad_field: time: invalid time \"") + time +
+                                            "\": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
   }
   DeadLetterReason reason{};
   Result<Event> tick = ParseEnvelope(Tick("9999-12-31T23:59:59.999-00:01"), kMaxEventBytes, &reason);
@@ -48,8 +47,8 @@ TEST(EnvelopeFuzzRegressionTest, TimeThatAnOffsetCarriesOutOfYears0000To9999IsRe
 }
 
 TEST(EnvelopeFuzzRegressionTest, FirstAndLastInstantOfYears0000To9999RoundTrip) {
-  for (const char* time : {"0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z",
-                           "0001-01-01T00:30:00+01:00", "9999-12-31T22:59:59-01:00"}) {
+  for (const char* time :
+       {"0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z", "0001-01-01T00:30:00+01:00", "9999-12-31T22:59:59-01:00"}) {
     Result<Event> event = Parse(Program(time));
     ASSERT_TRUE(event.ok()) << time << ": " << event.status().message();
     Result<Event> again = Parse(EnvelopeToJson(*event).dump());
@@ -101,9 +100,7 @@ TEST(ScheduleFuzzRegressionTest, DocumentNestedDeeperThan128LevelsIsOneJsonError
       ParseScheduleFile("[{}, " + std::string(200, '[') + std::string(200, ']') + "]");
   ASSERT_EQ(in_array.size(), 1u);
   ASSERT_EQ(in_array[0].errors.size(), 1u);
-  EXPECT_EQ(in_array[0].errors[0].reason.rfind(
-                R"(invalid JSON: nested deeper than 128 levels at "[1][0][0])", 0),
-            0u)
+  EXPECT_EQ(in_array[0].errors[0].reason.rfind(R"(invalid JSON: nested deeper than 128 levels at "[1][0][0])", 0), 0u)
       << in_array[0].errors[0].reason;
 }
 

@@ -84,8 +84,7 @@ TEST(ScheduleIndexTest, PutReplacesTheKeysTheScheduleHad) {
   EXPECT_THAT(Ids(index.Lookup("partition:new")), ElementsAre(1));
   EXPECT_EQ(index.schedule_count(), 2u);
   EXPECT_EQ(index.key_count(), 2u);
-  EXPECT_EQ(index.KeyStringBytes(),
-            std::string("partition:kept").size() + std::string("partition:new").size());
+  EXPECT_EQ(index.KeyStringBytes(), std::string("partition:kept").size() + std::string("partition:new").size());
 }
 
 TEST(ScheduleIndexTest, PutWithTheSameKeysChangesNothing) {
@@ -230,8 +229,7 @@ TEST(ScheduleIndexTest, MemoryAccountingCountsEachKeyStringOnceAndStaysLean) {
   EXPECT_EQ(index.key_count(), distinct.size());
   EXPECT_GT(index.MemoryBytes(), index.KeyStringBytes());
   // The target from the issue: at most 200 bytes per leaf trigger beyond the key strings.
-  const double overhead_per_leaf =
-      static_cast<double>(index.MemoryBytes() - index.KeyStringBytes()) / leaves;
+  const double overhead_per_leaf = static_cast<double>(index.MemoryBytes() - index.KeyStringBytes()) / leaves;
   EXPECT_LT(overhead_per_leaf, 200.0);
 }
 
@@ -335,11 +333,14 @@ TEST(ScheduleIndexTest, TwoStepLookupAgreesWithLookup) {
     std::mt19937_64 random(7);
     for (int i = 0; i < 20000; ++i) {
       const uint64_t n = random() % static_cast<uint64_t>(2 * schedules);  // half of them absent
-      const std::string key = random() % 2 ? "time:default/s" + std::to_string(n) : "partition:feed." + std::to_string(n);
+      const std::string key =
+          random() % 2 ? "time:default/s" + std::to_string(n) : "partition:feed." + std::to_string(n);
       const uint64_t hash = index.Prefetch(key);
       index.PrefetchRecord(hash);
       ASSERT_THAT(Ids(index.Lookup(key, hash)), UnorderedElementsAreArray(Ids(index.Lookup(key)))) << key;
-      ASSERT_EQ(index.Lookup(key).empty(), key.starts_with("time:") ? n >= static_cast<uint64_t>(schedules) : n >= static_cast<uint64_t>(std::min<int64_t>(schedules, 1000)))
+      ASSERT_EQ(index.Lookup(key).empty(), key.starts_with("time:")
+                                               ? n >= static_cast<uint64_t>(schedules)
+                                               : n >= static_cast<uint64_t>(std::min<int64_t>(schedules, 1000)))
           << key;
     }
     ScheduleIndex moved(std::move(index));

@@ -34,9 +34,7 @@ std::vector<std::string> ErrorLines(const std::vector<ParsedSchedule>& parsed) {
 
 // A valid document to which a test adds or overrides one thing.
 json Base() {
-  return json{{"name", "s"},
-              {"program", {{"name", "p"}}},
-              {"trigger", {{"partition", {{"dataset", "d"}}}}}};
+  return json{{"name", "s"}, {"program", {{"name", "p"}}}, {"trigger", {{"partition", {{"dataset", "d"}}}}}};
 }
 
 ParsedSchedule ParseText(std::string_view text) {
@@ -55,9 +53,7 @@ ParsedSchedule ParseText(std::string_view text) {
 //   TRIGD_UPDATE_GOLDEN=1 build/bin/core_test --gtest_filter='Schedules/GoldenScheduleTest.*'
 // then read every changed .expected by eye before committing: they are the spec.
 
-std::filesystem::path GoldenDir() {
-  return std::filesystem::path(TRIGD_SOURCE_DIR) / "tests/core/golden/schedules";
-}
+std::filesystem::path GoldenDir() { return std::filesystem::path(TRIGD_SOURCE_DIR) / "tests/core/golden/schedules"; }
 
 std::vector<std::string> GoldenCases() {
   std::vector<std::string> names;
@@ -159,12 +155,11 @@ std::vector<std::filesystem::path> ExampleFiles() {
 }
 
 Schedule ParseExample(const std::string& relative) {
-  std::vector<ParsedSchedule> parsed = ParseScheduleFile(
-      ReadFile(std::filesystem::path(TRIGD_SOURCE_DIR) / "tools/examples" / relative));
+  std::vector<ParsedSchedule> parsed =
+      ParseScheduleFile(ReadFile(std::filesystem::path(TRIGD_SOURCE_DIR) / "tools/examples" / relative));
   EXPECT_EQ(parsed.size(), 1u) << relative;
   if (parsed.empty()) return {};
-  EXPECT_TRUE(parsed[0].ok()) << relative << ": "
-                              << ::testing::PrintToString(ErrorLines(parsed[0]));
+  EXPECT_TRUE(parsed[0].ok()) << relative << ": " << ::testing::PrintToString(ErrorLines(parsed[0]));
   return parsed[0].schedule;
 }
 
@@ -236,11 +231,9 @@ TEST(ScheduleParserTest, MessagesNamePathAndReasonAsDocumented) {
   EXPECT_TRUE(ParseSchedule(heartbeat).ok());
 
   json zone = Base();
-  zone["constraints"] = {
-      {"time_window", {{"start", "22:00"}, {"end", "06:00"}, {"timezone", "Europe/Berln"}}}};
+  zone["constraints"] = {{"time_window", {{"start", "22:00"}, {"end", "06:00"}, {"timezone", "Europe/Berln"}}}};
   EXPECT_EQ(ErrorLines(ParseSchedule(zone)),
-            std::vector<std::string>{
-                "constraints.time_window.timezone: unknown time zone \"Europe/Berln\""});
+            std::vector<std::string>{"constraints.time_window.timezone: unknown time zone \"Europe/Berln\""});
 
   json typo = Base();
   typo["constraints"] = {{"max_concurent_runs", 1}};
@@ -250,17 +243,16 @@ TEST(ScheduleParserTest, MessagesNamePathAndReasonAsDocumented) {
 
   json priority = Base();
   priority["priority"] = "high";
-  EXPECT_EQ(ErrorLines(ParseSchedule(priority)),
-            std::vector<std::string>{"priority: expected an integer, got string"});
+  EXPECT_EQ(ErrorLines(ParseSchedule(priority)), std::vector<std::string>{"priority: expected an integer, got string"});
 
   json program = Base();
   program["program"] = json::object();
   EXPECT_EQ(ErrorLines(ParseSchedule(program)), std::vector<std::string>{"program.name: required"});
 
   json status = Base();
-  status["trigger"] = {{"all",
-                        {{{"partition", {{"dataset", "sales.raw"}}}},
-                         {{"program", {{"name", "sales.ingest"}, {"status", {"done"}}}}}}}};
+  status["trigger"] = {
+      {"all",
+       {{{"partition", {{"dataset", "sales.raw"}}}}, {{"program", {{"name", "sales.ingest"}, {"status", {"done"}}}}}}}};
   EXPECT_EQ(ErrorLines(ParseSchedule(status)),
             std::vector<std::string>{"trigger.all[1].program.status: unknown status \"done\" "
                                      "(expected started, heartbeat, succeeded, failed or killed)"});
@@ -268,9 +260,7 @@ TEST(ScheduleParserTest, MessagesNamePathAndReasonAsDocumented) {
 
 TEST(ScheduleParserTest, DefaultsFillEveryOmittedField) {
   json doc = Base();
-  doc["trigger"] = {{"all",
-                     {{{"program", {{"name", "up"}}}},
-                      {{"time", {{"every", "1h"}}}}}}};
+  doc["trigger"] = {{"all", {{{"program", {{"name", "up"}}}}, {{"time", {{"every", "1h"}}}}}}};
   ParsedSchedule parsed = ParseSchedule(doc);
   ASSERT_TRUE(parsed.ok()) << ::testing::PrintToString(ErrorLines(parsed));
   const Schedule& s = parsed.schedule;
@@ -304,16 +294,15 @@ TEST(ScheduleParserTest, FileTextReportsEveryProblemInDocumentOrder) {
     "program": {"target": "UP"},
     "enabled": "no"
   })");
-  EXPECT_EQ(ErrorLines(parsed),
-            (std::vector<std::string>{
-                "trigger.partition.count: must be at least 1, got 0",
-                "priority: expected an integer, got string",
-                "program.target: invalid target \"UP\": use 1 to 128 lowercase letters, digits, "
-                "'.', '_' or '-'",
-                "program.name: required",
-                "enabled: expected a boolean, got string",
-                "name: required",
-            }));
+  EXPECT_EQ(ErrorLines(parsed), (std::vector<std::string>{
+                                    "trigger.partition.count: must be at least 1, got 0",
+                                    "priority: expected an integer, got string",
+                                    "program.target: invalid target \"UP\": use 1 to 128 lowercase letters, digits, "
+                                    "'.', '_' or '-'",
+                                    "program.name: required",
+                                    "enabled: expected a boolean, got string",
+                                    "name: required",
+                                }));
 }
 
 TEST(ScheduleParserTest, JsonValueHasNoDocumentOrderSoFieldsFollowSpecOrder) {
@@ -333,10 +322,10 @@ TEST(ScheduleParserTest, JsonValueHasNoDocumentOrderSoFieldsFollowSpecOrder) {
 
 TEST(ScheduleParserTest, UnknownFieldSuggestsOnlyWithinTwoEdits) {
   json doc = Base();
-  doc["nmae"] = "x";                      // transposition: one edit
-  doc["retry"] = {{"max_atempts", 2}};    // one deletion
+  doc["nmae"] = "x";                    // transposition: one edit
+  doc["retry"] = {{"max_atempts", 2}};  // one deletion
   doc["timeout"] = {{"after", "1h"}, {"acton", "run"}};
-  doc["heartbeat"] = "1m";                // eight edits from heartbeat_timeout
+  doc["heartbeat"] = "1m";  // eight edits from heartbeat_timeout
   EXPECT_EQ(ErrorLines(ParseSchedule(doc)),
             (std::vector<std::string>{
                 "timeout.acton: unknown field (did you mean \"action\"?)",
@@ -351,9 +340,8 @@ TEST(ScheduleParserTest, ShortUnknownKeyIsNotCorrectedIntoAnyField) {
   json doc = Base();
   doc["constraints"] = {{"x", 1}};
   EXPECT_EQ(ErrorLines(ParseSchedule(doc)),
-            std::vector<std::string>{
-                "constraints.x: unknown field (expected one of: max_concurrent_runs, "
-                "concurrency_group, delay, time_window, min_since_last_run, max_runs_per)"});
+            std::vector<std::string>{"constraints.x: unknown field (expected one of: max_concurrent_runs, "
+                                     "concurrency_group, delay, time_window, min_since_last_run, max_runs_per)"});
 }
 
 TEST(ScheduleParserTest, StatusGivenAsSingleStringIsRefusedWithTheArrayForm) {
@@ -370,8 +358,7 @@ TEST(ScheduleParserTest, StatusesKeepTheirOrder) {
   ParsedSchedule parsed = ParseSchedule(doc);
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed.schedule.trigger.program.statuses,
-            (std::vector<ProgramStatus>{ProgramStatus::kKilled, ProgramStatus::kStarted,
-                                        ProgramStatus::kFailed}));
+            (std::vector<ProgramStatus>{ProgramStatus::kKilled, ProgramStatus::kStarted, ProgramStatus::kFailed}));
 }
 
 TEST(ScheduleParserTest, SyntaxErrorNamesLineColumnAndByte) {
@@ -398,18 +385,14 @@ TEST(ScheduleParserTest, ArrayErrorsArePrefixedWithTheDocumentIndex) {
   EXPECT_TRUE(parsed[0].ok());
   EXPECT_EQ(parsed[0].schedule.name, "a");
   EXPECT_EQ(ErrorLines(parsed[1]), std::vector<std::string>{"[1].trigger: required"});
-  EXPECT_EQ(ErrorLines(parsed[2]),
-            std::vector<std::string>{"[2]: expected a schedule object, got number"});
+  EXPECT_EQ(ErrorLines(parsed[2]), std::vector<std::string>{"[2]: expected a schedule object, got number"});
 }
 
-TEST(ScheduleParserTest, EmptyArrayHoldsNoSchedules) {
-  EXPECT_TRUE(ParseScheduleFile(" [ ] ").empty());
-}
+TEST(ScheduleParserTest, EmptyArrayHoldsNoSchedules) { EXPECT_TRUE(ParseScheduleFile(" [ ] ").empty()); }
 
 TEST(ScheduleParserTest, TopLevelScalarIsRefused) {
   EXPECT_EQ(ErrorLines(ParseScheduleFile("\"x\"")),
-            std::vector<std::string>{
-                "expected a schedule object or an array of them, got string"});
+            std::vector<std::string>{"expected a schedule object or an array of them, got string"});
 }
 
 TEST(ScheduleParserTest, RepeatedKeyIsReportedWithItsPathInsteadOfLastOneWinning) {
@@ -422,9 +405,8 @@ TEST(ScheduleParserTest, RepeatedKeyIsReportedWithItsPathInsteadOfLastOneWinning
   ])");
   ASSERT_EQ(parsed.size(), 2u);
   EXPECT_TRUE(parsed[0].ok());
-  EXPECT_EQ(ErrorLines(parsed[1]),
-            (std::vector<std::string>{"[1].trigger.any[1].partition.count: duplicate field",
-                                      "[1].enabled: duplicate field"}));
+  EXPECT_EQ(ErrorLines(parsed[1]), (std::vector<std::string>{"[1].trigger.any[1].partition.count: duplicate field",
+                                                             "[1].enabled: duplicate field"}));
 }
 
 TEST(ScheduleParserTest, SameScheduleTwiceInOneFileIsRefused) {
@@ -438,8 +420,7 @@ TEST(ScheduleParserTest, SameScheduleTwiceInOneFileIsRefused) {
   ASSERT_EQ(parsed.size(), 3u);
   EXPECT_TRUE(parsed[0].ok());
   EXPECT_TRUE(parsed[1].ok());
-  EXPECT_EQ(ErrorLines(parsed[2]),
-            std::vector<std::string>{"[2].name: schedule \"default/a\" also appears at [0]"});
+  EXPECT_EQ(ErrorLines(parsed[2]), std::vector<std::string>{"[2].name: schedule \"default/a\" also appears at [0]"});
 }
 
 TEST(ScheduleParserTest, BackoffAboveDefaultCapRaisesTheCapWhenMaxBackoffIsOmitted) {
@@ -477,10 +458,11 @@ TEST(ScheduleParserTest, HugeDurationIsRefusedWithoutOverflowing) {
 // schedule on runs.max_attempts (integer), stalling all data partitions
 // (docs/adr/0050-one-range-per-numeric-schedule-field.md).
 TEST(ScheduleParserTest, IssueReproductionMaxAttemptsBeyondItsColumnIsRefused) {
-  std::vector<ParsedSchedule> parsed = ParseScheduleFile(
-      R"({"name":"r","program":{"name":"x"},"trigger":{"partition":{"dataset":"x.ds"}},)"
-      R"("retry":{"max_attempts":2147483648,"backoff":"1m","max_backoff":"1h"}})");
-  EXPECT_EQ(ErrorLines(parsed), std::vector<std::string>{"retry.max_attempts: must be at most 2147483647, got 2147483648"});
+  std::vector<ParsedSchedule> parsed =
+      ParseScheduleFile(R"({"name":"r","program":{"name":"x"},"trigger":{"partition":{"dataset":"x.ds"}},)"
+                        R"("retry":{"max_attempts":2147483648,"backoff":"1m","max_backoff":"1h"}})");
+  EXPECT_EQ(ErrorLines(parsed),
+            std::vector<std::string>{"retry.max_attempts: must be at most 2147483647, got 2147483648"});
 }
 
 struct IntegerField {
@@ -525,21 +507,24 @@ TEST(ScheduleParserTest, EveryIntegerFieldTakesItsRangeAndRefusesOneBeyondNaming
       above[json::json_pointer(f.pointer)] = f.range.max + 1;
     }
     const std::string got_above = above[json::json_pointer(f.pointer)].dump();
-    const std::string stated_max = f.range.min < 0 ? "must be between " + std::to_string(f.range.min) + " and " +
-                                                         std::to_string(f.range.max)
-                                                   : "must be at most " + std::to_string(f.range.max);
-    EXPECT_EQ(ErrorLines(ParseText(above.dump())), std::vector<std::string>{std::string(f.path) + ": " + stated_max + ", got " + got_above});
+    const std::string stated_max =
+        f.range.min < 0 ? "must be between " + std::to_string(f.range.min) + " and " + std::to_string(f.range.max)
+                        : "must be at most " + std::to_string(f.range.max);
+    EXPECT_EQ(ErrorLines(ParseText(above.dump())),
+              std::vector<std::string>{std::string(f.path) + ": " + stated_max + ", got " + got_above});
     json below = f.pointer_doc;
     below[json::json_pointer(f.pointer)] = f.range.min - 1;
     const std::string stated_min = f.range.min < 0 ? stated_max : "must be at least " + std::to_string(f.range.min);
-    EXPECT_EQ(ErrorLines(ParseText(below.dump())),
-              std::vector<std::string>{std::string(f.path) + ": " + stated_min + ", got " + std::to_string(f.range.min - 1)});
+    EXPECT_EQ(
+        ErrorLines(ParseText(below.dump())),
+        std::vector<std::string>{std::string(f.path) + ": " + stated_min + ", got " + std::to_string(f.range.min - 1)});
   }
 }
 
 TEST(ScheduleParserTest, IntegerRangesFitTheColumnsTheyAreStoredIn) {
   // int4 columns: jobs.priority, runs.max_attempts and runs.attempt, active_runs.
-  for (IntegerRange r : {kPriorityRange, kMaxAttemptsRange, kTriggerCountRange, kConcurrencyRange, kMaxRunsPerCountRange}) {
+  for (IntegerRange r :
+       {kPriorityRange, kMaxAttemptsRange, kTriggerCountRange, kConcurrencyRange, kMaxRunsPerCountRange}) {
     EXPECT_GE(r.min, std::numeric_limits<int32_t>::min());
     EXPECT_LE(r.max, std::numeric_limits<int32_t>::max());
   }
@@ -572,10 +557,11 @@ TEST(ScheduleParserTest, IdentifiersMadeOnlyOfDotsAreRefused) {
     doc["program"] = {{"name", dots}, {"target", dots}};
     doc["constraints"] = {{"concurrency_group", {{"name", dots}}}};
     const std::string why = std::string(" \"") + dots + "\": must not be only dots";
-    EXPECT_EQ(ErrorLines(ParseSchedule(doc)),
-              (std::vector<std::string>{"namespace: invalid namespace" + why, "name: invalid name" + why,
-                                        "program.name: invalid program name" + why, "program.target: invalid target" + why,
-                                        "constraints.concurrency_group.name: invalid group name" + why}));
+    EXPECT_EQ(
+        ErrorLines(ParseSchedule(doc)),
+        (std::vector<std::string>{"namespace: invalid namespace" + why, "name: invalid name" + why,
+                                  "program.name: invalid program name" + why, "program.target: invalid target" + why,
+                                  "constraints.concurrency_group.name: invalid group name" + why}));
     EXPECT_EQ(CheckTarget(dots).message(), "invalid target" + why);
   }
   json doc = Base();
@@ -585,9 +571,7 @@ TEST(ScheduleParserTest, IdentifiersMadeOnlyOfDotsAreRefused) {
 
 TEST(ScheduleParserTest, SecondTimeTriggerIsRefusedBecauseTicksCannotTellThemApart) {
   json doc = Base();
-  doc["trigger"] = {{"all",
-                     {{{"time", {{"cron", "0 5 * * *"}}}},
-                      {{"any", {{{"time", {{"every", "1h"}}}}}}}}}};
+  doc["trigger"] = {{"all", {{{"time", {{"cron", "0 5 * * *"}}}}, {{"any", {{{"time", {{"every", "1h"}}}}}}}}}};
   EXPECT_EQ(ErrorLines(ParseSchedule(doc)),
             std::vector<std::string>{"trigger.all[1].any[0].time: a schedule has at most one "
                                      "time trigger (the first is trigger.all[0].time)"});
@@ -609,8 +593,7 @@ TEST(ScheduleParserTest, CompositesNestTo32LevelsAndNoDeeper) {
   doc["trigger"] = NestedAll(32);
   std::vector<std::string> errors = ErrorLines(ParseSchedule(doc));
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_NE(errors[0].find(": triggers are nested more than 32 levels deep"), std::string::npos)
-      << errors[0];
+  EXPECT_NE(errors[0].find(": triggers are nested more than 32 levels deep"), std::string::npos) << errors[0];
 }
 
 TEST(ScheduleParserTest, LeavesAreNumberedInDocumentOrder) {
@@ -637,8 +620,7 @@ TEST(ScheduleParserTest, IntegralNumbersWrittenAsFloatsAreIntegers) {
   EXPECT_EQ(parsed.schedule.priority, 7);
 
   doc["priority"] = 7.5;
-  EXPECT_EQ(ErrorLines(ParseSchedule(doc)),
-            std::vector<std::string>{"priority: expected an integer, got number 7.5"});
+  EXPECT_EQ(ErrorLines(ParseSchedule(doc)), std::vector<std::string>{"priority: expected an integer, got number 7.5"});
 }
 
 TEST(ScheduleParserTest, PartitionCountStaysUnsetWhenOnlyBytesAreGiven) {
@@ -656,8 +638,8 @@ TEST(ScheduleParserTest, LongValuesAreCutInMessages) {
   doc["name"] = std::string(300, 'x') + " y";
   std::vector<std::string> errors = ErrorLines(ParseSchedule(doc));
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0], "name: invalid name \"" + std::string(80, 'x') +
-                           "...\": use 1 to 128 letters, digits, '.', '_' or '-'");
+  EXPECT_EQ(errors[0],
+            "name: invalid name \"" + std::string(80, 'x') + "...\": use 1 to 128 letters, digits, '.', '_' or '-'");
 }
 
 TEST(ScheduleParserTest, WindowAcrossMidnightKeepsEndBeforeStart) {
@@ -724,8 +706,8 @@ class RandomScheduleMaker {
     } else if (kind == 2 && !has_time_leaf_) {
       has_time_leaf_ = true;
       t.kind = TriggerKind::kTime;
-      static const char* kCrons[] = {"0 5 * * *", "*/15 * * * *", "30 2 1 * *",
-                                     "0 0 * * 1-5", "5,35 9-17 * jan-jun mon"};
+      static const char* kCrons[] = {"0 5 * * *", "*/15 * * * *", "30 2 1 * *", "0 0 * * 1-5",
+                                     "5,35 9-17 * jan-jun mon"};
       if (Chance()) {
         t.time.cron = kCrons[Int(0, 4)];
       } else {
@@ -742,23 +724,19 @@ class RandomScheduleMaker {
     } else {
       t.kind = TriggerKind::kProgram;
       t.program.program = Identifier(false);
-      std::vector<ProgramStatus> all = {ProgramStatus::kStarted, ProgramStatus::kHeartbeat,
-                                        ProgramStatus::kSucceeded, ProgramStatus::kFailed,
-                                        ProgramStatus::kKilled};
+      std::vector<ProgramStatus> all = {ProgramStatus::kStarted, ProgramStatus::kHeartbeat, ProgramStatus::kSucceeded,
+                                        ProgramStatus::kFailed, ProgramStatus::kKilled};
       std::shuffle(all.begin(), all.end(), rng_);
       all.resize(static_cast<size_t>(Int(1, 5)));
       t.program.statuses = all;
       t.program.count = Int(1, 20);
-      t.program.on_upstream_failure =
-          Chance() ? UpstreamFailurePolicy::kDiscard : UpstreamFailurePolicy::kWait;
+      t.program.on_upstream_failure = Chance() ? UpstreamFailurePolicy::kDiscard : UpstreamFailurePolicy::kWait;
     }
     return t;
   }
 
   bool Chance() { return Int(0, 1) == 1; }
-  int64_t Int(int64_t lo, int64_t hi) {
-    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
-  }
+  int64_t Int(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
   // Mixes round values (which format as "4h") with odd ones (which format as "1500ms").
   Millis Duration() {
     static const int64_t kUnits[] = {1, 1000, 60'000, 3'600'000, 86'400'000};
@@ -766,13 +744,11 @@ class RandomScheduleMaker {
   }
   OnUnmet OnUnmetValue() { return Chance() ? OnUnmet::kSkip : OnUnmet::kWait; }
   std::string Zone() {
-    static const char* kZones[] = {"UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata",
-                                   "Australia/Lord_Howe"};
+    static const char* kZones[] = {"UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe"};
     return kZones[Int(0, 4)];
   }
   std::string Identifier(bool lowercase_only) {
-    static const std::string kAll =
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+    static const std::string kAll = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
     static const std::string kLower = "abcdefghijklmnopqrstuvwxyz0123456789._-";
     const std::string& alphabet = lowercase_only ? kLower : kAll;
     std::string out(static_cast<size_t>(Int(1, 24)), ' ');
@@ -791,8 +767,7 @@ TEST(ScheduleParserTest, CanonicalJsonRoundTripsRandomSchedules) {
     Schedule s = maker.Make();
     json canonical = ScheduleToJson(s);
     ParsedSchedule parsed = ParseSchedule(canonical);
-    ASSERT_TRUE(parsed.ok()) << canonical.dump() << "\n"
-                             << ::testing::PrintToString(ErrorLines(parsed));
+    ASSERT_TRUE(parsed.ok()) << canonical.dump() << "\n" << ::testing::PrintToString(ErrorLines(parsed));
     ASSERT_EQ(parsed.schedule, s) << canonical.dump();
     ParsedSchedule from_text = ParseText(canonical.dump(2));
     ASSERT_TRUE(from_text.ok()) << canonical.dump();
@@ -813,8 +788,7 @@ TEST(ScheduleParserTest, CanonicalFormWritesDefaultsAndShortestDurations) {
   EXPECT_EQ(canonical["namespace"], "default");
   EXPECT_EQ(canonical["program"]["target"], "default");
   EXPECT_EQ(canonical["program"]["args"], json::object());
-  EXPECT_EQ(canonical["retry"],
-            (json{{"max_attempts", 1}, {"backoff", "1m"}, {"max_backoff", "1h"}}));
+  EXPECT_EQ(canonical["retry"], (json{{"max_attempts", 1}, {"backoff", "1m"}, {"max_backoff", "1h"}}));
   EXPECT_EQ(canonical["enabled"], true);
   EXPECT_EQ(canonical["priority"], 0);
   EXPECT_FALSE(canonical.contains("timeout"));

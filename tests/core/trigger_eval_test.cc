@@ -20,10 +20,8 @@ Trigger PartitionLeaf(std::string dataset, std::optional<int64_t> count = std::n
   return t;
 }
 
-Trigger ProgramLeaf(std::string program,
-                    std::vector<ProgramStatus> statuses = {ProgramStatus::kSucceeded},
-                    int64_t count = 1,
-                    UpstreamFailurePolicy policy = UpstreamFailurePolicy::kWait) {
+Trigger ProgramLeaf(std::string program, std::vector<ProgramStatus> statuses = {ProgramStatus::kSucceeded},
+                    int64_t count = 1, UpstreamFailurePolicy policy = UpstreamFailurePolicy::kWait) {
   Trigger t;
   t.kind = TriggerKind::kProgram;
   t.program = {std::move(program), std::move(statuses), count, policy};
@@ -43,12 +41,8 @@ Trigger Composite(TriggerKind kind, std::vector<Trigger> children) {
   t.children = std::move(children);
   return t;
 }
-Trigger All(std::vector<Trigger> children) {
-  return Composite(TriggerKind::kAll, std::move(children));
-}
-Trigger Any(std::vector<Trigger> children) {
-  return Composite(TriggerKind::kAny, std::move(children));
-}
+Trigger All(std::vector<Trigger> children) { return Composite(TriggerKind::kAll, std::move(children)); }
+Trigger Any(std::vector<Trigger> children) { return Composite(TriggerKind::kAny, std::move(children)); }
 
 Event PartitionEvent(std::string dataset, std::vector<std::string> partitions,
                      std::optional<int64_t> bytes = std::nullopt) {
@@ -77,8 +71,7 @@ Event Tick(std::string schedule) {
 // --- State -----------------------------------------------------------------------------------
 
 TEST(TriggerEvalTest, NewStateHasOneEmptyLeafPerLeaf) {
-  const Trigger trigger =
-      All({PartitionLeaf("a"), Any({ProgramLeaf("p"), All({PartitionLeaf("b"), TimeLeaf()})})});
+  const Trigger trigger = All({PartitionLeaf("a"), Any({ProgramLeaf("p"), All({PartitionLeaf("b"), TimeLeaf()})})});
   TriggerState state = NewTriggerState(trigger);
   ASSERT_EQ(state.leaves.size(), 4u);
   for (const LeafState& leaf : state.leaves) EXPECT_EQ(leaf, LeafState());
@@ -106,8 +99,7 @@ TEST(TriggerEvalTest, StateOfADifferentLeafCountIsResetBeforeApplying) {
 TEST(TriggerEvalTest, PartitionLeafWithoutCountNeedsOnePartition) {
   const Trigger trigger = PartitionLeaf("sales.raw");
   TriggerState state = NewTriggerState(trigger);
-  ApplyResult result =
-      ApplyEvent(trigger, kSchedule, PartitionEvent("sales.raw", {"dt=1"}, 10), state);
+  ApplyResult result = ApplyEvent(trigger, kSchedule, PartitionEvent("sales.raw", {"dt=1"}, 10), state);
   EXPECT_TRUE(result.changed);
   EXPECT_FALSE(result.upstream_failure);
   EXPECT_EQ(result.leaves, std::vector<int>{0});
@@ -127,8 +119,7 @@ TEST(TriggerEvalTest, PartitionLeafCountsDistinctPartitionsOnly) {
   EXPECT_TRUE(again.leaves.empty());
   EXPECT_EQ(state.leaves[0].count, 1);
   // Duplicates within one event count once.
-  EXPECT_TRUE(ApplyEvent(trigger, kSchedule, PartitionEvent("d", {"p1", "p1", "p2"}), state)
-                  .changed);
+  EXPECT_TRUE(ApplyEvent(trigger, kSchedule, PartitionEvent("d", {"p1", "p1", "p2"}), state).changed);
   EXPECT_EQ(state.leaves[0].count, 2);
   EXPECT_FALSE(state.leaves[0].satisfied);
   EXPECT_FALSE(IsComplete(trigger, state));
@@ -144,9 +135,7 @@ TEST(TriggerEvalTest, PartitionLeafIgnoresOtherDatasetsAndOtherEventTypes) {
   TriggerState state = NewTriggerState(trigger);
   EXPECT_FALSE(ApplyEvent(trigger, kSchedule, PartitionEvent("sales.raw2", {"p"}), state).changed);
   EXPECT_FALSE(ApplyEvent(trigger, kSchedule, PartitionEvent("sales", {"p"}), state).changed);
-  EXPECT_FALSE(
-      ApplyEvent(trigger, kSchedule, ProgramEvent("sales.raw", ProgramStatus::kSucceeded), state)
-          .changed);
+  EXPECT_FALSE(ApplyEvent(trigger, kSchedule, ProgramEvent("sales.raw", ProgramStatus::kSucceeded), state).changed);
   EXPECT_FALSE(ApplyEvent(trigger, kSchedule, Tick(kSchedule.value()), state).changed);
   EXPECT_EQ(state, NewTriggerState(trigger));
 }
@@ -239,26 +228,22 @@ TEST(TriggerEvalTest, PartitionsRestoredFromStorageStillDeduplicate) {
 TEST(TriggerEvalTest, ProgramLeafCountsOnlyItsStatuses) {
   const Trigger trigger = ProgramLeaf("sales.ingest");
   TriggerState state = NewTriggerState(trigger);
-  for (ProgramStatus s : {ProgramStatus::kStarted, ProgramStatus::kHeartbeat,
-                          ProgramStatus::kFailed, ProgramStatus::kKilled}) {
+  for (ProgramStatus s :
+       {ProgramStatus::kStarted, ProgramStatus::kHeartbeat, ProgramStatus::kFailed, ProgramStatus::kKilled}) {
     ApplyResult result = ApplyEvent(trigger, kSchedule, ProgramEvent("sales.ingest", s), state);
     EXPECT_FALSE(result.changed) << ProgramStatusName(s);
     EXPECT_FALSE(result.upstream_failure) << ProgramStatusName(s);  // policy is wait
   }
-  EXPECT_FALSE(
-      ApplyEvent(trigger, kSchedule, ProgramEvent("other", ProgramStatus::kSucceeded), state)
-          .changed);
+  EXPECT_FALSE(ApplyEvent(trigger, kSchedule, ProgramEvent("other", ProgramStatus::kSucceeded), state).changed);
   EXPECT_FALSE(IsComplete(trigger, state));
-  ApplyResult result = ApplyEvent(
-      trigger, kSchedule, ProgramEvent("sales.ingest", ProgramStatus::kSucceeded), state);
+  ApplyResult result = ApplyEvent(trigger, kSchedule, ProgramEvent("sales.ingest", ProgramStatus::kSucceeded), state);
   EXPECT_TRUE(result.changed);
   EXPECT_EQ(result.leaves, std::vector<int>{0});
   EXPECT_TRUE(IsComplete(trigger, state));
 }
 
 TEST(TriggerEvalTest, ProgramLeafIsSatisfiedAtItsCount) {
-  const Trigger trigger =
-      ProgramLeaf("p", {ProgramStatus::kSucceeded, ProgramStatus::kFailed}, 3);
+  const Trigger trigger = ProgramLeaf("p", {ProgramStatus::kSucceeded, ProgramStatus::kFailed}, 3);
   TriggerState state = NewTriggerState(trigger);
   ApplyEvent(trigger, kSchedule, ProgramEvent("p", ProgramStatus::kSucceeded), state);
   ApplyEvent(trigger, kSchedule, ProgramEvent("p", ProgramStatus::kFailed), state);
@@ -270,8 +255,7 @@ TEST(TriggerEvalTest, ProgramLeafIsSatisfiedAtItsCount) {
 }
 
 TEST(TriggerEvalTest, UpstreamFailureIsReportedOnlyWithDiscardPolicy) {
-  const Trigger discard =
-      ProgramLeaf("up", {ProgramStatus::kSucceeded}, 1, UpstreamFailurePolicy::kDiscard);
+  const Trigger discard = ProgramLeaf("up", {ProgramStatus::kSucceeded}, 1, UpstreamFailurePolicy::kDiscard);
   for (ProgramStatus s : {ProgramStatus::kFailed, ProgramStatus::kKilled}) {
     TriggerState state = NewTriggerState(discard);
     ApplyResult result = ApplyEvent(discard, kSchedule, ProgramEvent("up", s), state);
@@ -281,34 +265,23 @@ TEST(TriggerEvalTest, UpstreamFailureIsReportedOnlyWithDiscardPolicy) {
   }
   TriggerState state = NewTriggerState(discard);
   // Not failures: started and heartbeat; not this leaf's upstream: another program.
-  EXPECT_FALSE(
-      ApplyEvent(discard, kSchedule, ProgramEvent("up", ProgramStatus::kStarted), state)
-          .upstream_failure);
-  EXPECT_FALSE(
-      ApplyEvent(discard, kSchedule, ProgramEvent("up", ProgramStatus::kHeartbeat), state)
-          .upstream_failure);
-  EXPECT_FALSE(
-      ApplyEvent(discard, kSchedule, ProgramEvent("other", ProgramStatus::kFailed), state)
-          .upstream_failure);
+  EXPECT_FALSE(ApplyEvent(discard, kSchedule, ProgramEvent("up", ProgramStatus::kStarted), state).upstream_failure);
+  EXPECT_FALSE(ApplyEvent(discard, kSchedule, ProgramEvent("up", ProgramStatus::kHeartbeat), state).upstream_failure);
+  EXPECT_FALSE(ApplyEvent(discard, kSchedule, ProgramEvent("other", ProgramStatus::kFailed), state).upstream_failure);
 
   const Trigger wait = ProgramLeaf("up");
   TriggerState wait_state = NewTriggerState(wait);
-  EXPECT_FALSE(
-      ApplyEvent(wait, kSchedule, ProgramEvent("up", ProgramStatus::kFailed), wait_state)
-          .upstream_failure);
+  EXPECT_FALSE(ApplyEvent(wait, kSchedule, ProgramEvent("up", ProgramStatus::kFailed), wait_state).upstream_failure);
 }
 
 TEST(TriggerEvalTest, WantedFailureStatusCountsInsteadOfFailingUpstream) {
-  const Trigger trigger =
-      ProgramLeaf("up", {ProgramStatus::kFailed}, 1, UpstreamFailurePolicy::kDiscard);
+  const Trigger trigger = ProgramLeaf("up", {ProgramStatus::kFailed}, 1, UpstreamFailurePolicy::kDiscard);
   TriggerState state = NewTriggerState(trigger);
-  ApplyResult failed = ApplyEvent(trigger, kSchedule, ProgramEvent("up", ProgramStatus::kFailed),
-                                  state);
+  ApplyResult failed = ApplyEvent(trigger, kSchedule, ProgramEvent("up", ProgramStatus::kFailed), state);
   EXPECT_TRUE(failed.changed);
   EXPECT_FALSE(failed.upstream_failure);
   // killed is a failure the leaf does not want.
-  ApplyResult killed = ApplyEvent(trigger, kSchedule, ProgramEvent("up", ProgramStatus::kKilled),
-                                  state);
+  ApplyResult killed = ApplyEvent(trigger, kSchedule, ProgramEvent("up", ProgramStatus::kKilled), state);
   EXPECT_TRUE(killed.upstream_failure);
 }
 
@@ -319,8 +292,7 @@ TEST(TriggerEvalTest, TimeLeafMatchesTicksOfItsOwnScheduleOnly) {
   TriggerState state = NewTriggerState(trigger);
   EXPECT_FALSE(ApplyEvent(trigger, kSchedule, Tick("default/other"), state).changed);
   EXPECT_FALSE(ApplyEvent(trigger, kSchedule, Tick("other/nightly"), state).changed);
-  EXPECT_FALSE(ApplyEvent(trigger, kSchedule, PartitionEvent("default/nightly", {"p"}), state)
-                   .changed);
+  EXPECT_FALSE(ApplyEvent(trigger, kSchedule, PartitionEvent("default/nightly", {"p"}), state).changed);
   EXPECT_FALSE(IsComplete(trigger, state));
   ApplyResult result = ApplyEvent(trigger, kSchedule, Tick("default/nightly"), state);
   EXPECT_TRUE(result.changed);
@@ -333,16 +305,12 @@ TEST(TriggerEvalTest, TimeLeafMatchesTicksOfItsOwnScheduleOnly) {
 TEST(TriggerEvalTest, NestedAllAnyThreeLevelsDeep) {
   // all[ partition a, any[ program p, all[ partition b (2), time ] ] ]
   // leaves:  0            1            2                 3
-  const Trigger trigger = All({PartitionLeaf("a"),
-                               Any({ProgramLeaf("p"), All({PartitionLeaf("b", 2), TimeLeaf()})})});
+  const Trigger trigger = All({PartitionLeaf("a"), Any({ProgramLeaf("p"), All({PartitionLeaf("b", 2), TimeLeaf()})})});
   TriggerState state = NewTriggerState(trigger);
-  EXPECT_EQ(ApplyEvent(trigger, kSchedule, PartitionEvent("a", {"1"}), state).leaves,
-            std::vector<int>{0});
+  EXPECT_EQ(ApplyEvent(trigger, kSchedule, PartitionEvent("a", {"1"}), state).leaves, std::vector<int>{0});
   EXPECT_FALSE(IsComplete(trigger, state));
-  EXPECT_EQ(ApplyEvent(trigger, kSchedule, PartitionEvent("b", {"1"}), state).leaves,
-            std::vector<int>{2});
-  EXPECT_EQ(ApplyEvent(trigger, kSchedule, Tick(kSchedule.value()), state).leaves,
-            std::vector<int>{3});
+  EXPECT_EQ(ApplyEvent(trigger, kSchedule, PartitionEvent("b", {"1"}), state).leaves, std::vector<int>{2});
+  EXPECT_EQ(ApplyEvent(trigger, kSchedule, Tick(kSchedule.value()), state).leaves, std::vector<int>{3});
   EXPECT_FALSE(IsComplete(trigger, state));  // b has 1 of 2
   ApplyEvent(trigger, kSchedule, PartitionEvent("b", {"2"}), state);
   EXPECT_TRUE(IsComplete(trigger, state));
@@ -367,8 +335,7 @@ TEST(TriggerEvalTest, AnyNeedsOneChildAndAllNeedsEvery) {
 }
 
 TEST(TriggerEvalTest, OneEventCountsInEveryLeafItMatches) {
-  const Trigger trigger =
-      Any({All({PartitionLeaf("d", 2), ProgramLeaf("p")}), PartitionLeaf("d")});
+  const Trigger trigger = Any({All({PartitionLeaf("d", 2), ProgramLeaf("p")}), PartitionLeaf("d")});
   TriggerState state = NewTriggerState(trigger);
   ApplyResult result = ApplyEvent(trigger, kSchedule, PartitionEvent("d", {"x"}), state);
   EXPECT_EQ(result.leaves, (std::vector<int>{0, 2}));
@@ -405,10 +372,7 @@ TEST(TriggerEvalTest, DescribesCountsPastTheTargetAsNeeded) {
 
 TEST(TriggerEvalTest, DescribesNestedLeavesWithDocumentPaths) {
   const Trigger trigger = Any({PartitionLeaf("sales.raw", std::nullopt, 1000),
-                               All({ProgramLeaf("sales.ingest",
-                                                {ProgramStatus::kSucceeded,
-                                                 ProgramStatus::kFailed},
-                                                2),
+                               All({ProgramLeaf("sales.ingest", {ProgramStatus::kSucceeded, ProgramStatus::kFailed}, 2),
                                     TimeLeaf(), PartitionLeaf("d", 2, 50)})});
   TriggerState state = NewTriggerState(trigger);
   ApplyEvent(trigger, kSchedule, PartitionEvent("sales.raw", {"a"}, 300), state);

@@ -14,10 +14,10 @@
 #include <string>
 #include <string_view>
 
+#include "../core/envelope_agreement.h"
 #include "core/envelope.h"
 #include "core/envelope_scan.h"
 #include "core/envelope_time.h"
-#include "../core/envelope_agreement.h"
 #include "fuzz_check.h"
 
 namespace trigd {
@@ -37,8 +37,8 @@ void CheckTime(std::string_view text) {
   if (!fast) return;
   std::optional<TimePoint> reference = ParseEnvelopeTimeReference(text);
   FUZZ_CHECK(reference.has_value(), "fast path read a time the reference refuses: " + std::string(text));
-  FUZZ_CHECK(*reference == *fast, "fast path read " + FormatTime(*fast) + ", the reference " +
-                                      FormatTime(*reference) + ": " + std::string(text));
+  FUZZ_CHECK(*reference == *fast, "fast path read " + FormatTime(*fast) + ", the reference " + FormatTime(*reference) +
+                                      ": " + std::string(text));
 }
 
 void CheckEnvelope(std::string_view bytes) {

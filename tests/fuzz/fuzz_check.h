@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <string>
 
-#define FUZZ_CHECK(condition, detail)                                                   \
-  do {                                                                                  \
-    if (!(condition)) {                                                                 \
-      std::fprintf(stderr, "%s:%d: FUZZ_CHECK(%s) failed: %s\n", __FILE__, __LINE__,    \
-                   #condition, std::string(detail).c_str());                            \
-      std::abort();                                                                     \
-    }                                                                                   \
+#define FUZZ_CHECK(condition, detail)                                                            \
+  do {                                                                                           \
+    if (!(condition)) {                                                                          \
+      std::fprintf(stderr, "%s:%d: FUZZ_CHECK(%s) failed: %s\n", __FILE__, __LINE__, #condition, \
+                   std::string(detail).c_str());                                                 \
+      std::abort();                                                                              \
+    }                                                                                            \
   } while (false)

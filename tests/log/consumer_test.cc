@@ -30,10 +30,10 @@ TEST(ConsumerTest, OneMillisecondFirstWaitIsWaited) {
       "test" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + ".empty";
   auto created = CreateTopics(Kafka(), {{topic, 1, {}}});
   ASSERT_TRUE(created.ok()) << created.status().ToString();
-  auto consumer = Consumer::Create(Kafka(), topic + ".group", {topic},
-                                   [](const std::vector<std::pair<std::string, int>>& parts) {
-                                     return std::vector<std::optional<int64_t>>(parts.size(), std::nullopt);
-                                   });
+  auto consumer =
+      Consumer::Create(Kafka(), topic + ".group", {topic}, [](const std::vector<std::pair<std::string, int>>& parts) {
+        return std::vector<std::optional<int64_t>>(parts.size(), std::nullopt);
+      });
   ASSERT_TRUE(consumer.ok()) << consumer.status().ToString();
   MessageBatch batch;
   constexpr int kPolls = 200;
@@ -48,7 +48,6 @@ TEST(ConsumerTest, OneMillisecondFirstWaitIsWaited) {
       << std::chrono::duration_cast<std::chrono::microseconds>(waited).count() << " us";
 }
 
-
 using Assigned = std::vector<std::pair<std::string, int>>;
 
 std::string UniqueTopic(const std::string& what) {
@@ -58,11 +57,12 @@ std::string UniqueTopic(const std::string& what) {
 std::unique_ptr<Consumer> StaticMember(const std::string& topic, const std::string& instance) {
   ConsumerOptions options;
   options.instance_id = instance;
-  auto c = Consumer::Create(Kafka(), topic + ".group", {topic},
-                            [](const std::vector<std::pair<std::string, int>>& parts) {
-                              return std::vector<std::optional<int64_t>>(parts.size(), std::nullopt);
-                            },
-                            options);
+  auto c = Consumer::Create(
+      Kafka(), topic + ".group", {topic},
+      [](const std::vector<std::pair<std::string, int>>& parts) {
+        return std::vector<std::optional<int64_t>>(parts.size(), std::nullopt);
+      },
+      options);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? std::move(*c) : nullptr;
 }
@@ -135,10 +135,10 @@ TEST(ConsumerTest, PartitionWithoutPositionStartsAtItsFirstRemainingRecord) {
   ASSERT_NO_FATAL_FAILURE(CreateWithTenRecords(topic));
   DeleteRecordsBefore(topic, 4);
 
-  auto consumer = Consumer::Create(Kafka(), topic + ".group", {topic},
-                                   [](const std::vector<std::pair<std::string, int>>& parts) {
-                                     return std::vector<std::optional<int64_t>>(parts.size(), std::nullopt);
-                                   });
+  auto consumer =
+      Consumer::Create(Kafka(), topic + ".group", {topic}, [](const std::vector<std::pair<std::string, int>>& parts) {
+        return std::vector<std::optional<int64_t>>(parts.size(), std::nullopt);
+      });
   ASSERT_TRUE(consumer.ok()) << consumer.status().ToString();
   std::vector<Message> got;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -158,10 +158,10 @@ TEST(ConsumerTest, PartitionWithoutPositionStartsAtItsFirstRemainingRecord) {
 TEST(ConsumerTest, AnIdlePartitionPositionedAtItsEndHasNoLag) {
   const std::string topic = UniqueTopic("lag");
   ASSERT_NO_FATAL_FAILURE(CreateWithTenRecords(topic));
-  auto consumer = Consumer::Create(Kafka(), topic + ".group", {topic},
-                                   [](const std::vector<std::pair<std::string, int>>& parts) {
-                                     return std::vector<std::optional<int64_t>>(parts.size(), int64_t{10});
-                                   });
+  auto consumer =
+      Consumer::Create(Kafka(), topic + ".group", {topic}, [](const std::vector<std::pair<std::string, int>>& parts) {
+        return std::vector<std::optional<int64_t>>(parts.size(), int64_t{10});
+      });
   ASSERT_TRUE(consumer.ok()) << consumer.status().ToString();
   std::vector<PartitionLag> lag;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -189,8 +189,10 @@ TEST(ConsumerTest, RestartedStaticMemberTakesItsPartitionsBackWithoutMovingTheOt
   ASSERT_TRUE(a && b);
   ASSERT_TRUE(PollUntil(
       {a.get(), b.get()},
-      [&] { return !a->Assignment().empty() && !b->Assignment().empty() &&
-                   a->Assignment().size() + b->Assignment().size() == 4; },
+      [&] {
+        return !a->Assignment().empty() && !b->Assignment().empty() &&
+               a->Assignment().size() + b->Assignment().size() == 4;
+      },
       [] {}))
       << "the two members never shared the 4 partitions";
   const Assigned a_before = Sorted(a->Assignment()), b_before = Sorted(b->Assignment());
@@ -226,11 +228,13 @@ TEST(ConsumerTest, SecondMemberWithTheSameInstanceIdFencesTheFirst) {
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   auto first = StaticMember(topic, "same-id");
   ASSERT_TRUE(first);
-  ASSERT_TRUE(PollUntil({first.get()}, [&] { return !first->Assignment().empty(); }, [] {}));
+  ASSERT_TRUE(PollUntil(
+      {first.get()}, [&] { return !first->Assignment().empty(); }, [] {}));
   EXPECT_EQ(first->FatalError(), "");
   auto second = StaticMember(topic, "same-id");
   ASSERT_TRUE(second);
-  EXPECT_TRUE(PollUntil({second.get(), first.get()}, [&] { return !first->FatalError().empty(); }, [] {}))
+  EXPECT_TRUE(PollUntil(
+      {second.get(), first.get()}, [&] { return !first->FatalError().empty(); }, [] {}))
       << "the older member with the same instance id was not fenced";
   EXPECT_NE(first->FatalError().find("ence"), std::string::npos) << first->FatalError();
 }

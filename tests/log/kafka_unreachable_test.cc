@@ -43,8 +43,8 @@ TEST(KafkaUnreachableTest, ConsumerSaysItCannotReachKafkaAndRetries) {
   EXPECT_NE(err.find("cannot reach Kafka at 127.0.0.1:1: 127.0.0.1:1/bootstrap: "), std::string::npos) << err;
   EXPECT_NE(err.find("; retrying\n"), std::string::npos) << err;
   // One line, not one per error event (a connection error, then "1/1 brokers are down").
-  std::string more = StderrWhileUnreachable(bootstrap, [&] { (*consumer)->PollBatch(batch, 10, 200, 0); },
-                                            std::chrono::seconds(3));
+  std::string more = StderrWhileUnreachable(
+      bootstrap, [&] { (*consumer)->PollBatch(batch, 10, 200, 0); }, std::chrono::seconds(3));
   EXPECT_EQ(more.find("cannot reach Kafka"), std::string::npos) << more;
   EXPECT_TRUE((*consumer)->FatalError().empty());
 }
@@ -54,7 +54,9 @@ TEST(KafkaUnreachableTest, ProducerSaysItCannotReachKafka) {
   auto producer = Producer::Create(bootstrap);
   ASSERT_TRUE(producer.ok()) << producer.status().ToString();
   std::vector<bool> ok;
-  std::string err = StderrWhileUnreachable(bootstrap, [&] { ok = (*producer)->ProduceAndWait({{"unreachable.topic", "k", "v"}}, 1000); });
+  std::string err = StderrWhileUnreachable(bootstrap, [&] {
+    ok = (*producer)->ProduceAndWait({{"unreachable.topic", "k", "v"}}, 1000);
+  });
   EXPECT_NE(err.find("cannot reach Kafka at 127.0.0.1:1: "), std::string::npos) << err;
   ASSERT_EQ(ok.size(), 1u);
   EXPECT_FALSE(ok[0]);

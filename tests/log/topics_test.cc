@@ -27,8 +27,8 @@ int PartitionCount(const std::string& topic) {
   char err[256];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   rd_kafka_conf_set(conf, "bootstrap.servers", Kafka().c_str(), err, sizeof err);
-  std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)> rk(
-      rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err), &rd_kafka_destroy);
+  std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)> rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err),
+                                                              &rd_kafka_destroy);
   const rd_kafka_metadata_t* md = nullptr;
   if (rd_kafka_metadata(rk.get(), 1, nullptr, &md, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) return -1;
   int n = -1;
@@ -45,8 +45,8 @@ TEST(TopicsTest, ShippedDefinitionsLoadWithPrefix) {
   ASSERT_TRUE(specs.ok()) << specs.status().ToString();
   std::vector<std::string> names;
   for (const auto& s : *specs) names.push_back(s.name);
-  for (const char* want : {"trigd.events.data", "trigd.events.program", "trigd.events.time",
-                           "trigd.launch.default", "trigd.dead", "trigd.control"}) {
+  for (const char* want : {"trigd.events.data", "trigd.events.program", "trigd.events.time", "trigd.launch.default",
+                           "trigd.dead", "trigd.control"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
 }

@@ -36,16 +36,15 @@ Schedule Parse(const std::string& name, int priority = 0) {
 
 class AdminListsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    conn_ = test::FreshDatabase(kDb);
-  }
+  void SetUp() override { conn_ = test::FreshDatabase(kDb); }
   void Migrate(const std::string& dir = TRIGD_SOURCE_DIR "/schema") {
     Status s = ApplyMigrations(conn_, dir, nullptr);
     ASSERT_TRUE(s.ok()) << s.ToString();
-    Exec("CREATE OR REPLACE FUNCTION test_run_id(t timestamptz) RETURNS text LANGUAGE sql AS $$ "
-         "SELECT substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || substr(r, 1, 3) || '-8' || substr(r, 4, 3) "
-         "|| '-' || substr(r, 7, 12) FROM (SELECT lpad(to_hex((extract(epoch FROM t) * 1000)::bigint), 12, '0') AS h, "
-         "md5(random()::text) AS r) x $$");
+    Exec(
+        "CREATE OR REPLACE FUNCTION test_run_id(t timestamptz) RETURNS text LANGUAGE sql AS $$ "
+        "SELECT substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || substr(r, 1, 3) || '-8' || substr(r, 4, 3) "
+        "|| '-' || substr(r, 7, 12) FROM (SELECT lpad(to_hex((extract(epoch FROM t) * 1000)::bigint), 12, '0') AS h, "
+        "md5(random()::text) AS r) x $$");
   }
   void Exec(const std::string& sql) {
     pqxx::connection c(conn_);
@@ -62,19 +61,27 @@ class AdminListsTest : public ::testing::Test {
     auto r = ApplySchedules(conn_, s);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
-  int64_t Id(const std::string& name) { return std::stoll(One("SELECT id FROM schedules WHERE name = '" + name + "'")); }
-  int Version(const std::string& name) { return std::stoi(One("SELECT version FROM schedules WHERE name = '" + name + "'")); }
+  int64_t Id(const std::string& name) {
+    return std::stoll(One("SELECT id FROM schedules WHERE name = '" + name + "'"));
+  }
+  int Version(const std::string& name) {
+    return std::stoi(One("SELECT version FROM schedules WHERE name = '" + name + "'"));
+  }
   // A launched job of the schedule and its run, `minute` minutes into 2026, with a UUIDv7 run id
   // of that time as trigd makes them. Returns the job id.
   int64_t Launch(int64_t schedule_id, const std::string& name, int version, int minute) {
-    const std::string at = "(timestamptz '2026-01-01 00:00:00+00' + interval '1 minute' * " + std::to_string(minute) + ")";
+    const std::string at =
+        "(timestamptz '2026-01-01 00:00:00+00' + interval '1 minute' * " + std::to_string(minute) + ")";
     return std::stoll(One(
         "WITH j AS (INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, "
-        "finished_at) VALUES (" + std::to_string(schedule_id) + ", '" + name + "', " + std::to_string(version) +
-        ", 'launched', '{}', " + at + ", " + at + ") RETURNING id, opened_at), "
+        "finished_at) VALUES (" +
+        std::to_string(schedule_id) + ", '" + name + "', " + std::to_string(version) + ", 'launched', '{}', " + at +
+        ", " + at +
+        ") RETURNING id, opened_at), "
         "r AS (INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, state, "
         "heartbeat_timeout_ms, launched_at, last_seen_at, request) SELECT test_run_id(opened_at), id, " +
-        std::to_string(schedule_id) + ", '" + name + "', 'p', 'default', 'succeeded', 60000, opened_at, opened_at, "
+        std::to_string(schedule_id) + ", '" + name +
+        "', 'p', 'default', 'succeeded', 60000, opened_at, opened_at, "
         "'{}' FROM j) SELECT id FROM j"));
   }
   std::string Explain(const ListStatement& st) {
@@ -207,7 +214,8 @@ TEST_F(AdminListsTest, TheMigrationRecordsTheIdsOfNamesDeletedBeforeIt) {
   Launch(9002, "default/gone", 2, 4);
   Launch(9003, "default/gone", 1, 5);
   Migrate();
-  EXPECT_EQ(One("SELECT version || ' ' || ids::text FROM deleted_schedule_versions WHERE name = 'default/a'"), "4 {9001}");
+  EXPECT_EQ(One("SELECT version || ' ' || ids::text FROM deleted_schedule_versions WHERE name = 'default/a'"),
+            "4 {9001}");
   EXPECT_EQ(One("SELECT version || ' ' || ids::text FROM deleted_schedule_versions WHERE name = 'default/gone'"),
             "2 {9002,9003}");
   auto jobs = QueryJobs(conn_, std::nullopt, "default/a", 100);
@@ -238,22 +246,28 @@ TEST_F(AdminListsTest, ListsReadThroughIndexesOnALongHistory) {
   Apply({Parse("p7", 1)});
   // Ids lo .. lo+299, default/p7's first one deleted, its second lo+300: the history has jobs
   // and runs of both.
-  const std::string lo = One("SELECT min(id) FROM schedules"), ids = One(
-      "SELECT array(SELECT id FROM schedules WHERE name = 'default/p7' UNION "
-      "SELECT unnest(ids) FROM deleted_schedule_versions WHERE name = 'default/p7' ORDER BY 1)::text");
-  Exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, finished_at, "
-       "discard_reason) SELECT s.id, s.name, 1, CASE WHEN g % 10 = 0 THEN 'discarded' ELSE 'launched' END, '{}', t, t, "
-       "CASE WHEN g % 10 = 0 THEN 'schedule updated' END FROM generate_series(1, 120000) g "
-       "CROSS JOIN LATERAL (SELECT timestamptz '2026-01-01 00:00:00+00' + interval '1 second' * g AS t, " + lo +
-       " + g % 301 AS id, 'default/p' || CASE WHEN g % 301 = 300 THEN 7 ELSE g % 301 END AS name) s");
-  Exec("INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, state, heartbeat_timeout_ms, "
-       "launched_at, last_seen_at, request) SELECT test_run_id(opened_at), id, schedule_id, schedule_name, 'p', "
-       "'default', 'succeeded', 60000, opened_at, opened_at, '{}' FROM jobs WHERE state = 'launched'");
+  const std::string
+      lo = One("SELECT min(id) FROM schedules"),
+      ids =
+          One("SELECT array(SELECT id FROM schedules WHERE name = 'default/p7' UNION "
+              "SELECT unnest(ids) FROM deleted_schedule_versions WHERE name = 'default/p7' ORDER BY 1)::text");
+  Exec(
+      "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, finished_at, "
+      "discard_reason) SELECT s.id, s.name, 1, CASE WHEN g % 10 = 0 THEN 'discarded' ELSE 'launched' END, '{}', t, t, "
+      "CASE WHEN g % 10 = 0 THEN 'schedule updated' END FROM generate_series(1, 120000) g "
+      "CROSS JOIN LATERAL (SELECT timestamptz '2026-01-01 00:00:00+00' + interval '1 second' * g AS t, " +
+      lo + " + g % 301 AS id, 'default/p' || CASE WHEN g % 301 = 300 THEN 7 ELSE g % 301 END AS name) s");
+  Exec(
+      "INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, state, heartbeat_timeout_ms, "
+      "launched_at, last_seen_at, request) SELECT test_run_id(opened_at), id, schedule_id, schedule_name, 'p', "
+      "'default', 'succeeded', 60000, opened_at, opened_at, '{}' FROM jobs WHERE state = 'launched'");
   ASSERT_EQ(ids, "{" + std::to_string(std::stoll(lo) + 7) + "," + std::to_string(std::stoll(lo) + 300) + "}");
   // And the pending jobs of now: one collecting events per schedule, two waiting.
-  Exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, next_check_at) "
-       "SELECT id, name, version, v.state, '{}', now(), CASE WHEN v.state = 'pending_constraint' THEN now() END "
-       "FROM schedules CROSS JOIN (VALUES ('pending_trigger'), ('pending_constraint'), ('pending_constraint')) v(state)");
+  Exec(
+      "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, next_check_at) "
+      "SELECT id, name, version, v.state, '{}', now(), CASE WHEN v.state = 'pending_constraint' THEN now() END "
+      "FROM schedules CROSS JOIN (VALUES ('pending_trigger'), ('pending_constraint'), ('pending_constraint')) "
+      "v(state)");
   Exec("ANALYZE");
   // Each of `any_of`'s groups names indexes one of which the plan uses.
   auto uses = [&](const ListStatement& st, const std::vector<std::vector<std::string>>& any_of,
@@ -262,21 +276,28 @@ TEST_F(AdminListsTest, ListsReadThroughIndexesOnALongHistory) {
     EXPECT_EQ(plan.find("Seq Scan on jobs"), std::string::npos) << st.sql << "\n" << plan;
     EXPECT_EQ(plan.find("Seq Scan on runs"), std::string::npos) << st.sql << "\n" << plan;
     for (const auto& group : any_of) {
-      EXPECT_TRUE(std::any_of(group.begin(), group.end(), [&](const std::string& i) { return plan.find(i) != std::string::npos; }))
-          << group[0] << "\n" << st.sql << "\n" << plan;
+      EXPECT_TRUE(std::any_of(group.begin(), group.end(),
+                              [&](const std::string& i) { return plan.find(i) != std::string::npos; }))
+          << group[0] << "\n"
+          << st.sql << "\n"
+          << plan;
     }
     for (const auto& index : not_used) EXPECT_EQ(plan.find(index), std::string::npos) << st.sql << "\n" << plan;
   };
   uses(RunsListStatement(std::nullopt, 100), {{"Index Scan Backward using runs_pkey"}});
   uses(RunsListStatement(ids, 100), {{"Index Scan Backward using runs_by_schedule_time"}});
-  uses(JobsListStatement(std::nullopt, std::nullopt, 100), {{"Index Scan Backward using jobs_pkey"}, {"runs_job_id_key"}});
-  uses(JobsListStatement(std::nullopt, ids, 100), {{"Index Scan Backward using jobs_by_schedule"}, {"runs_job_id_key"}});
+  uses(JobsListStatement(std::nullopt, std::nullopt, 100),
+       {{"Index Scan Backward using jobs_pkey"}, {"runs_job_id_key"}});
+  uses(JobsListStatement(std::nullopt, ids, 100),
+       {{"Index Scan Backward using jobs_by_schedule"}, {"runs_job_id_key"}});
   uses(JobsListStatement(std::string("launched"), ids, 100), {{"jobs_by_schedule"}});
   // A pending state: its partial indexes, not every job of the schedule.
-  uses(JobsListStatement(std::string("pending_trigger"), ids, 100), {{"jobs_one_open", "jobs_by_state"}}, {"jobs_by_schedule"});
-  uses(JobsListStatement(std::string("pending_constraint"), ids, 100),
-       {{"jobs_waiting_by_schedule", "jobs_by_state"}}, {"jobs_by_schedule"});
-  uses(JobsListStatement(std::string("pending_constraint"), std::nullopt, 100), {{"jobs_by_state", "jobs_waiting", "jobs_due"}});
+  uses(JobsListStatement(std::string("pending_trigger"), ids, 100), {{"jobs_one_open", "jobs_by_state"}},
+       {"jobs_by_schedule"});
+  uses(JobsListStatement(std::string("pending_constraint"), ids, 100), {{"jobs_waiting_by_schedule", "jobs_by_state"}},
+       {"jobs_by_schedule"});
+  uses(JobsListStatement(std::string("pending_constraint"), std::nullopt, 100),
+       {{"jobs_by_state", "jobs_waiting", "jobs_due"}});
   uses(SchedulesListStatement(std::nullopt),
        {{"jobs_one_open", "jobs_by_state"}, {"jobs_waiting_by_schedule", "jobs_by_state"}, {"runs_active_by_schedule"}},
        {"jobs_by_schedule"});

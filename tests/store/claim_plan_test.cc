@@ -39,8 +39,9 @@ class ClaimPlanTest : public ::testing::Test {
 TEST_F(ClaimPlanTest, OnlyPendingJobsHaveANextCheck) {
   pqxx::connection c(Conn());
   pqxx::nontransaction tx(c);
-  tx.exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, "
-          "next_check_at) VALUES (1, 'a/b', 1, 'pending_constraint', '{}', now(), now())");
+  tx.exec(
+      "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, "
+      "next_check_at) VALUES (1, 'a/b', 1, 'pending_constraint', '{}', now(), now())");
   EXPECT_THROW(tx.exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, "
                        "opened_at, next_check_at) VALUES (1, 'a/b', 1, 'launched', '{}', now(), now())"),
                pqxx::check_violation);
@@ -51,11 +52,13 @@ TEST_F(ClaimPlanTest, OnlyPendingJobsHaveANextCheck) {
 TEST_F(ClaimPlanTest, ClaimWalksThePriorityIndexWhenHistoryDwarfsTheDueJobs) {
   pqxx::connection c(Conn());
   pqxx::nontransaction tx(c);
-  tx.exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, "
-          "finished_at) SELECT g % 100, 'a/b', 1, 'launched', '{}', now(), now() FROM generate_series(1, 100000) g");
-  tx.exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, ready_at, "
-          "next_check_at) SELECT g % 100, 'a/b', 1, 'pending_constraint', '{}', now(), now(), "
-          "now() - interval '1 second' FROM generate_series(1, 10000) g");
+  tx.exec(
+      "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, "
+      "finished_at) SELECT g % 100, 'a/b', 1, 'launched', '{}', now(), now() FROM generate_series(1, 100000) g");
+  tx.exec(
+      "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, ready_at, "
+      "next_check_at) SELECT g % 100, 'a/b', 1, 'pending_constraint', '{}', now(), now(), "
+      "now() - interval '1 second' FROM generate_series(1, 10000) g");
   tx.exec("ANALYZE jobs");
   // The claim query of PgStore::CheckDueJobs.
   std::string plan;

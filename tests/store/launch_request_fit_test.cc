@@ -15,7 +15,8 @@ namespace trigd {
 namespace {
 
 Schedule WithArgs(size_t bytes) {
-  ParsedSchedule p = ParseSchedule({{"name", "big"}, {"program", {{"name", "p"}, {"args", {{"blob", std::string(bytes, 'x')}}}}},
+  ParsedSchedule p = ParseSchedule({{"name", "big"},
+                                    {"program", {{"name", "p"}, {"args", {{"blob", std::string(bytes, 'x')}}}}},
                                     {"trigger", {{"partition", {{"dataset", "x.ds"}}}}}});
   EXPECT_TRUE(p.ok()) << (p.errors.empty() ? "" : p.errors[0].ToString());
   return p.schedule;
@@ -28,7 +29,11 @@ TEST(LaunchRequestFitTest, ADocumentWhoseRequestCannotFitIsRefusedAtApply) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalid);
   const std::string& m = r.status().message();
-  EXPECT_EQ(m.rfind("default/big: program.args: 10485771 bytes of JSON; a launch request must fit Kafka's message limit (900000 bytes", 0), 0u) << m;
+  EXPECT_EQ(m.rfind("default/big: program.args: 10485771 bytes of JSON; a launch request must fit Kafka's message "
+                    "limit (900000 bytes",
+                    0),
+            0u)
+      << m;
   pqxx::connection c(pg);
   EXPECT_EQ(pqxx::work(c).exec1("SELECT count(*) FROM schedules")[0].as<int>(), 0);
 

@@ -43,7 +43,9 @@ TEST_F(MigratorTest, AppliesEveryMigrationOnceAndRecordsIt) {
   pqxx::work tx(c);
   EXPECT_EQ(tx.exec1("SELECT count(*) FROM schema_migrations")[0].as<size_t>(), applied.size());
   EXPECT_EQ(tx.exec1("SELECT count(*) FROM pg_tables WHERE tablename IN "
-                     "('schedules','jobs','runs','outbox','consumer_offsets')")[0].as<int>(), 5);
+                     "('schedules','jobs','runs','outbox','consumer_offsets')")[0]
+                .as<int>(),
+            5);
 }
 
 TEST_F(MigratorTest, FailedMigrationIsNamedAndNotRecorded) {

@@ -59,7 +59,8 @@ json Document(const std::string& name, bool top) {
       {"trigger",
        {{"any",
          {{{"partition", {{"dataset", ds}, {"count", 1}}}},
-          {{"partition", {{"dataset", ds + ".wait"}, {"count", pick(kTriggerCountRange)}, {"min_bytes", pick(kMinBytesRange)}}}},
+          {{"partition",
+            {{"dataset", ds + ".wait"}, {"count", pick(kTriggerCountRange)}, {"min_bytes", pick(kMinBytesRange)}}}},
           {{"program", {{"name", "up." + name}, {"count", pick(kTriggerCountRange)}}}},
           {{"time", {{"every", duration("1s")}, {"catchup_window", duration("1ms")}}}}}}}},
       {"constraints",
@@ -69,7 +70,8 @@ json Document(const std::string& name, bool top) {
         {"min_since_last_run", {{"duration", duration("1ms")}}},
         {"max_runs_per", {{"count", pick(kMaxRunsPerCountRange)}, {"period", duration("1ms")}}}}},
       {"timeout", {{"after", duration("1ms")}, {"action", "run"}}},
-      {"retry", {{"max_attempts", pick(kMaxAttemptsRange)}, {"backoff", duration("1ms")}, {"max_backoff", duration("1ms")}}},
+      {"retry",
+       {{"max_attempts", pick(kMaxAttemptsRange)}, {"backoff", duration("1ms")}, {"max_backoff", duration("1ms")}}},
       {"heartbeat_timeout", duration("1s")},
   };
 }
@@ -202,18 +204,24 @@ TEST(NumericRangeMigrationTest, StoredCountsBeyondTheirRangeAreBroughtIntoIt) {
   }
   ASSERT_TRUE(ApplyMigrations(conn, before.string(), nullptr).ok());
   const std::string huge = "5000000000";
-  const json stored = json::parse(
-      R"({"name": "old", "program": {"name": "p", "args": {"max": )" + huge + R"(, "count": )" + huge + R"(}},
-          "trigger": {"any": [{"partition": {"dataset": "d", "count": )" + huge + R"(, "min_bytes": )" + huge + R"(}},
-                              {"all": [{"program": {"name": "up", "count": )" + huge + R"(}}]}]},
-          "constraints": {"max_concurrent_runs": )" + huge + R"(, "concurrency_group": {"name": "g", "max": )" + huge + R"(},
-                          "max_runs_per": {"count": )" + huge + R"(, "period": "1h"}},
-          "retry": {"max_attempts": )" + huge + R"(}})");
+  const json stored = json::parse(R"({"name": "old", "program": {"name": "p", "args": {"max": )" + huge +
+                                  R"(, "count": )" + huge + R"(}},
+          "trigger": {"any": [{"partition": {"dataset": "d", "count": )" +
+                                  huge + R"(, "min_bytes": )" + huge + R"(}},
+                              {"all": [{"program": {"name": "up", "count": )" +
+                                  huge + R"(}}]}]},
+          "constraints": {"max_concurrent_runs": )" +
+                                  huge + R"(, "concurrency_group": {"name": "g", "max": )" + huge + R"(},
+                          "max_runs_per": {"count": )" +
+                                  huge + R"(, "period": "1h"}},
+          "retry": {"max_attempts": )" +
+                                  huge + R"(}})");
   {
     pqxx::connection c(conn);
     pqxx::work tx(c);
-    tx.exec_params("INSERT INTO schedules (name, version, doc_hash, document) VALUES ('default/old', 1, 'h', $1::jsonb)",
-                   stored.dump());
+    tx.exec_params(
+        "INSERT INTO schedules (name, version, doc_hash, document) VALUES ('default/old', 1, 'h', $1::jsonb)",
+        stored.dump());
     tx.commit();
   }
   EXPECT_FALSE(ParseSchedule(stored).ok());

@@ -27,13 +27,13 @@ TEST(OutboxBundleTest, MessagesComeBackAsWritten) {
 
 TEST(OutboxBundleTest, DamagedBundlesAreRefusedWithTheByteWhereTheyBreak) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"3:abc,", "at byte 0"},                      // a key without its payload
-      {"3:abc,3:def", "at byte 0"},                 // no closing comma
-      {"1:k,1:v,x:k,1:v,", "at byte 8"},            // not a length
-      {"1:k,1:v,2:k,1:v,", "at byte 8"},            // length past its comma
+      {"3:abc,", "at byte 0"},                            // a key without its payload
+      {"3:abc,3:def", "at byte 0"},                       // no closing comma
+      {"1:k,1:v,x:k,1:v,", "at byte 8"},                  // not a length
+      {"1:k,1:v,2:k,1:v,", "at byte 8"},                  // length past its comma
       {"1:k,1:v,99999999999999999999999:", "at byte 8"},  // length overflows
-      {"1:k,1:v,9:ab,", "at byte 8"},               // length past the end
-      {"1k,", "at byte 0"},                         // no colon
+      {"1:k,1:v,9:ab,", "at byte 8"},                     // length past the end
+      {"1k,", "at byte 0"},                               // no colon
   };
   for (const auto& [bundle, where] : cases) {
     auto r = ParseBundle(bundle);

@@ -15,11 +15,11 @@
 #include <gtest/gtest.h>
 #include <pqxx/pqxx>
 
+#include "app/why.h"
 #include "core/envelope.h"
 #include "core/envelope_time.h"
 #include "core/launch_request.h"
 #include "core/schedule_parser.h"
-#include "app/why.h"
 #include "store/admin.h"
 #include "store/migrator.h"
 #include "store/test_pg.h"
@@ -38,8 +38,8 @@ Schedule Parse(const json& doc) {
 }
 
 json PartitionSchedule(const std::string& name, const std::string& dataset, json constraints = json::object()) {
-  json doc = {{"name", name}, {"program", {{"name", "prog." + name}}},
-              {"trigger", {{"partition", {{"dataset", dataset}}}}}};
+  json doc = {
+      {"name", name}, {"program", {{"name", "prog." + name}}}, {"trigger", {{"partition", {{"dataset", dataset}}}}}};
   if (!constraints.empty()) doc["constraints"] = constraints;
   return doc;
 }
@@ -54,8 +54,7 @@ Event PartitionEvent(const std::string& id, const std::string& dataset, const st
   return e;
 }
 
-Event ProgramEvent(const std::string& id, const std::string& program, const std::string& run_id,
-                   ProgramStatus status) {
+Event ProgramEvent(const std::string& id, const std::string& program, const std::string& run_id, ProgramStatus status) {
   Event e;
   e.id = id;
   e.type = EventType::kProgram;
@@ -260,9 +259,11 @@ TEST_F(PgStoreTest, OneStalePositionFencesTheWholeMultiPartitionBatch) {
 TEST_F(PgStoreTest, ResentEventIdChangesNothing) {
   Apply({PartitionSchedule("s", "d")});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
-  auto again = store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e2", "d"), PartitionEvent("e2", "d")}, 1));
+  auto again =
+      store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e2", "d"), PartitionEvent("e2", "d")}, 1));
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->outcome, (std::vector<EventOutcome>{EventOutcome::kDuplicate, EventOutcome::kApplied, EventOutcome::kDuplicate}));
+  EXPECT_EQ(again->outcome,
+            (std::vector<EventOutcome>{EventOutcome::kDuplicate, EventOutcome::kApplied, EventOutcome::kDuplicate}));
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 2);
   // The batches after one that met a recorded id skip such ids without failing first.
   auto third = store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e3", "d")}, 4));
@@ -290,7 +291,8 @@ TEST_F(PgStoreTest, ALargeBatchRecordsItsIdsOnceEachAndSkipsIdsRecordedBefore) {
   // Run reports reach no schedule (no schedule read, nothing accumulated) and are recorded alike.
   std::vector<Event> reports;
   for (int i = 0; i < 100; ++i) {
-    reports.push_back(ProgramEvent("r" + std::to_string(i), "up", "run-" + std::to_string(i), ProgramStatus::kSucceeded));
+    reports.push_back(
+        ProgramEvent("r" + std::to_string(i), "up", "run-" + std::to_string(i), ProgramStatus::kSucceeded));
   }
   auto second = store_->ApplyBatch(Batch(reports, 201));
   ASSERT_TRUE(second.ok()) << second.status().ToString();
@@ -334,13 +336,17 @@ TEST_F(PgStoreTest, AnEventIdRacingInFromAnotherInstanceIsADuplicateOnceThatComm
 }
 
 TEST_F(PgStoreTest, EventsAccumulateInOneOpenJobUntilTheTriggerCompletes) {
-  json doc = {{"name", "s"}, {"program", {{"name", "p"}}},
-              {"trigger", {{"all", {{{"partition", {{"dataset", "d"}, {"count", 2}}}},
-                                    {{"program", {{"name", "up"}}}}}}}}};
+  json doc = {
+      {"name", "s"},
+      {"program", {{"name", "p"}}},
+      {"trigger", {{"all", {{{"partition", {{"dataset", "d"}, {"count", 2}}}}, {{"program", {{"name", "up"}}}}}}}}};
   Apply({doc});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a"), PartitionEvent("e2", "d", "a")}, 0)).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_trigger'"), 1);
-  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e3", "d", "b"), ProgramEvent("e4", "up", "r", ProgramStatus::kSucceeded)}, 2)).ok());
+  ASSERT_TRUE(store_
+                  ->ApplyBatch(Batch(
+                      {PartitionEvent("e3", "d", "b"), ProgramEvent("e4", "up", "r", ProgramStatus::kSucceeded)}, 2))
+                  .ok());
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_constraint'"), 1);
   // e2 repeated partition "a": no new partition, so it did not count.
@@ -356,7 +362,8 @@ TEST_F(PgStoreTest, EventsAccumulateInOneOpenJobUntilTheTriggerCompletes) {
 TEST_F(PgStoreTest, ManyNewJobsOfOneBatchAllArriveThroughTheCopyStream) {
   Apply({PartitionSchedule("s", "d")});
   std::vector<Event> events;
-  for (int i = 0; i < 1500; ++i) events.push_back(PartitionEvent("e" + std::to_string(i), "d", "p" + std::to_string(i)));
+  for (int i = 0; i < 1500; ++i)
+    events.push_back(PartitionEvent("e" + std::to_string(i), "d", "p" + std::to_string(i)));
   auto r = store_->ApplyBatch(Batch(events, 0));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->jobs_opened, 1500);
@@ -369,8 +376,8 @@ TEST_F(PgStoreTest, ManyNewJobsOfOneBatchAllArriveThroughTheCopyStream) {
 // the stored job leaves pending_trigger (update) before the new one is copied in (one open
 // job per schedule, jobs_one_open).
 TEST_F(PgStoreTest, ABatchCompletesTheStoredOpenJobAndOpensTheNext) {
-  json doc = {{"name", "s"}, {"program", {{"name", "p"}}},
-              {"trigger", {{"partition", {{"dataset", "d"}, {"count", 2}}}}}};
+  json doc = {
+      {"name", "s"}, {"program", {{"name", "p"}}}, {"trigger", {{"partition", {{"dataset", "d"}, {"count", 2}}}}}};
   Apply({doc});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a")}, 0)).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_trigger'"), 1);
@@ -389,10 +396,12 @@ TEST_F(PgStoreTest, CheckerLaunchesReadyJobWithItsRunAndLaunchRequestTogether) {
   EXPECT_EQ(c->launched, 1);
   // Launched when decided: the outbox row (same transaction) guarantees the publication.
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='launched' AND finished_at IS NOT NULL "
-                  "AND next_check_at IS NULL"), 1);
+                  "AND next_check_at IS NULL"),
+            1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='launched'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.launch.default' AND "
-                  "payload::jsonb->>'run_id' = (SELECT run_id FROM runs)"), 1);
+                  "payload::jsonb->>'run_id' = (SELECT run_id FROM runs)"),
+            1);
   // Checked again, nothing more happens: the same job never gets two runs.
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
@@ -431,7 +440,9 @@ TEST_F(PgStoreTest, ALaunchRequestTooLargeForKafkaKeepsItsPartitionsAndSaysItWas
   ASSERT_EQ(r["triggered_by"].size(), 3u);
   EXPECT_EQ(r["triggered_by"][2]["payload"], json::parse(R"({"dataset": "d", "partitions": ["p2"]})"));
   // The outbox holds the run's template, the relay adds the attempt's fields.
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox o JOIN runs r ON o.payload = r.request WHERE o.topic = 't.launch.default'"), 1);
+  EXPECT_EQ(
+      Count("SELECT count(*) FROM outbox o JOIN runs r ON o.payload = r.request WHERE o.topic = 't.launch.default'"),
+      1);
 }
 
 // A concurrency wait of a schedule with a timeout is re-checked every 30 s, not only at the
@@ -443,7 +454,8 @@ TEST_F(PgStoreTest, AConcurrencyWaitWithATimeoutIsRecheckedAndSaysARunsEndWakesI
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a"), PartitionEvent("e2", "d", "b")}, 0)).ok());
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'pending_constraint' "
-                  "AND next_check_at <= now() + interval '31 seconds'"), 1);
+                  "AND next_check_at <= now() + interval '31 seconds'"),
+            1);
   auto seen = InspectJob(conn_, Count("SELECT id FROM jobs WHERE state = 'pending_constraint'"));
   ASSERT_TRUE(seen.ok()) << seen.status().ToString();
   json why = ExplainJob(*seen);
@@ -482,18 +494,25 @@ TEST_F(PgStoreTest, WhyMarksBranchesACompleteTriggerDoesNotNeedAndShowDropsAStal
 // A time branch that has not fired shows when the tick comes and whether the timeout would
 // discard the job first, not only "waiting for a tick (cron ...)".
 TEST_F(PgStoreTest, WhyShowsATimeBranchsNextFireAndWhetherTheTimeoutComesFirst) {
-  json cron = {{"name", "tc"}, {"program", {{"name", "prog.tc"}}},
-               {"trigger", {{"all", {{{"time", {{"cron", "0 3 * * *"}, {"timezone", "America/New_York"}}}},
-                                     {{"partition", {{"dataset", "dc"}}}}}}}},
+  json cron = {{"name", "tc"},
+               {"program", {{"name", "prog.tc"}}},
+               {"trigger",
+                {{"all",
+                  {{{"time", {{"cron", "0 3 * * *"}, {"timezone", "America/New_York"}}}},
+                   {{"partition", {{"dataset", "dc"}}}}}}}},
                {"timeout", {{"after", "2h"}, {"action", "discard"}}}};
-  json every = {{"name", "te"}, {"program", {{"name", "prog.te"}}},
+  json every = {{"name", "te"},
+                {"program", {{"name", "prog.te"}}},
                 {"trigger", {{"all", {{{"partition", {{"dataset", "de"}}}}, {{"time", {{"every", "1h"}}}}}}}}};
   Apply({cron, every});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "dc"), PartitionEvent("e2", "de")}, 0)).ok());
-  const int64_t job = Count("SELECT j.id FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/tc'");
+  const int64_t job =
+      Count("SELECT j.id FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/tc'");
   auto next_fire = [&](const std::string& name) {
-    return TimePoint(Millis(Count("SELECT floor(extract(epoch from t.next_fire_at) * 1000)::bigint FROM time_triggers t "
-                                  "JOIN schedules s ON s.id = t.schedule_id WHERE s.name = '" + name + "'")));
+    return TimePoint(
+        Millis(Count("SELECT floor(extract(epoch from t.next_fire_at) * 1000)::bigint FROM time_triggers t "
+                     "JOIN schedules s ON s.id = t.schedule_id WHERE s.name = '" +
+                     name + "'")));
   };
   auto explain = [&](int64_t id) {
     auto seen = InspectJob(conn_, id);
@@ -501,43 +520,50 @@ TEST_F(PgStoreTest, WhyShowsATimeBranchsNextFireAndWhetherTheTimeoutComesFirst) 
     return seen.ok() ? ExplainJob(*seen) : json::object();
   };
   // The next fire after the timeout (2h after opening): the job will be discarded first.
-  Exec("UPDATE time_triggers SET next_fire_at = date_trunc('second', now()) + interval '1 day' "
-       "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/tc')");
+  Exec(
+      "UPDATE time_triggers SET next_fire_at = date_trunc('second', now()) + interval '1 day' "
+      "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/tc')");
   TimePoint next = next_fire("default/tc");
   json why = explain(job);
   std::string text = FormatExplanation(why);
   EXPECT_NE(text.find("[unmet] trigger.all[0].time: waiting for a tick (cron \"0 3 * * *\" in America/New_York; "
-                      "next fire " + FormatTime(next) + ", local " + LocalClock("America/New_York", next) +
-                      ", after the timeout)\n"),
-            std::string::npos) << text;
+                      "next fire " +
+                      FormatTime(next) + ", local " + LocalClock("America/New_York", next) + ", after the timeout)\n"),
+            std::string::npos)
+      << text;
   EXPECT_EQ(why["trigger"][0].value("next_fire_at", ""), FormatTime(next)) << why.dump();
   EXPECT_EQ(why["trigger"][0].value("after_timeout", false), true) << why.dump();
   EXPECT_NE(text.find("; then the job is discarded (action discard)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("why: trigger incomplete; times out at "), std::string::npos) << text;
   EXPECT_NE(text.find(" (action discard)\n"), std::string::npos) << text;
   // Before the timeout.
-  Exec("UPDATE time_triggers SET next_fire_at = date_trunc('second', now()) + interval '1 hour' "
-       "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/tc')");
+  Exec(
+      "UPDATE time_triggers SET next_fire_at = date_trunc('second', now()) + interval '1 hour' "
+      "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/tc')");
   next = next_fire("default/tc");
   text = FormatExplanation(explain(job));
   EXPECT_NE(text.find("in America/New_York; next fire " + FormatTime(next) + ", local " +
                       LocalClock("America/New_York", next) + ")\n"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   // An `every` branch (UTC: no local time), among other branches.
   const int64_t every_job =
       Count("SELECT j.id FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/te'");
   text = FormatExplanation(explain(every_job));
   EXPECT_NE(text.find("[unmet] trigger.all[1].time: waiting for a tick (every 1h; next fire " +
                       FormatTime(next_fire("default/te")) + ")\n"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   // Suspended (a job the suspension has not discarded yet): no tick comes.
   Exec("UPDATE schedules SET state = 'suspended' WHERE name = 'default/tc'");
-  Exec("UPDATE time_triggers SET next_fire_at = 'infinity' "
-       "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/tc')");
+  Exec(
+      "UPDATE time_triggers SET next_fire_at = 'infinity' "
+      "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/tc')");
   why = explain(job);
   text = FormatExplanation(why);
   EXPECT_NE(text.find("(cron \"0 3 * * *\" in America/New_York; no tick will come while the schedule is suspended)"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_TRUE(why["trigger"][0]["next_fire_at"].is_null()) << why.dump();
   // `schedules show` and `list` say the next fire time too (none while suspended): a cron
   // schedule has no job to ask about before its first tick.
@@ -567,7 +593,8 @@ TEST_F(PgStoreTest, WhyListsWhatALaunchByTimeoutIgnored) {
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "dw"), PartitionEvent("e2", "di")}, 0)).ok());
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
   auto job_of = [&](const std::string& name) {
-    return Count("SELECT j.id FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/" + name + "'");
+    return Count("SELECT j.id FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/" + name +
+                 "'");
   };
   auto seen = InspectJob(conn_, job_of("w"));
   ASSERT_TRUE(seen.ok()) << seen.status().ToString();
@@ -575,7 +602,8 @@ TEST_F(PgStoreTest, WhyListsWhatALaunchByTimeoutIgnored) {
   std::string text = FormatExplanation(why);
   EXPECT_EQ(why.value("state", ""), "pending_constraint") << text;
   EXPECT_NE(text.find("[wait]  time_window: outside window " + hh(hour) + "-" + hh((hour + 1) % 24) + " UTC; opens "),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("; local time now " + LocalClock("UTC", seen->now) + "\n"), std::string::npos) << text;
 
   Exec("UPDATE jobs SET opened_at = now() - interval '2 hours', next_check_at = now() - interval '1 second'");
@@ -585,9 +613,11 @@ TEST_F(PgStoreTest, WhyListsWhatALaunchByTimeoutIgnored) {
     seen = InspectJob(conn_, job_of(name));
     ASSERT_TRUE(seen.ok()) << seen.status().ToString();
     text = FormatExplanation(ExplainJob(*seen));
-    const std::string launched = "launched by timeout (action run) run " + seen->job.value("run_id", "") + ", ignoring: ";
+    const std::string launched =
+        "launched by timeout (action run) run " + seen->job.value("run_id", "") + ", ignoring: ";
     EXPECT_NE(text.find(launched + (name == "w" ? "time_window (outside window " : "trigger (incomplete)\n")),
-              std::string::npos) << text;
+              std::string::npos)
+        << text;
   }
 }
 
@@ -640,7 +670,8 @@ TEST_F(PgStoreTest, WorkerReportsMoveRunsAndFreeTheirSlot) {
   std::string run_id = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
   auto r = store_->ApplyBatch(Batch({ProgramEvent("w1", "prog.s", run_id, ProgramStatus::kStarted),
                                      ProgramEvent("w2", "prog.s", run_id, ProgramStatus::kSucceeded),
-                                     ProgramEvent("w3", "prog.s", run_id, ProgramStatus::kFailed)}, 2));
+                                     ProgramEvent("w3", "prog.s", run_id, ProgramStatus::kFailed)},
+                                    2));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->run_outcomes["succeeded"], 1);
   EXPECT_EQ(r->run_outcomes.count("failed"), 0u);  // a late report changes nothing
@@ -655,7 +686,8 @@ TEST_F(PgStoreTest, WorkerReportsMoveRunsAndFreeTheirSlot) {
 // for triggers too. A report for a run trigd did not launch counts as sent
 // (docs/adr/0033-reports-that-move-no-run.md).
 TEST_F(PgStoreTest, AReportThatMovesNoKnownRunCountsForNoTrigger) {
-  json down = {{"name", "down"}, {"program", {{"name", "prog.down"}}},
+  json down = {{"name", "down"},
+               {"program", {{"name", "prog.down"}}},
                {"trigger", {{"program", {{"name", "prog.s"}, {"count", 2}}}}}};
   Apply({PartitionSchedule("s", "d"), down});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a")}, 0)).ok());
@@ -663,7 +695,8 @@ TEST_F(PgStoreTest, AReportThatMovesNoKnownRunCountsForNoTrigger) {
   pqxx::connection c(conn_);
   std::string run_id = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
   auto r = store_->ApplyBatch(Batch({ProgramEvent("w1", "prog.s", run_id, ProgramStatus::kSucceeded),
-                                     ProgramEvent("w2", "prog.s", run_id, ProgramStatus::kSucceeded)}, 1));
+                                     ProgramEvent("w2", "prog.s", run_id, ProgramStatus::kSucceeded)},
+                                    1));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->outcome, (std::vector<EventOutcome>{EventOutcome::kApplied, EventOutcome::kDuplicate}));
   r = store_->ApplyBatch(Batch({ProgramEvent("w3", "prog.s", run_id, ProgramStatus::kSucceeded)}, 3));
@@ -691,8 +724,10 @@ TEST_F(PgStoreTest, HighestPriorityWaitingJobTakesTheFreedGroupSlotFirst) {
   Apply({doc("blocker", 0), doc("low", 1), doc("high", 9), doc("mid", 5)});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("b", "d.blocker")}, 0)).ok());
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
-  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("l", "d.low"), PartitionEvent("h", "d.high"),
-                                        PartitionEvent("m", "d.mid")}, 1)).ok());
+  ASSERT_TRUE(store_
+                  ->ApplyBatch(Batch(
+                      {PartitionEvent("l", "d.low"), PartitionEvent("h", "d.high"), PartitionEvent("m", "d.mid")}, 1))
+                  .ok());
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
   std::vector<std::string> order;
@@ -701,7 +736,8 @@ TEST_F(PgStoreTest, HighestPriorityWaitingJobTakesTheFreedGroupSlotFirst) {
     pqxx::connection c(conn_);
     auto row = pqxx::work(c).exec1("SELECT run_id, program FROM runs WHERE state='launched'");
     auto r = store_->ApplyBatch(Batch({ProgramEvent("done" + std::to_string(i), row[1].as<std::string>(),
-                                                    row[0].as<std::string>(), ProgramStatus::kSucceeded)}, offset++));
+                                                    row[0].as<std::string>(), ProgramStatus::kSucceeded)},
+                                      offset++));
     ASSERT_TRUE(r.ok());
     ASSERT_TRUE(store_->CheckDueJobs(100).ok());
     order.push_back(pqxx::work(c).exec1("SELECT schedule_name FROM runs WHERE state='launched'")[0].as<std::string>());
@@ -710,7 +746,8 @@ TEST_F(PgStoreTest, HighestPriorityWaitingJobTakesTheFreedGroupSlotFirst) {
 }
 
 // Three checkers (three trigd instances) race on the same schedules and group while runs end
-// at random (each end's ingest transaction checks the jobs it woke, the fast path); an observer polls committed state and must never see a limit exceeded.
+// at random (each end's ingest transaction checks the jobs it woke, the fast path); an observer polls committed state
+// and must never see a limit exceeded.
 TEST_F(PgStoreTest, ShardedCheckersEachClaimOnlyTheirSchedulesJobs) {
   std::vector<json> docs;
   std::vector<Event> events;
@@ -740,15 +777,17 @@ TEST_F(PgStoreTest, ShardedCheckersEachClaimOnlyTheirSchedulesJobs) {
 TEST_F(PgStoreTest, ConcurrencyLimitsHoldWithThreeRacingCheckers) {
   std::vector<json> docs;
   for (int i = 0; i < 3; ++i) {
-    docs.push_back(PartitionSchedule("c" + std::to_string(i), "d" + std::to_string(i),
-                                     {{"max_concurrent_runs", 2}, {"concurrency_group", {{"name", "shared"}, {"max", 3}}}}));
+    docs.push_back(
+        PartitionSchedule("c" + std::to_string(i), "d" + std::to_string(i),
+                          {{"max_concurrent_runs", 2}, {"concurrency_group", {{"name", "shared"}, {"max", 3}}}}));
   }
   Apply(docs);
   const int kJobsPerSchedule = 40;
   std::vector<Event> events;
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < kJobsPerSchedule; ++j)
-      events.push_back(PartitionEvent("e" + std::to_string(i) + "." + std::to_string(j), "d" + std::to_string(i), std::to_string(j)));
+      events.push_back(PartitionEvent("e" + std::to_string(i) + "." + std::to_string(j), "d" + std::to_string(i),
+                                      std::to_string(j)));
   ASSERT_TRUE(store_->ApplyBatch(Batch(events, 0)).ok());
   ASSERT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_constraint'"), 3 * kJobsPerSchedule);
   std::atomic<bool> done{false};
@@ -767,9 +806,12 @@ TEST_F(PgStoreTest, ConcurrencyLimitsHoldWithThreeRacingCheckers) {
     pqxx::connection c(conn_);
     while (!done) {
       pqxx::read_transaction tx(c);
-      int64_t group = tx.exec1("SELECT count(*) FROM runs WHERE state IN ('launched','running','retry_wait')")[0].as<int64_t>();
-      int64_t per = tx.exec1("SELECT coalesce(max(n), 0) FROM (SELECT count(*) n FROM runs WHERE state IN "
-                             "('launched','running','retry_wait') GROUP BY schedule_id) q")[0].as<int64_t>();
+      int64_t group =
+          tx.exec1("SELECT count(*) FROM runs WHERE state IN ('launched','running','retry_wait')")[0].as<int64_t>();
+      int64_t per = tx.exec1(
+                          "SELECT coalesce(max(n), 0) FROM (SELECT count(*) n FROM runs WHERE state IN "
+                          "('launched','running','retry_wait') GROUP BY schedule_id) q")[0]
+                        .as<int64_t>();
       if (group > 3 || per > 2) ++violations;
       max_group = std::max<int>(max_group, static_cast<int>(group));
       ++observations;
@@ -791,7 +833,8 @@ TEST_F(PgStoreTest, ConcurrencyLimitsHoldWithThreeRacingCheckers) {
     auto row = active[rng() % active.size()];
     std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 5));
     IngestBatch b = Batch({ProgramEvent("fin" + std::to_string(finished), row[1].as<std::string>(),
-                                        row[0].as<std::string>(), ProgramStatus::kSucceeded)}, offset);
+                                        row[0].as<std::string>(), ProgramStatus::kSucceeded)},
+                          offset);
     auto r = finisher->ApplyBatch(b);
     if (r.ok() && !r->fenced) {
       ++offset;
@@ -809,7 +852,8 @@ TEST_F(PgStoreTest, ConcurrencyLimitsHoldWithThreeRacingCheckers) {
 }
 
 TEST_F(PgStoreTest, UpdateDiscardsTheOpenJobAndCountingStartsAfresh) {
-  json doc = {{"name", "s"}, {"program", {{"name", "p"}}}, {"trigger", {{"partition", {{"dataset", "d"}, {"count", 2}}}}}};
+  json doc = {
+      {"name", "s"}, {"program", {{"name", "p"}}}, {"trigger", {{"partition", {{"dataset", "d"}, {"count", 2}}}}}};
   Apply({doc});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a")}, 0)).ok());
   doc["priority"] = 3;
@@ -828,7 +872,8 @@ TEST_F(PgStoreTest, DeleteWithdrawsALaunchRequestNotYetPublished) {
   // The request is withdrawn; its run, killed, is announced instead.
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic LIKE 't.launch.%'"), 0);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.events.program' "
-                  "AND payload::jsonb->'payload'->>'reason' = 'schedule_deleted'"), 1);
+                  "AND payload::jsonb->'payload'->>'reason' = 'schedule_deleted'"),
+            1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='discarded'"), 1);
   EXPECT_EQ(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).code(), StatusCode::kNotFound);
   // For trigd's counters, taken once.
@@ -893,7 +938,9 @@ class FireTimeIdentityTest : public PgStoreTest {
   // A `every: 1m` schedule "default/t" (catch-up `latest`) whose anchor lies `ago` in the past,
   // due now; returns the anchor.
   TimePoint Due(const std::string& ago) {
-    Apply({{{"name", "t"}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"every", "1m"}, {"catchup", "latest"}}}}}}});
+    Apply({{{"name", "t"},
+            {"program", {{"name", "p"}}},
+            {"trigger", {{"time", {{"every", "1m"}, {"catchup", "latest"}}}}}}});
     Exec("UPDATE time_triggers SET anchor = date_trunc('second', now()) - interval '" + ago +
          "', next_fire_at = now() - interval '1 second'");
     return TimePoint(Millis(Count("SELECT floor(extract(epoch from anchor) * 1000)::bigint FROM time_triggers")));
@@ -965,12 +1012,15 @@ TEST_F(FireTimeIdentityTest, ACronTriggerKeepsItsDecidedFireTimesAcrossASuspensi
   // Decided (and produced) up to three minutes ago.
   const int64_t minute_ms = Count("SELECT floor(extract(epoch from date_trunc('minute', now())) * 1000)::bigint");
   const TimePoint minute = TimePoint(Millis(minute_ms));
-  Exec("UPDATE time_triggers SET anchor = to_timestamp(" + std::to_string(minute_ms) + " / 1000.0) - interval '10 minutes', "
-       "last_fire_time = to_timestamp(" + std::to_string(minute_ms) + " / 1000.0) - interval '3 minutes'");
+  Exec("UPDATE time_triggers SET anchor = to_timestamp(" + std::to_string(minute_ms) +
+       " / 1000.0) - interval '10 minutes', "
+       "last_fire_time = to_timestamp(" +
+       std::to_string(minute_ms) + " / 1000.0) - interval '3 minutes'");
   ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/c", ScheduleAction::kSuspend).ok());
   ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/c", ScheduleAction::kResume).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE last_fire_time > now() - interval '5 seconds' "
-                  "AND next_fire_at > now()"), 1);
+                  "AND next_fire_at > now()"),
+            1);
   EXPECT_EQ(Outcome(TickEvent("before", "default/c", minute - std::chrono::minutes(3)), 0), "duplicate");
   EXPECT_EQ(Outcome(TickEvent("during", "default/c", minute - std::chrono::minutes(1)), 1), "applied");
   EXPECT_EQ(Jobs(), 1);
@@ -982,20 +1032,26 @@ TEST_F(FireTimeIdentityTest, ACronTriggerKeepsItsDecidedFireTimesAcrossASuspensi
 // suspended ("enabled": false) starts out of the range too.
 TEST_F(PgStoreTest, SuspendedScheduleLeavesTheDueRangeAndResumeCountsFromThen) {
   Apply({{{"name", "t"}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"every", "1m"}}}}}},
-         {{"name", "off"}, {"program", {{"name", "p"}}}, {"enabled", false}, {"trigger", {{"time", {{"every", "1m"}}}}}}});
+         {{"name", "off"},
+          {"program", {{"name", "p"}}},
+          {"enabled", false},
+          {"trigger", {{"time", {{"every", "1m"}}}}}}});
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
-                  "WHERE s.name = 'default/off' AND t.next_fire_at = 'infinity'"), 1);
-  Exec("UPDATE time_triggers SET anchor = now() - interval '90 seconds', next_fire_at = now() - interval '30 seconds' "
-       "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/t')");
+                  "WHERE s.name = 'default/off' AND t.next_fire_at = 'infinity'"),
+            1);
+  Exec(
+      "UPDATE time_triggers SET anchor = now() - interval '90 seconds', next_fire_at = now() - interval '30 seconds' "
+      "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/t')");
   ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kSuspend).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at <= now()"), 0);
   auto r = store_->TickTimeTriggers(100);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->produced, 0);
   ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kResume).ok());
-  EXPECT_EQ(Count("SELECT count(*) FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
-                  "WHERE s.name = 'default/t' AND t.next_fire_at > now() AND t.next_fire_at <= now() + interval '1 minute'"),
-            1);
+  EXPECT_EQ(
+      Count("SELECT count(*) FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
+            "WHERE s.name = 'default/t' AND t.next_fire_at > now() AND t.next_fire_at <= now() + interval '1 minute'"),
+      1);
   EXPECT_EQ(store_->TickTimeTriggers(100)->produced, 0);  // nothing due until a minute from the resume
 }
 
@@ -1051,7 +1107,8 @@ TEST_F(PgStoreTest, AnUpdateKeepsASuspensionByCommandUntilTheDocumentChangesEnab
 TEST_F(PgStoreTest, AFailedAttemptIsRetriedAndOnlyTheLastFailureReachesDownstream) {
   json doc = PartitionSchedule("s", "d");
   doc["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
-  json down = {{"name", "down"}, {"program", {{"name", "prog.down"}}},
+  json down = {{"name", "down"},
+               {"program", {{"name", "prog.down"}}},
                {"trigger", {{"program", {{"name", "prog.s"}, {"status", {"failed"}}}}}}};
   Apply({doc, down});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
@@ -1063,7 +1120,8 @@ TEST_F(PgStoreTest, AFailedAttemptIsRetriedAndOnlyTheLastFailureReachesDownstrea
   EXPECT_EQ(first->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_TRUE(first->run_outcomes.empty());
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'retry_wait' AND reason = 'failed' AND attempt = 1 "
-                  "AND next_attempt_at > now()"), 1);
+                  "AND next_attempt_at > now()"),
+            1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/down'"), 0);
   EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime"), 1);  // still holds its slot
   Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
@@ -1080,7 +1138,8 @@ TEST_F(PgStoreTest, AFailedAttemptIsRetriedAndOnlyTheLastFailureReachesDownstrea
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'failed' AND attempt = 2"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/down'"), 1);
   EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime WHERE schedule_id = "
-                  "(SELECT id FROM schedules WHERE name = 'default/s')"), 0);
+                  "(SELECT id FROM schedules WHERE name = 'default/s')"),
+            0);
 }
 
 // trigd restarted after a stop longer than heartbeat_timeout must not sweep before reading the
@@ -1111,7 +1170,8 @@ TEST_F(PgStoreTest, ARunIsLostOnlyForSilenceUpToWhereTrigdHasReadTheProgramTopic
   // position is left alone (a position there would skip them).
   ASSERT_TRUE(store_->MarkCaughtUp("g", {{p0, 1, 4, 4}, {p0, 2, 0, 3}}, Millis(0)).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE topic = 't.events.program' AND partition = 1 "
-                  "AND next_offset = 4 AND caught_up_at IS NOT NULL"), 1);
+                  "AND next_offset = 4 AND caught_up_at IS NOT NULL"),
+            1);
   EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE topic = 't.events.program' AND partition = 2"), 0);
   EXPECT_EQ(store_->SweepRuns()->lost, 0);  // partition 0 still holds it back
   // The reports read (no heartbeat among them, in this test): then the silence is real.
@@ -1131,35 +1191,43 @@ TEST_F(PgStoreTest, ARunIsLostOnlyForSilenceUpToWhereTrigdHasReadTheProgramTopic
 TEST_F(PgStoreTest, AReportNamingAnotherProgramThanItsRunsIsADeadLetter) {
   json upstream = PartitionSchedule("s", "d");
   upstream["retry"] = {{"max_attempts", 2}, {"backoff", "1s"}};
-  json mine = {{"name", "mine"}, {"program", {{"name", "prog.mine"}}},
+  json mine = {{"name", "mine"},
+               {"program", {{"name", "prog.mine"}}},
                {"trigger", {{"program", {{"name", "prog.s"}, {"status", {"succeeded", "failed"}}}}}}};
-  json other = {{"name", "other"}, {"program", {{"name", "prog.other"}}},
+  json other = {{"name", "other"},
+                {"program", {{"name", "prog.other"}}},
                 {"trigger", {{"program", {{"name", "prog.x"}, {"status", {"succeeded", "failed"}}}}}}};
   Apply({upstream, mine, other});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
-  const std::string run = pqxx::work(*std::make_unique<pqxx::connection>(conn_)).exec1("SELECT run_id FROM runs")[0].as<std::string>();
+  const std::string run =
+      pqxx::work(*std::make_unique<pqxx::connection>(conn_)).exec1("SELECT run_id FROM runs")[0].as<std::string>();
   // Succeeded and failed (the failed one would be retried first) under the wrong name.
   IngestBatch b = Batch({ProgramEvent("x1", "prog.x", run, ProgramStatus::kSucceeded),
-                         ProgramEvent("x2", "prog.x", run, ProgramStatus::kFailed)}, 1);
+                         ProgramEvent("x2", "prog.x", run, ProgramStatus::kFailed)},
+                        1);
   b.sources = {{"t.events.program", 3, 41}, {"t.events.program", 3, 42}};
   auto r = store_->ApplyBatch(b);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->outcome, (std::vector<EventOutcome>{EventOutcome::kDead, EventOutcome::kDead}));
   EXPECT_EQ(r->dead_reasons, (std::vector<DeadLetterReason>{DeadLetterReason::kBadField, DeadLetterReason::kBadField}));
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'launched' AND attempt = 1"), 1);
-  EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/other'"), 0);
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.dead' AND key = 'prog.x' "
-                  "AND payload::jsonb->>'reason' = 'bad_field: payload.program: run " + run +
-                  " is a run of prog.s, not of prog.x' AND payload::jsonb->>'topic' = 't.events.program' "
-                  "AND (payload::jsonb->>'offset')::int IN (41, 42) AND payload::jsonb->>'original' LIKE '%\"id\":\"x%'"),
-            2);
+  EXPECT_EQ(
+      Count("SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/other'"), 0);
+  EXPECT_EQ(
+      Count("SELECT count(*) FROM outbox WHERE topic = 't.dead' AND key = 'prog.x' "
+            "AND payload::jsonb->>'reason' = 'bad_field: payload.program: run " +
+            run +
+            " is a run of prog.s, not of prog.x' AND payload::jsonb->>'topic' = 't.events.program' "
+            "AND (payload::jsonb->>'offset')::int IN (41, 42) AND payload::jsonb->>'original' LIKE '%\"id\":\"x%'"),
+      2);
   // The run's own report still moves it and reaches its own downstream schedule.
   r = store_->ApplyBatch(Batch({ProgramEvent("s1", "prog.s", run, ProgramStatus::kSucceeded)}, 3));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->outcome, (std::vector<EventOutcome>{EventOutcome::kApplied}));
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'succeeded'"), 1);
-  EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/mine'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/mine'"),
+            1);
 }
 
 // A run killed by `schedules delete` is announced by a `killed` event (reason schedule_deleted),
@@ -1168,7 +1236,8 @@ TEST_F(PgStoreTest, AReportNamingAnotherProgramThanItsRunsIsADeadLetter) {
 TEST_F(PgStoreTest, ARunKilledByADeleteIsAnnouncedForDownstreamSchedules) {
   json upstream = PartitionSchedule("s", "d");
   upstream["retry"] = {{"max_attempts", 2}, {"backoff", "1h"}};
-  json down = {{"name", "down"}, {"program", {{"name", "prog.down"}}},
+  json down = {{"name", "down"},
+               {"program", {{"name", "prog.down"}}},
                {"trigger", {{"program", {{"name", "prog.s"}, {"count", 2}, {"on_upstream_failure", "discard"}}}}}};
   Apply({upstream, down});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
@@ -1176,8 +1245,11 @@ TEST_F(PgStoreTest, ARunKilledByADeleteIsAnnouncedForDownstreamSchedules) {
   pqxx::connection c(conn_);
   const std::string run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
   // Its first attempt fails (a retry waits an hour); another run of prog.s opens down's job.
-  ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f1", "prog.s", run, ProgramStatus::kFailed),
-                                        ProgramEvent("x1", "prog.s", "ext-1", ProgramStatus::kSucceeded)}, 1)).ok());
+  ASSERT_TRUE(store_
+                  ->ApplyBatch(Batch({ProgramEvent("f1", "prog.s", run, ProgramStatus::kFailed),
+                                      ProgramEvent("x1", "prog.s", "ext-1", ProgramStatus::kSucceeded)},
+                                     1))
+                  .ok());
   ASSERT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'retry_wait'"), 1);
   ASSERT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'pending_trigger'"), 1);
   Exec("DELETE FROM outbox");
@@ -1198,7 +1270,8 @@ TEST_F(PgStoreTest, ARunKilledByADeleteIsAnnouncedForDownstreamSchedules) {
   EXPECT_EQ(r->outcome, std::vector<EventOutcome>{EventOutcome::kApplied});
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'discarded' AND discard_reason LIKE '%upstream%'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.events.program' AND key = 'prog.down' "
-                  "AND payload::jsonb->'payload'->>'reason' = 'upstream_failed'"), 1);
+                  "AND payload::jsonb->'payload'->>'reason' = 'upstream_failed'"),
+            1);
 }
 
 TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
@@ -1214,13 +1287,16 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   EXPECT_EQ(store_->SweepRuns()->lost, 0);
   Exec("UPDATE runs SET last_seen_at = now() - interval '11 minutes'");
   EXPECT_EQ(store_->SweepRuns()->lost, 1);
-  Exec("UPDATE runs SET state = 'running', next_attempt_at = NULL, last_seen_at = now() - interval '10 seconds', "
-       "attempt = 1");
+  Exec(
+      "UPDATE runs SET state = 'running', next_attempt_at = NULL, last_seen_at = now() - interval '10 seconds', "
+      "attempt = 1");
   auto s1 = store_->SweepRuns();
   ASSERT_TRUE(s1.ok()) << s1.status().ToString();
   EXPECT_EQ(s1->lost, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='retry_wait'"), 1);
-  Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second', attempt_started_at = now() - interval '1 minute'");
+  Exec(
+      "UPDATE runs SET next_attempt_at = now() - interval '1 second', attempt_started_at = now() - interval '1 "
+      "minute'");
   EXPECT_EQ(store_->SweepRuns()->retried, 1);
   // The new attempt has not started: attempt 1's start does not show as its own.
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE attempt = 2 AND attempt_started_at IS NULL"), 1);
@@ -1233,7 +1309,8 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
     EXPECT_EQ(retry["attempt"], 2);
     EXPECT_EQ(retry["run_id"], json::parse(published[0])["run_id"]);
     EXPECT_EQ(retry["run_id"], Text("SELECT run_id FROM runs"));
-    EXPECT_EQ(published[1].rfind("{\"attempt\":2,\"heartbeat_timeout\":\"1s\",\"launched_at\":\"", 0), 0u) << published[1];
+    EXPECT_EQ(published[1].rfind("{\"attempt\":2,\"heartbeat_timeout\":\"1s\",\"launched_at\":\"", 0), 0u)
+        << published[1];
     auto tail = [](const std::string& p) { return p.substr(p.find(",\"program\":")); };
     EXPECT_EQ(tail(published[1]), tail(published[0]));
     // launched_at as trigd writes times, and parseable.
@@ -1242,16 +1319,21 @@ TEST_F(PgStoreTest, LostRunIsRetriedWithTheSameRunIdThenFails) {
   Exec("UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds'");
   auto s3 = store_->SweepRuns();
   EXPECT_EQ(s3->failed, 1);
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.events.program' AND payload::jsonb->'payload'->>'reason'='lost'"), 1);
+  EXPECT_EQ(
+      Count(
+          "SELECT count(*) FROM outbox WHERE topic='t.events.program' AND payload::jsonb->'payload'->>'reason'='lost'"),
+      1);
   EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime"), 0);
   // trigd's own failed event, read back, reaches the downstream schedule, although its run
   // had already ended when it was published (a worker's report for an ended run counts for no
   // trigger).
-  Apply({{{"name", "down"}, {"program", {{"name", "prog.down"}}},
+  Apply({{{"name", "down"},
+          {"program", {{"name", "prog.down"}}},
           {"trigger", {{"program", {{"name", "prog.s"}, {"status", {"failed"}}}}}}}});
   pqxx::connection c(conn_);
-  Result<Event> lost = ParseEnvelope(pqxx::work(c).exec1(
-      "SELECT payload FROM outbox WHERE topic='t.events.program' AND payload::jsonb->'payload'->>'reason'='lost'")[0]
+  Result<Event> lost = ParseEnvelope(pqxx::work(c)
+                                         .exec1("SELECT payload FROM outbox WHERE topic='t.events.program' AND "
+                                                "payload::jsonb->'payload'->>'reason'='lost'")[0]
                                          .as<std::string>());
   ASSERT_TRUE(lost.ok()) << lost.status().ToString();
   auto r = store_->ApplyBatch(Batch({*lost}, 1));
@@ -1282,12 +1364,15 @@ TEST_F(PgStoreTest, ARetryChangesTheAttemptColumnsNotTheStoredRequest) {
   const std::string stored = Text("SELECT request FROM runs");
   // The stored text holds no attempt's fields; the columns do.
   const json t = json::parse(stored);
-  for (const char* field : {"attempt", "heartbeat_timeout", "launched_at", "start_by"}) EXPECT_FALSE(t.contains(field)) << stored;
-  EXPECT_EQ(LaunchedAtMs(first[0]), Count("SELECT floor(extract(epoch from attempt_launched_at) * 1000)::bigint FROM runs"));
+  for (const char* field : {"attempt", "heartbeat_timeout", "launched_at", "start_by"})
+    EXPECT_FALSE(t.contains(field)) << stored;
+  EXPECT_EQ(LaunchedAtMs(first[0]),
+            Count("SELECT floor(extract(epoch from attempt_launched_at) * 1000)::bigint FROM runs"));
   Exec("DELETE FROM outbox");
   // Attempt 1's launch an hour back, so that the retry's launched_at differs for sure.
-  Exec("UPDATE runs SET attempt_launched_at = attempt_launched_at - interval '1 hour', state = 'running', "
-       "last_seen_at = now() - interval '10 seconds'");
+  Exec(
+      "UPDATE runs SET attempt_launched_at = attempt_launched_at - interval '1 hour', state = 'running', "
+      "last_seen_at = now() - interval '10 seconds'");
   ASSERT_EQ(store_->SweepRuns()->lost, 1);
   Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
   ASSERT_EQ(store_->SweepRuns()->retried, 1);
@@ -1302,7 +1387,8 @@ TEST_F(PgStoreTest, ARetryChangesTheAttemptColumnsNotTheStoredRequest) {
   // Its own launch time (the column set an hour back is now()).
   EXPECT_GE(launched(retry), launched(first[0]));
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE attempt_launched_at > now() - interval '1 minute'"), 1);
-  EXPECT_EQ(LaunchedAtMs(retry), Count("SELECT floor(extract(epoch from attempt_launched_at) * 1000)::bigint FROM runs"));
+  EXPECT_EQ(LaunchedAtMs(retry),
+            Count("SELECT floor(extract(epoch from attempt_launched_at) * 1000)::bigint FROM runs"));
   EXPECT_EQ(start_by(retry) - launched(retry), std::chrono::minutes(10));
   EXPECT_EQ(start_by(first[0]) - launched(first[0]), std::chrono::minutes(10));
   // Every other field as the first attempt's.
@@ -1344,11 +1430,12 @@ TEST_F(PgStoreTest, ARunInFlightAcrossMigration016IsRetriedWithItsFields) {
   {
     pqxx::connection c(db);
     pqxx::work tx(c);
-    tx.exec_params("INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, state, attempt, "
-                   "max_attempts, heartbeat_timeout_ms, launched_at, last_seen_at, request) "
-                   "SELECT 'r-old', 1, id, name, 'prog.s', 'default', 'running', 1, 3, 1000, "
-                   "'2026-11-25T10:00:00.5Z', now() - interval '10 seconds', $1 FROM schedules",
-                   old_request);
+    tx.exec_params(
+        "INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, state, attempt, "
+        "max_attempts, heartbeat_timeout_ms, launched_at, last_seen_at, request) "
+        "SELECT 'r-old', 1, id, name, 'prog.s', 'default', 'running', 1, 3, 1000, "
+        "'2026-11-25T10:00:00.5Z', now() - interval '10 seconds', $1 FROM schedules",
+        old_request);
     tx.commit();
   }
   ASSERT_TRUE(ApplyMigrations(db, TRIGD_SOURCE_DIR "/schema", nullptr).ok());
@@ -1408,7 +1495,8 @@ TEST_F(PgStoreTest, ADeletedSchedulesRunsAreNotRetried) {
   };
   auto state = [&](const std::string& run) {
     pqxx::connection c(conn_);
-    return pqxx::work(c).exec_params1("SELECT state || '/' || coalesce(reason, '') FROM runs WHERE run_id = $1", run)[0]
+    return pqxx::work(c)
+        .exec_params1("SELECT state || '/' || coalesce(reason, '') FROM runs WHERE run_id = $1", run)[0]
         .as<std::string>();
   };
   // Waiting for its retry when the schedule is deleted: killed at once, its slot freed.
@@ -1421,7 +1509,9 @@ TEST_F(PgStoreTest, ADeletedSchedulesRunsAreNotRetried) {
   EXPECT_EQ(store_->TakeChangeCounts()->runs_killed, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE history->-1->>'status' = 'killed' AND next_attempt_at IS NULL"), 1);
   EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime WHERE schedule_id = "
-                  "(SELECT schedule_id FROM runs WHERE run_id = '" + waiting + "')"), 0);
+                  "(SELECT schedule_id FROM runs WHERE run_id = '" +
+                  waiting + "')"),
+            0);
   // Running when it is deleted: its worker's failure is final, and so is a heartbeat timeout.
   const std::string failing = launch("failing", 2);
   const std::string silent = launch("silent", 3);
@@ -1431,7 +1521,8 @@ TEST_F(PgStoreTest, ADeletedSchedulesRunsAreNotRetried) {
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->run_outcomes["failed"], 1);
   EXPECT_EQ(state(failing), "failed/failed");
-  Exec("UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds' WHERE run_id = '" + silent + "'");
+  Exec("UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds' WHERE run_id = '" + silent +
+       "'");
   auto sw = store_->SweepRuns();
   ASSERT_TRUE(sw.ok()) << sw.status().ToString();
   EXPECT_EQ(sw->failed, 1);
@@ -1451,7 +1542,8 @@ TEST_F(PgStoreTest, ADeletedSchedulesRunsAreNotRetried) {
   // No further attempt; the kill is announced.
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic LIKE 't.launch.%'"), 0);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.events.program' AND payload::jsonb->>'id' = 'killed:" +
-                  raced + ":1'"), 1);
+                  raced + ":1'"),
+            1);
 }
 
 // The control messages in the outbox (topic t.control), oldest first, each checked to be keyed
@@ -1495,26 +1587,30 @@ TEST_F(PgStoreTest, LaunchRequestsCarryAStartDeadlinePastWhichTheAttemptIsLost) 
   EXPECT_EQ(windows("prog.slow"), std::vector<int64_t>{1200});
   // Right after launched_at, as trigd writes times.
   for (const std::string& p : Published()) {
-    EXPECT_TRUE(std::regex_search(p, std::regex(R"(^\{"attempt":1,"heartbeat_timeout":"[^"]*","launched_at":"[^"]*",)"
-                                                R"("start_by":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z","program":)")))
+    EXPECT_TRUE(
+        std::regex_search(p, std::regex(R"(^\{"attempt":1,"heartbeat_timeout":"[^"]*","launched_at":"[^"]*",)"
+                                        R"("start_by":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z","program":)")))
         << p;
   }
   Exec("DELETE FROM outbox");
   // Attempt 1 lost and retried: attempt 2's deadline counts from its own launch.
-  Exec("UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds', "
-       "attempt_launched_at = '2000-01-01T00:00:00Z' WHERE program = 'prog.quick'");
+  Exec(
+      "UPDATE runs SET state = 'running', last_seen_at = now() - interval '10 seconds', "
+      "attempt_launched_at = '2000-01-01T00:00:00Z' WHERE program = 'prog.quick'");
   ASSERT_EQ(store_->SweepRuns()->lost, 1);
   Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
   ASSERT_EQ(store_->SweepRuns()->retried, 1);
   EXPECT_EQ(windows("prog.quick"), std::vector<int64_t>{600});
   for (const json& r : PublishedJson()) {
-    EXPECT_GT(*ParseTime(r.value("start_by", "")), std::chrono::system_clock::now() + std::chrono::minutes(9)) << r.dump();
+    EXPECT_GT(*ParseTime(r.value("start_by", "")), std::chrono::system_clock::now() + std::chrono::minutes(9))
+        << r.dump();
   }
   Exec("DELETE FROM outbox");
   // A request migrated by schema/016 (a template rendered from jsonb, a space after each ':' and
   // ',') is retried as well: attempt 3, with its own deadline.
-  Exec("UPDATE runs SET request = request::jsonb::text, state = 'running', "
-       "last_seen_at = now() - interval '10 seconds' WHERE program = 'prog.quick'");
+  Exec(
+      "UPDATE runs SET request = request::jsonb::text, state = 'running', "
+      "last_seen_at = now() - interval '10 seconds' WHERE program = 'prog.quick'");
   ASSERT_EQ(store_->SweepRuns()->lost, 1);
   Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
   ASSERT_EQ(store_->SweepRuns()->retried, 1);
@@ -1645,15 +1741,20 @@ TEST_F(PgStoreTest, AScheduleVersionKeepsCountingAcrossADelete) {
 }
 
 TEST_F(PgStoreTest, UpstreamFailureDiscardsTheOpenJobAndPublishesKilled) {
-  json doc = {{"name", "down"}, {"program", {{"name", "down.p"}}},
-              {"trigger", {{"all", {{{"partition", {{"dataset", "d"}}}},
-                                    {{"program", {{"name", "up"}, {"on_upstream_failure", "discard"}}}}}}}}};
+  json doc = {
+      {"name", "down"},
+      {"program", {{"name", "down.p"}}},
+      {"trigger",
+       {{"all",
+         {{{"partition", {{"dataset", "d"}}}}, {{"program", {{"name", "up"}, {"on_upstream_failure", "discard"}}}}}}}}};
   Apply({doc});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
   ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f1", "up", "r1", ProgramStatus::kFailed)}, 1)).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='discarded' AND discard_reason='upstream_failed'"), 1);
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.events.program' AND key='down.p' AND "
-                  "payload::jsonb->'payload'->>'status'='killed' AND payload::jsonb->'payload'->>'reason'='upstream_failed'"), 1);
+  EXPECT_EQ(
+      Count("SELECT count(*) FROM outbox WHERE topic='t.events.program' AND key='down.p' AND "
+            "payload::jsonb->'payload'->>'status'='killed' AND payload::jsonb->'payload'->>'reason'='upstream_failed'"),
+      1);
   // With no open job the failure still travels down.
   ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f2", "up", "r2", ProgramStatus::kFailed)}, 2)).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE key='down.p'"), 2);
@@ -1701,7 +1802,9 @@ TEST_F(PgStoreTest, AnIngestThatEndsARunAndChecksAJobTakesCounterLocksInTheCheck
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d.a")}, 0)).ok());
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
   Exec("DELETE FROM outbox");
-  Exec("INSERT INTO schedule_runtime (schedule_id) SELECT id FROM schedules WHERE name = 'default/b' ON CONFLICT DO NOTHING");
+  Exec(
+      "INSERT INTO schedule_runtime (schedule_id) SELECT id FROM schedules WHERE name = 'default/b' ON CONFLICT DO "
+      "NOTHING");
   pqxx::connection c(conn_);
   const std::string run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
   const std::string b_id = std::to_string(Count("SELECT id FROM schedules WHERE name = 'default/b'"));
@@ -1714,8 +1817,8 @@ TEST_F(PgStoreTest, AnIngestThatEndsARunAndChecksAJobTakesCounterLocksInTheCheck
   auto store = NewStore(/*fast_path=*/true);
   std::optional<Result<IngestResult>> r;
   std::thread batch([&] {
-    r = store->ApplyBatch(Batch({ProgramEvent("f1", "prog.a", run, ProgramStatus::kSucceeded),
-                                 PartitionEvent("e2", "d.b")}, 1));
+    r = store->ApplyBatch(
+        Batch({ProgramEvent("f1", "prog.a", run, ProgramStatus::kSucceeded), PartitionEvent("e2", "d.b")}, 1));
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the batch waits for b's counter
   // Before, the batch held g's counter here: this waited for it, and PostgreSQL aborted one of
@@ -1726,7 +1829,9 @@ TEST_F(PgStoreTest, AnIngestThatEndsARunAndChecksAJobTakesCounterLocksInTheCheck
   ASSERT_TRUE(r->ok()) << r->status().ToString();
   EXPECT_EQ((*r)->run_outcomes["succeeded"], 1);
   EXPECT_EQ((*r)->checker.launched, 1);
-  EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/a')"), 0);
+  EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime WHERE schedule_id = (SELECT id FROM schedules WHERE name = "
+                  "'default/a')"),
+            0);
   EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime WHERE schedule_id = " + b_id), 1);
   EXPECT_EQ(Count("SELECT active_runs FROM group_runtime WHERE name = 'g'"), 1);
 }
@@ -1754,22 +1859,26 @@ TEST_F(PgStoreTest, ARunsEndWakesAWaitingJobAnotherInstanceHeldWhileCheckingIt) 
   // This instance's batch ends a's run, the group's one active run.
   auto store = NewStore(/*fast_path=*/true);
   std::optional<Result<IngestResult>> r;
-  std::thread batch([&] { r = store->ApplyBatch(Batch({ProgramEvent("f1", "prog.a", run, ProgramStatus::kSucceeded)}, 2)); });
+  std::thread batch(
+      [&] { r = store->ApplyBatch(Batch({ProgramEvent("f1", "prog.a", run, ProgramStatus::kSucceeded)}, 2)); });
   const std::string blocked =
       "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
       "WHERE NOT l.granted AND a.datname = current_database()";
   for (int i = 0; i < 100 && Count(blocked) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const bool waited = Count(blocked) > 0;
   // The other check decides to wait (the group was full when it read it) and commits.
-  other.exec("UPDATE jobs SET next_check_at = now() + interval '30 seconds', last_decision = 'waiting for concurrency_group' "
-             "WHERE id = " + std::to_string(waiting));
+  other.exec(
+      "UPDATE jobs SET next_check_at = now() + interval '30 seconds', last_decision = 'waiting for concurrency_group' "
+      "WHERE id = " +
+      std::to_string(waiting));
   other.commit();
   batch.join();
   ASSERT_TRUE(waited) << "the batch did not wait for the group's counter";
   ASSERT_TRUE(r->ok()) << r->status().ToString();
   EXPECT_EQ(Count("SELECT active_runs FROM group_runtime WHERE name = 'g'"), 0);
   // Woken: due now, for the checker loop (which the engine wakes on a run's end).
-  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE id = " + std::to_string(waiting) + " AND next_check_at <= now()"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE id = " + std::to_string(waiting) + " AND next_check_at <= now()"),
+            1);
   EXPECT_EQ(store_->CheckDueJobs(100)->launched, 1);
 }
 
@@ -1833,7 +1942,10 @@ TEST_F(PgStoreTest, FastPathLeavesAJobThatMustWaitToTheChecker) {
   EXPECT_EQ(r->checker.launched, 1);
   EXPECT_EQ(r->checker.waiting, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
-  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_constraint' AND last_decision LIKE '%max_concurrent_runs%'"), 1);
+  EXPECT_EQ(
+      Count(
+          "SELECT count(*) FROM jobs WHERE state='pending_constraint' AND last_decision LIKE '%max_concurrent_runs%'"),
+      1);
   // The run's end frees the slot and the same transaction launches the waiting job.
   pqxx::connection c(conn_);
   auto run = pqxx::work(c).exec1("SELECT run_id FROM runs")[0].as<std::string>();
@@ -1864,11 +1976,14 @@ TEST_F(PgStoreTest, FastPathWritesANewJobOnceInItsDecidedStateAfterOlderWaitingJ
   EXPECT_EQ(r->checker.waiting, 1);   // a's second job: the slot is still a's first run's
   EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN runs r ON r.job_id = j.id WHERE j.schedule_name = 'default/c' "
                   "AND j.state = 'launched' AND j.finished_at IS NOT NULL AND j.ready_at IS NOT NULL "
-                  "AND j.history::text LIKE '%constraints hold%' AND r.request::jsonb->>'schedule' = 'default/c'"), 1);
-  EXPECT_EQ(Count("SELECT count(*) FROM outbox o JOIN jobs j ON j.id = o.job_id WHERE j.schedule_name = 'default/c'"), 1);
+                  "AND j.history::text LIKE '%constraints hold%' AND r.request::jsonb->>'schedule' = 'default/c'"),
+            1);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox o JOIN jobs j ON j.id = o.job_id WHERE j.schedule_name = 'default/c'"),
+            1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/a' AND state = 'pending_constraint' "
                   "AND next_check_at IS NOT NULL AND last_decision LIKE '%concurrency_group%' "
-                  "AND jsonb_array_length(history) >= 2"), 1);
+                  "AND jsonb_array_length(history) >= 2"),
+            1);
   // a's run ends: the oldest waiting job of the group (b's, ready first) takes the slot.
   r = store->ApplyBatch(Batch({ProgramEvent("done", "prog.a", run_a, ProgramStatus::kSucceeded)}, 4));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -1890,8 +2005,9 @@ TEST_F(PgStoreTest, GenericPlansAreMadeAnewForTheTablesCurrentSize) {
   {
     pqxx::connection c(conn_);
     pqxx::nontransaction tx(c);
-    tx.exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at) "
-            "SELECT g, 's', 1, 'launched', '{}', now() FROM generate_series(1, 100000) g");
+    tx.exec(
+        "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at) "
+        "SELECT g, 's', 1, 'launched', '{}', now() FROM generate_series(1, 100000) g");
   }
   // Within a second the cached plan is still the one for the empty table...
   auto cached = store_->ExplainPrepared("checker_writes", kCheckerWritesParams);
@@ -1908,9 +2024,10 @@ TEST_F(PgStoreTest, GenericPlansAreMadeAnewForTheTablesCurrentSize) {
 TEST_F(PgStoreTest, FastPathClaimLooksUpItsSchedulesJobsInsteadOfWalkingTheDueOnes) {
   // 100,000 due jobs of other schedules: the fast path's claim must find its schedules' and
   // groups' jobs through their indexes, not walk jobs_claim past all of these.
-  Exec("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, ready_at, "
-       "next_check_at, concurrency_group) SELECT g, 's', 1, 'pending_constraint', '{}', now(), now(), now(), "
-       "CASE WHEN g % 2 = 0 THEN 'g' || (g % 1000) END FROM generate_series(1, 100000) g");
+  Exec(
+      "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, ready_at, "
+      "next_check_at, concurrency_group) SELECT g, 's', 1, 'pending_constraint', '{}', now(), now(), now(), "
+      "CASE WHEN g % 2 = 0 THEN 'g' || (g % 1000) END FROM generate_series(1, 100000) g");
   Exec("ANALYZE jobs");
   auto store = NewStore(/*fast_path=*/true);
   for (const char* name : {"claim_for", "claim_for_fresh"}) {
@@ -1953,26 +2070,30 @@ TEST_F(PgStoreTest, FastPathWritesTheSameRowsAsArraysForAFewJobsAndByCopyForMany
   // Every job's rows, less what differs by job (ids, names, times), are one and the same.
   const std::string shape =
       "SELECT count(DISTINCT concat_ws('|', j.state, j.priority, j.trigger_state::text, "
-      "  j.triggered_by->0->'payload'->'partitions', jsonb_array_length(j.history), j.history->-1->>'what', j.last_decision, "
+      "  j.triggered_by->0->'payload'->'partitions', jsonb_array_length(j.history), j.history->-1->>'what', "
+      "j.last_decision, "
       "  j.forced, j.discard_reason, j.finished_at = r.launched_at, j.ready_at = r.launched_at, "
-      "  j.first_event_at = j.opened_at, j.next_check_at IS NULL, j.concurrency_group = 'g' || substr(j.schedule_name, 10), "
+      "  j.first_event_at = j.opened_at, j.next_check_at IS NULL, j.concurrency_group = 'g' || substr(j.schedule_name, "
+      "10), "
       "  r.state, r.attempt, r.max_attempts, r.heartbeat_timeout_ms, r.last_seen_at = r.launched_at, "
       "  r.concurrency_group = j.concurrency_group, r.program = 'prog.' || substr(j.schedule_name, 9), "
-      "  r.history->0->>'status', r.request::jsonb->'program'->'args', r.request::jsonb->'triggered_by' = j.triggered_by, "
+      "  r.history->0->>'status', r.request::jsonb->'program'->'args', r.request::jsonb->'triggered_by' = "
+      "j.triggered_by, "
       "  o.payload = r.request, o.key = r.program, o.topic, o.ready_at = j.ready_at)) "
       "FROM jobs j JOIN runs r ON r.job_id = j.id JOIN outbox o ON o.job_id = j.id";
   EXPECT_EQ(Count(shape), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs j JOIN runs r ON r.job_id = j.id JOIN outbox o ON o.job_id = j.id "
                   "WHERE j.state = 'launched' AND r.request::jsonb->'program'->'args'->>'text' = " +
-                  pqxx::connection(conn_).quote(odd) + " AND j.triggered_by->0->'payload'->'partitions'->>0 = " +
-                  pqxx::connection(conn_).quote(odd)),
+                  pqxx::connection(conn_).quote(odd) +
+                  " AND j.triggered_by->0->'payload'->'partitions'->>0 = " + pqxx::connection(conn_).quote(odd)),
             kFew + kMany);
   EXPECT_EQ(Count("SELECT sum(active_runs) FROM group_runtime"), kFew + kMany);
   EXPECT_EQ(Count("SELECT sum(active_runs) FROM schedule_runtime"), kFew + kMany);
 }
 
 TEST_F(PgStoreTest, FastPathKeepsTheNewestHistoryEntriesOfAJobItWritesOnce) {
-  Apply({{{"name", "big"}, {"program", {{"name", "p"}}},
+  Apply({{{"name", "big"},
+          {"program", {{"name", "p"}}},
           {"trigger", {{"partition", {{"dataset", "d"}, {"count", 60}}}}}}});
   auto store = NewStore(/*fast_path=*/true);
   std::vector<Event> events;
@@ -2019,8 +2140,8 @@ TEST_F(PgStoreTest, TickAppliesItselfAndItsCopyOnTheTopicIsADuplicate) {
 TEST_F(PgStoreTest, TicksGoOutInBundlesAndTheClaimExpandsThem) {
   std::vector<json> docs;
   for (int k = 0; k < 1001; ++k) {
-    docs.push_back({{"name", "t" + std::to_string(k)}, {"program", {{"name", "p"}}},
-                    {"trigger", {{"time", {{"every", "1m"}}}}}});
+    docs.push_back(
+        {{"name", "t" + std::to_string(k)}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"every", "1m"}}}}}});
   }
   Apply(docs);
   Exec("UPDATE time_triggers SET anchor = now() - interval '90 seconds', next_fire_at = now() - interval '30 seconds'");

@@ -34,7 +34,8 @@ class PoisonTest : public ::testing::TestWithParam<bool> {
     ASSERT_TRUE(ApplyMigrations(conn_, TRIGD_SOURCE_DIR "/schema", nullptr).ok());
     std::vector<Schedule> schedules;
     for (auto [name, dataset] : {std::pair{"a", "x.ds"}, {"b", "x.ds"}, {"c", "y.ds"}}) {
-      ParsedSchedule p = ParseSchedule({{"name", name}, {"program", {{"name", std::string("prog.") + name}}},
+      ParsedSchedule p = ParseSchedule({{"name", name},
+                                        {"program", {{"name", std::string("prog.") + name}}},
                                         {"trigger", {{"partition", {{"dataset", dataset}}}}}});
       ASSERT_TRUE(p.ok());
       schedules.push_back(p.schedule);
@@ -45,9 +46,10 @@ class PoisonTest : public ::testing::TestWithParam<bool> {
     store_ = std::move(*store);
     store_->SetFastPath(GetParam());
     // Every job row of schedule a fails, inserted by COPY or by the fast path's writes.
-    Exec("CREATE FUNCTION refuse_a() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-         "IF NEW.schedule_name = 'default/a' THEN RAISE EXCEPTION 'schedule a refused on purpose'; END IF; "
-         "RETURN NEW; END $$");
+    Exec(
+        "CREATE FUNCTION refuse_a() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "IF NEW.schedule_name = 'default/a' THEN RAISE EXCEPTION 'schedule a refused on purpose'; END IF; "
+        "RETURN NEW; END $$");
     Exec("CREATE TRIGGER refuse_a BEFORE INSERT OR UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_a()");
   }
   void Exec(const std::string& sql) {
@@ -93,8 +95,8 @@ class PoisonTest : public ::testing::TestWithParam<bool> {
 };
 
 TEST_P(PoisonTest, AFailingScheduleIsDeadLetteredAndTheBatchGoesOn) {
-  auto r = store_->ApplyBatch(Batch({Partition("e1", "x.ds", "p1"), Partition("e2", "y.ds", "p1"),
-                                     Partition("e3", "x.ds", "p2")}, 0));
+  auto r = store_->ApplyBatch(
+      Batch({Partition("e1", "x.ds", "p1"), Partition("e2", "y.ds", "p1"), Partition("e3", "x.ds", "p2")}, 0));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->outcome, (std::vector<EventOutcome>(3, EventOutcome::kApplied)));
   EXPECT_EQ(r->dead_reasons, (std::vector<DeadLetterReason>(2, DeadLetterReason::kScheduleFailed)));
@@ -130,9 +132,12 @@ TEST_P(PoisonTest, AFailingScheduleIsDeadLetteredAndTheBatchGoesOn) {
 // A failure that is no schedule's (here the positions' row is refused) is not dead-lettered:
 // the batch fails as a whole, nothing is written, and ingest retries it as before.
 TEST_P(PoisonTest, AFailureOfNoScheduleIsNotDeadLettered) {
-  Exec("CREATE FUNCTION refuse_all() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-       "RAISE EXCEPTION 'positions refused'; END $$");
-  Exec("CREATE TRIGGER refuse_all BEFORE INSERT OR UPDATE ON consumer_offsets FOR EACH ROW EXECUTE FUNCTION refuse_all()");
+  Exec(
+      "CREATE FUNCTION refuse_all() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+      "RAISE EXCEPTION 'positions refused'; END $$");
+  Exec(
+      "CREATE TRIGGER refuse_all BEFORE INSERT OR UPDATE ON consumer_offsets FOR EACH ROW EXECUTE FUNCTION "
+      "refuse_all()");
   auto r = store_->ApplyBatch(Batch({Partition("e1", "x.ds", "p1"), Partition("e2", "y.ds", "p1")}, 0));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("positions refused"), std::string::npos) << r.status().ToString();

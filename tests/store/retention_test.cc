@@ -49,24 +49,24 @@ class RetentionTest : public ::testing::Test {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   int64_t Id(const std::string& name) { return Count("SELECT id FROM schedules WHERE name = '" + name + "'"); }
-  static std::string DaysAgo(double days) {
-    return "(now() - interval '1 day' * " + std::to_string(days) + ")";
-  }
+  static std::string DaysAgo(double days) { return "(now() - interval '1 day' * " + std::to_string(days) + ")"; }
   // A job in `state`, opened `opened` days ago and finished `finished` days ago (open: < 0).
   int64_t Job(const std::string& state, double opened, double finished = -1) {
-    return Count("INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, "
-                 "finished_at) VALUES (" + std::to_string(schedule_) + ", 'default/s', 1, '" + state + "', '{}', " +
-                 DaysAgo(opened) + ", " + (finished < 0 ? "NULL" : DaysAgo(finished)) + ") RETURNING id");
+    return Count(
+        "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, "
+        "finished_at) VALUES (" +
+        std::to_string(schedule_) + ", 'default/s', 1, '" + state + "', '{}', " + DaysAgo(opened) + ", " +
+        (finished < 0 ? "NULL" : DaysAgo(finished)) + ") RETURNING id");
   }
   // A launched job and its run in `run_state`, launched `launched` days ago, ended `ended` days
   // ago (active: < 0). Returns the job id.
   int64_t Launched(const std::string& run_state, double launched, double ended = -1) {
     const int64_t job = Job("launched", launched, launched);
     One("INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, state, heartbeat_timeout_ms, "
-        "launched_at, last_seen_at, finished_at, request) VALUES ('run-" + std::to_string(job) + "', " +
-        std::to_string(job) + ", " + std::to_string(schedule_) + ", 'default/s', 'p', 'default', '" + run_state +
-        "', 60000, " + DaysAgo(launched) + ", " + DaysAgo(launched) + ", " + (ended < 0 ? "NULL" : DaysAgo(ended)) +
-        ", '{}') RETURNING run_id");
+        "launched_at, last_seen_at, finished_at, request) VALUES ('run-" +
+        std::to_string(job) + "', " + std::to_string(job) + ", " + std::to_string(schedule_) +
+        ", 'default/s', 'p', 'default', '" + run_state + "', 60000, " + DaysAgo(launched) + ", " + DaysAgo(launched) +
+        ", " + (ended < 0 ? "NULL" : DaysAgo(ended)) + ", '{}') RETURNING run_id");
     return job;
   }
   bool JobExists(int64_t id) { return Count("SELECT count(*) FROM jobs WHERE id = " + std::to_string(id)) == 1; }
@@ -83,16 +83,17 @@ TEST_F(RetentionTest, DeletesFinishedJobsAndRunsOlderThanTheRetentionAndKeepsEve
   const int64_t failed = Launched("failed", 41, 40);
   const int64_t killed = Launched("killed", 41, 40);
   const int64_t discarded = Job("discarded", 41, 40);
-  const int64_t running = Launched("running", 40);             // active, however old
-  const int64_t retrying = Launched("retry_wait", 40);         // waits for a retry
-  const int64_t open = Job("pending_trigger", 40);             // still accumulating
-  const int64_t waiting = Job("pending_constraint", 40);       // waiting on a constraint
-  const int64_t recent = Launched("succeeded", 6, 5);          // within the retention
+  const int64_t running = Launched("running", 40);        // active, however old
+  const int64_t retrying = Launched("retry_wait", 40);    // waits for a retry
+  const int64_t open = Job("pending_trigger", 40);        // still accumulating
+  const int64_t waiting = Job("pending_constraint", 40);  // waiting on a constraint
+  const int64_t recent = Launched("succeeded", 6, 5);     // within the retention
   const int64_t recent_discard = Job("discarded", 6, 5);
-  const int64_t late_end = Launched("succeeded", 41, 5);       // launched long ago, ended lately
-  const int64_t unpublished = Launched("succeeded", 41, 40);   // its launch request still in the outbox
-  One("INSERT INTO outbox (topic, payload, job_id) VALUES ('t', '{}', " + std::to_string(unpublished) + ") RETURNING id");
-  const int64_t young = Job("pending_constraint", 0.01);       // after the cutoff: the pass ends here
+  const int64_t late_end = Launched("succeeded", 41, 5);      // launched long ago, ended lately
+  const int64_t unpublished = Launched("succeeded", 41, 40);  // its launch request still in the outbox
+  One("INSERT INTO outbox (topic, payload, job_id) VALUES ('t', '{}', " + std::to_string(unpublished) +
+      ") RETURNING id");
+  const int64_t young = Job("pending_constraint", 0.01);  // after the cutoff: the pass ends here
 
   // A dry run counts and deletes nothing.
   TimePoint cutoff{}, runs_cutoff{};

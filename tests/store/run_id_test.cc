@@ -15,10 +15,12 @@ namespace {
 
 TEST(RunIdTest, IsAVersion7UuidWithTheCurrentTime) {
   const std::string id = pg_internal::NewRunId();
-  ASSERT_TRUE(std::regex_match(id, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"))) << id;
+  ASSERT_TRUE(std::regex_match(id, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")))
+      << id;
   const uint64_t ms = std::stoull(id.substr(0, 8) + id.substr(9, 4), nullptr, 16);
-  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                       std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto now =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   EXPECT_LE(ms, static_cast<uint64_t>(now));
   EXPECT_GT(ms + 10000, static_cast<uint64_t>(now));
 }

@@ -16,9 +16,9 @@ namespace {
 
 using test::Pg;
 
-const std::vector<std::string> kAwkward = {
-    "", "plain", "quo\"te", "back\\slash", "\\", "\"", "tab\there", "new\nline", "cr\rx", "{brace},comma",
-    "NULL", "\\N", "  spaced  ", "ünïcödé ✓", "a\\\"b\\\\c"};
+const std::vector<std::string> kAwkward = {"",     "plain",     "quo\"te",    "back\\slash", "\\",
+                                           "\"",   "tab\there", "new\nline",  "cr\rx",       "{brace},comma",
+                                           "NULL", "\\N",       "  spaced  ", "ünïcödé ✓",   "a\\\"b\\\\c"};
 
 TEST(SqlArrayTest, TextElementsReadBackAsWritten) {
   SqlArray a;
@@ -26,8 +26,8 @@ TEST(SqlArrayTest, TextElementsReadBackAsWritten) {
   a.AddNull();
   pqxx::connection c(Pg());
   pqxx::work tx(c);
-  auto r = tx.exec_params("SELECT x, x IS NULL FROM unnest($1::text[]) WITH ORDINALITY AS t(x, i) ORDER BY i",
-                          a.Take());
+  auto r =
+      tx.exec_params("SELECT x, x IS NULL FROM unnest($1::text[]) WITH ORDINALITY AS t(x, i) ORDER BY i", a.Take());
   ASSERT_EQ(r.size(), kAwkward.size() + 1);
   for (size_t i = 0; i < kAwkward.size(); ++i) {
     EXPECT_FALSE(r[static_cast<int>(i)][1].as<bool>());

@@ -1,4 +1,5 @@
-// Append: events that each open a job, jobs + offsets committed durably (PgStore::ApplyBatch) vs COPY of the same rows into jobs.
+// Append: events that each open a job, jobs + offsets committed durably (PgStore::ApplyBatch) vs COPY of the same rows
+// into jobs.
 //
 // Engine path, per batch of --batch events: route each envelope as the ingest loop does
 // (RouteEvents: scanned, its key looked up in the reverse index, loaded from the schedule change
@@ -53,13 +54,14 @@ int main(int argc, char** argv) {
   flags.Check();
   bench::Run& run = bench::Run::Start("append");
   std::printf("append benchmark: %lld events in batches of %lld over %lld schedules, %d rounds\n",
-              static_cast<long long>(events), static_cast<long long>(batch_size),
-              static_cast<long long>(schedules), rounds);
+              static_cast<long long>(events), static_cast<long long>(batch_size), static_cast<long long>(schedules),
+              rounds);
   std::printf("database %s (private, dropped at the end)\n", run.db.c_str());
 
   std::vector<nlohmann::json> docs;
   for (int64_t k = 0; k < schedules; ++k) {
-    docs.push_back({{"namespace", "bench"}, {"name", "s" + std::to_string(k)},
+    docs.push_back({{"namespace", "bench"},
+                    {"name", "s" + std::to_string(k)},
                     {"program", {{"name", "p" + std::to_string(k)}}},
                     {"trigger", {{"partition", {{"dataset", "d" + std::to_string(k)}}}}}});
   }
@@ -76,8 +78,9 @@ int main(int argc, char** argv) {
   {
     pqxx::connection c(run.pg);
     pqxx::work tx(c);
-    auto r = tx.exec("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                     "AND application_name = 'bench-ingest'");
+    auto r = tx.exec(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+        "AND application_name = 'bench-ingest'");
     if (!r.empty()) store_backend = static_cast<pid_t>(r[0][0].as<int>());
   }
   trigd::ScheduleIndex index;
@@ -88,7 +91,8 @@ int main(int argc, char** argv) {
   {
     pqxx::connection c(run.pg);
     pqxx::work tx(c);
-    for (const auto& r : tx.exec("SELECT id, name FROM schedules")) name_of[r[0].as<int64_t>()] = r[1].as<std::string>();
+    for (const auto& r : tx.exec("SELECT id, name FROM schedules"))
+      name_of[r[0].as<int64_t>()] = r[1].as<std::string>();
   }
   std::vector<int64_t> id_of_k(schedules);
   for (const auto& [id, name] : name_of) id_of_k[std::stoll(name.substr(name.find("/s") + 2))] = id;
@@ -124,7 +128,8 @@ int main(int argc, char** argv) {
           static_cast<size_t>(end - first), index,
           [&](size_t i) -> std::string_view { return payloads[first + static_cast<int64_t>(i)]; },
           [&](size_t i, trigd::RoutedEvent&& r) {
-            if (r.kind != trigd::RoutedEvent::Kind::kMatch) run.Fail("event routed to no job: " + payloads[first + static_cast<int64_t>(i)]);
+            if (r.kind != trigd::RoutedEvent::Kind::kMatch)
+              run.Fail("event routed to no job: " + payloads[first + static_cast<int64_t>(i)]);
             in.schedule_ids.emplace_back(r.schedules.begin(), r.schedules.end());
             in.events.push_back(std::move(*r.event));
           });
@@ -143,23 +148,25 @@ int main(int argc, char** argv) {
     double engine_s = SecondsSince(start);
     engine_db_cpu.push_back((bench::ProcessCpuSeconds(store_backend) - db_cpu0) * per_1000);
     engine_client_cpu.push_back((bench::ProcessCpuSeconds(getpid()) - client_cpu0) * per_1000);
-    if (opened != events) run.Fail("expected " + std::to_string(events) + " jobs opened, got " + std::to_string(opened));
+    if (opened != events)
+      run.Fail("expected " + std::to_string(events) + " jobs opened, got " + std::to_string(opened));
 
     // Baseline: the engine's rows as they were written (one per schedule, as a template).
     using Row = std::array<std::string, 12>;  // pqxx 6.4's stream_to takes tuple-like rows
     std::map<int64_t, Row> sample;
-    std::vector<std::string> columns = {"schedule_id", "schedule_name", "schedule_version", "state", "priority",
-                                        "trigger_state", "triggered_by", "history", "opened_at", "first_event_at",
-                                        "ready_at", "next_check_at"};
+    std::vector<std::string> columns = {"schedule_id", "schedule_name",  "schedule_version", "state",
+                                        "priority",    "trigger_state",  "triggered_by",     "history",
+                                        "opened_at",   "first_event_at", "ready_at",         "next_check_at"};
     {
       pqxx::connection c(run.pg);
       pqxx::work tx(c);
       int64_t ready = tx.exec1("SELECT count(*) FROM jobs WHERE state = 'pending_constraint'")[0].as<int64_t>();
       if (ready != events) run.Fail("expected every job ready, got " + std::to_string(ready));
-      for (const auto& r : tx.exec("SELECT DISTINCT ON (schedule_id) schedule_id, schedule_name, schedule_version::text, "
-                                   "state, priority::text, trigger_state::text, triggered_by::text, history::text, "
-                                   "opened_at::text, first_event_at::text, ready_at::text, next_check_at::text "
-                                   "FROM jobs ORDER BY schedule_id, id")) {
+      for (const auto& r :
+           tx.exec("SELECT DISTINCT ON (schedule_id) schedule_id, schedule_name, schedule_version::text, "
+                   "state, priority::text, trigger_state::text, triggered_by::text, history::text, "
+                   "opened_at::text, first_event_at::text, ready_at::text, next_check_at::text "
+                   "FROM jobs ORDER BY schedule_id, id")) {
         Row row;
         for (size_t f = 0; f < row.size(); ++f) row[f] = r[static_cast<int>(f)].as<std::string>();
         sample[r[0].as<int64_t>()] = std::move(row);
@@ -221,10 +228,11 @@ int main(int argc, char** argv) {
   j["schedules"] = schedules;
   j["rounds"] = rounds;
   j["load_average"] = bench::Round(bench::LoadAverage(), 1);
-  j["bottleneck"] = "besides the job rows (copied in, as the baseline's) the engine records every event id "
-                    "(seen_events, de-duplication: a text primary key insert per event), share-locks the reached "
-                    "schedules, and in trigd parses each envelope, accumulates it and writes the trigger state, "
-                    "triggering events and history of each job as JSON";
+  j["bottleneck"] =
+      "besides the job rows (copied in, as the baseline's) the engine records every event id "
+      "(seen_events, de-duplication: a text primary key insert per event), share-locks the reached "
+      "schedules, and in trigd parses each envelope, accumulates it and writes the trigger state, "
+      "triggering events and history of each job as JSON";
   bench::PrintJson(j);
   return 0;
 }

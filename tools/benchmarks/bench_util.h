@@ -363,13 +363,14 @@ class Run {
     std::lock_guard<std::mutex> l(mu_);
     int port = FreePort();
     std::string log = "/tmp/" + db + "-trigd-" + std::to_string(children_.size()) + ".log";
-    children_.push_back(std::make_unique<Child>(
-        BinDir() + "/trigd", std::vector<std::string>{},
-        std::vector<std::pair<std::string, std::string>>{
-            {"TRIGD_PG", pg}, {"TRIGD_KAFKA", kafka}, {"TRIGD_TOPIC_PREFIX", prefix},
-            {"TRIGD_GROUP", group_override.empty() ? group : group_override},
-            {"TRIGD_METRICS", "127.0.0.1:" + std::to_string(port)}},
-        log));
+    children_.push_back(std::make_unique<Child>(BinDir() + "/trigd", std::vector<std::string>{},
+                                                std::vector<std::pair<std::string, std::string>>{
+                                                    {"TRIGD_PG", pg},
+                                                    {"TRIGD_KAFKA", kafka},
+                                                    {"TRIGD_TOPIC_PREFIX", prefix},
+                                                    {"TRIGD_GROUP", group_override.empty() ? group : group_override},
+                                                    {"TRIGD_METRICS", "127.0.0.1:" + std::to_string(port)}},
+                                                log));
     return *children_.back();
   }
 
@@ -433,8 +434,10 @@ class BulkProducer : public RdKafka::DeliveryReportCb {
     if (!producer_) throw std::runtime_error("producer: " + err);
   }
   void dr_cb(RdKafka::Message& m) override {
-    if (m.err() != RdKafka::ERR_NO_ERROR) ++failed_;
-    else ++delivered_;
+    if (m.err() != RdKafka::ERR_NO_ERROR)
+      ++failed_;
+    else
+      ++delivered_;
   }
   // partition -1: by key.
   void Produce(const std::string& topic, const std::string& key, const std::string& value, int partition = -1) {
@@ -479,8 +482,8 @@ class BatchConsumer {
  public:
   // `start`: the offset to start each partition at (default: the beginning).
   // `settings`: more librdkafka settings, as the consumer being compared sets them.
-  BatchConsumer(const std::string& bootstrap, const std::string& group, const std::string& topic,
-                int partitions, const std::string& fetch_wait_ms = "10", const std::vector<int64_t>& start = {},
+  BatchConsumer(const std::string& bootstrap, const std::string& group, const std::string& topic, int partitions,
+                const std::string& fetch_wait_ms = "10", const std::vector<int64_t>& start = {},
                 const std::vector<std::pair<std::string, std::string>>& settings = {}) {
     char err[512];
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
@@ -589,7 +592,9 @@ inline std::vector<nlohmann::json> PartitionSchedules(int64_t count, const std::
   std::vector<nlohmann::json> docs;
   docs.reserve(static_cast<size_t>(count));
   for (int64_t k = 0; k < count; ++k) {
-    docs.push_back({{"namespace", "bench"}, {"name", Cat("s", k)}, {"program", {{"name", Cat("p", k)}}},
+    docs.push_back({{"namespace", "bench"},
+                    {"name", Cat("s", k)},
+                    {"program", {{"name", Cat("p", k)}}},
                     {"trigger", {{"partition", {{"dataset", Cat(dataset_prefix, k)}}}}}});
   }
   return docs;
@@ -597,8 +602,8 @@ inline std::vector<nlohmann::json> PartitionSchedules(int64_t count, const std::
 
 // A partition event in the envelope of SPEC §3.
 inline std::string PartitionEvent(const std::string& id, const std::string& dataset, const std::string& partition) {
-  return R"({"id":")" + id + R"(","type":"partition","time":"2026-11-22T10:00:00Z","payload":{"dataset":")" +
-         dataset + R"(","partitions":[")" + partition + R"("]}})";
+  return R"({"id":")" + id + R"(","type":"partition","time":"2026-11-22T10:00:00Z","payload":{"dataset":")" + dataset +
+         R"(","partitions":[")" + partition + R"("]}})";
 }
 
 }  // namespace bench

@@ -40,12 +40,14 @@ std::vector<Index> DropFullIndexes(pqxx::work& tx) {
   std::vector<Index> dropped;
   for (const std::string table : {"jobs", "runs"}) {
     for (const auto& r : tx.exec_params("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
-                                        "WHERE conrelid = $1::regclass AND contype IN ('p', 'u')", table)) {
+                                        "WHERE conrelid = $1::regclass AND contype IN ('p', 'u')",
+                                        table)) {
       dropped.push_back({table, r[0].as<std::string>(), r[1].as<std::string>(), true});
       tx.exec("ALTER TABLE " + table + " DROP CONSTRAINT " + r[0].as<std::string>());
     }
     for (const auto& r : tx.exec_params("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = $1 "
-                                        "AND indexdef NOT LIKE '% WHERE %'", table)) {
+                                        "AND indexdef NOT LIKE '% WHERE %'",
+                                        table)) {
       dropped.push_back({table, r[0].as<std::string>(), r[1].as<std::string>(), false});
       tx.exec("DROP INDEX " + r[0].as<std::string>());
     }
@@ -88,7 +90,8 @@ void GenerateHistory(bench::Run& run, int64_t count) {
           "CROSS JOIN LATERAL (SELECT now() - interval '180 days' * (1 - g::float8 / $3) AS at, "
           "1 + (g % cardinality(s.ids))::int AS k) w "
           "RETURNING id, schedule_id, schedule_name, opened_at) "
-          "INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, state, attempt, max_attempts, "
+          "INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, state, attempt, "
+          "max_attempts, "
           "heartbeat_timeout_ms, launched_at, last_seen_at, attempt_started_at, finished_at, reason, request, history) "
           "SELECT gen_random_uuid()::text, j.id, j.schedule_id, j.schedule_name, 'p' || (j.schedule_id % 1000), "
           "'default', 'succeeded', 1, 1, 300000, j.opened_at, j.opened_at + interval '1 minute', j.opened_at, "
@@ -129,8 +132,9 @@ std::string Size(pqxx::connection& c, const std::string& what) {
 
 int main(int argc, char** argv) {
   trigd::UseHugePagesForScheduleIndex();  // as trigd runs
-  bench::Flags flags(argc, argv,
-                     "trigd-bench-history [--history=10000000] [--jobs=20000] [--schedules=1000] [--limit=1000] [--rounds=5]");
+  bench::Flags flags(
+      argc, argv,
+      "trigd-bench-history [--history=10000000] [--jobs=20000] [--schedules=1000] [--limit=1000] [--rounds=5]");
   const int64_t history = flags.Int("history", 10000000);
   const int64_t jobs = flags.Int("jobs", 20000);
   const int64_t schedules = flags.Int("schedules", 1000);
@@ -139,9 +143,10 @@ int main(int argc, char** argv) {
   flags.Check();
   bench::Run& run = bench::Run::Start("history");
   const double load_before = bench::LoadAverage();
-  std::printf("history benchmark: launching %lld ready jobs with an empty history and with %lld historic runs "
-              "(and jobs), %d rounds each, alternating (load %.1f)\n",
-              static_cast<long long>(jobs), static_cast<long long>(history), rounds, load_before);
+  std::printf(
+      "history benchmark: launching %lld ready jobs with an empty history and with %lld historic runs "
+      "(and jobs), %d rounds each, alternating (load %.1f)\n",
+      static_cast<long long>(jobs), static_cast<long long>(history), rounds, load_before);
   auto t = Clock::now();
   const std::string history_pg = run.pg;
   const std::string empty_pg = run.AddDatabase("empty");
@@ -180,8 +185,9 @@ int main(int argc, char** argv) {
   std::printf("%-16s %6s %16.0f\n%-16s %6s %16.0f\n", "empty", "median", e, "with history", "median", w);
   std::printf("\nratio with history / empty: %.2f; target >= 0.9 (%s); load average %.1f -> %.1f\n", ratio,
               ratio >= 0.9 ? "met" : "NOT met", load_before, bench::LoadAverage());
-  std::printf("history is kept in the same tables; the hot path reaches only active rows through partial indexes "
-              "and looks the rest up by key (see the comment at the top of tools/benchmarks/history.cc)\n");
+  std::printf(
+      "history is kept in the same tables; the hot path reaches only active rows through partial indexes "
+      "and looks the rest up by key (see the comment at the top of tools/benchmarks/history.cc)\n");
   run.Finish();
   bench::ordered_json j;
   j["scenario"] = "history";

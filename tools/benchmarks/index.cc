@@ -64,8 +64,7 @@ struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
-using BaselineMap =
-    std::unordered_map<std::string, std::vector<int64_t>, StringHash, std::equal_to<>>;
+using BaselineMap = std::unordered_map<std::string, std::vector<int64_t>, StringHash, std::equal_to<>>;
 
 volatile uint64_t g_sink;  // keeps the timed lookups from being optimised away
 
@@ -93,8 +92,7 @@ Options ParseOptions(int argc, char** argv) {
     } else if (std::string q = value("--queries="); !q.empty()) {
       options.queries = std::stoul(q);
     } else {
-      std::fprintf(stderr, "usage: %s [--sizes=1000,10000,...] [--rounds=5] [--queries=N]\n",
-                   argv[0]);
+      std::fprintf(stderr, "usage: %s [--sizes=1000,10000,...] [--rounds=5] [--queries=N]\n", argv[0]);
       std::exit(2);
     }
   }
@@ -121,9 +119,7 @@ size_t ResidentBytes() {
   return resident_pages * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double SecondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Schedules with 1-3 leaves (40% one, 35% two, 25% three). Of the key kinds: the schedule's
 // own time key (at most one), a partition key (one in twenty on one of 100 hot datasets, the
@@ -225,9 +221,7 @@ double NsPerLookup(const QuerySet& queries, int rounds, LookupFn lookup) {
 }
 
 // glibc's chunk for a request: 8 bytes of header, 16-byte granularity, 32 bytes at least.
-size_t MallocChunk(size_t request) {
-  return std::max<size_t>(32, (request + 8 + 15) & ~size_t{15});
-}
+size_t MallocChunk(size_t request) { return std::max<size_t>(32, (request + 8 + 15) & ~size_t{15}); }
 
 // Heap bytes of the map from its node layout (next pointer, key, value, cached hash), the
 // strings too long for the small-string buffer, the id vectors and the bucket array.
@@ -274,8 +268,7 @@ std::string EnvelopeFor(std::string_view key, size_t i) {
     return head + "\"type\":\"program\",\"payload\":{\"program\":\"" + name +
            "\",\"run_id\":\"r-1\",\"status\":\"succeeded\",\"attempt\":1}}";
   }
-  return head + "\"type\":\"tick\",\"payload\":{\"schedule\":\"" + name +
-         "\",\"fire_time\":\"2026-11-22T10:00:00Z\"}}";
+  return head + "\"type\":\"tick\",\"payload\":{\"schedule\":\"" + name + "\",\"fire_time\":\"2026-11-22T10:00:00Z\"}}";
 }
 
 void Fail(const std::string& what) {
@@ -330,11 +323,9 @@ SizeResult RunSize(size_t n, const Options& options) {
   if (index.KeyStringBytes() != key_string_bytes) Fail("KeyStringBytes is off");
   const double leaves = static_cast<double>(result.leaves);
   result.index.bytes_per_leaf = (index.MemoryBytes() - index.KeyStringBytes()) / leaves;
-  result.index.rss_per_leaf =
-      (static_cast<double>(index_rss) - static_cast<double>(key_string_bytes)) / leaves;
+  result.index.rss_per_leaf = (static_cast<double>(index_rss) - static_cast<double>(key_string_bytes)) / leaves;
   result.baseline.bytes_per_leaf = (BaselineBytes(baseline) - key_string_bytes) / leaves;
-  result.baseline.rss_per_leaf =
-      (static_cast<double>(baseline_rss) - static_cast<double>(key_string_bytes)) / leaves;
+  result.baseline.rss_per_leaf = (static_cast<double>(baseline_rss) - static_cast<double>(key_string_bytes)) / leaves;
 
   auto index_lookup = [&index](std::string_view key) { return index.Lookup(key); };
   auto baseline_lookup = [&baseline](std::string_view key) -> std::span<const int64_t> {
@@ -377,8 +368,7 @@ SizeResult RunSize(size_t n, const Options& options) {
     result.event_miss_ns = per_event_ns(non_matching, trigd::RoutedEvent::Kind::kNoMatch);
   }
   {
-    const QuerySet hits =
-        MakeQueries(options.queries, [&] { return keys[random() % keys.size()]; });
+    const QuerySet hits = MakeQueries(options.queries, [&] { return keys[random() % keys.size()]; });
     result.index.hit_ns = NsPerLookup(hits, options.rounds, index_lookup);
     result.baseline.hit_ns = NsPerLookup(hits, options.rounds, baseline_lookup);
   }
@@ -387,8 +377,7 @@ SizeResult RunSize(size_t n, const Options& options) {
     std::iota(by_rank.begin(), by_rank.end(), 0);
     std::shuffle(by_rank.begin(), by_rank.end(), random);
     const ZipfSampler zipf(keys.size());
-    const QuerySet hits =
-        MakeQueries(options.queries, [&] { return keys[by_rank[zipf.Sample(random)]]; });
+    const QuerySet hits = MakeQueries(options.queries, [&] { return keys[by_rank[zipf.Sample(random)]]; });
     result.index.zipf_ns = NsPerLookup(hits, options.rounds, index_lookup);
     result.baseline.zipf_ns = NsPerLookup(hits, options.rounds, baseline_lookup);
   }
@@ -409,16 +398,14 @@ SizeResult RunSize(size_t n, const Options& options) {
   return result;
 }
 
-void PrintTable(const char* title, const std::vector<SizeResult>& results,
-                Figures SizeResult::*figures) {
+void PrintTable(const char* title, const std::vector<SizeResult>& results, Figures SizeResult::*figures) {
   std::printf("\n%s\n", title);
-  std::printf("%10s %9s %9s %9s %9s %9s %11s %11s %9s\n", "schedules", "leaves", "keys",
-              "hit ns", "zipf ns", "miss ns", "bytes/leaf", "rss/leaf", "build s");
+  std::printf("%10s %9s %9s %9s %9s %9s %11s %11s %9s\n", "schedules", "leaves", "keys", "hit ns", "zipf ns", "miss ns",
+              "bytes/leaf", "rss/leaf", "build s");
   for (const SizeResult& r : results) {
     const Figures& f = r.*figures;
-    std::printf("%10zu %9zu %9zu %9.1f %9.1f %9.1f %11.1f %11.1f %9.3f\n", r.schedules, r.leaves,
-                r.keys, f.hit_ns, f.zipf_ns, f.miss_ns, f.bytes_per_leaf, f.rss_per_leaf,
-                f.build_seconds);
+    std::printf("%10zu %9zu %9zu %9.1f %9.1f %9.1f %11.1f %11.1f %9.3f\n", r.schedules, r.leaves, r.keys, f.hit_ns,
+                f.zipf_ns, f.miss_ns, f.bytes_per_leaf, f.rss_per_leaf, f.build_seconds);
   }
 }
 
@@ -433,16 +420,14 @@ std::string Number(double value, int decimals) {
 int main(int argc, char** argv) {
   trigd::UseHugePagesForScheduleIndex();  // as trigd runs
   const Options options = ParseOptions(argc, argv);
-  std::printf("index benchmark: %zu queries per mix, median of %d rounds\n", options.queries,
-              options.rounds);
+  std::printf("index benchmark: %zu queries per mix, median of %d rounds\n", options.queries, options.rounds);
   std::vector<SizeResult> results;
   for (size_t n : options.sizes) {
     results.push_back(RunSize(n, options));
     std::fflush(stdout);
   }
   PrintTable("ScheduleIndex", results, &SizeResult::index);
-  PrintTable("std::unordered_map<std::string, std::vector<int64_t>> (baseline)", results,
-             &SizeResult::baseline);
+  PrintTable("std::unordered_map<std::string, std::vector<int64_t>> (baseline)", results, &SizeResult::baseline);
 
   const SizeResult& small = results.front();
   const SizeResult& large = results.back();
@@ -455,20 +440,20 @@ int main(int argc, char** argv) {
   const double event_ratio = large.event_ns / small.event_ns;
   const double event_miss_ratio = large.event_miss_ns / small.event_miss_ns;
   std::printf("\nper event routed (RouteEvents), matching: %s %.0f ns, %s %.0f ns, ratio %.2f (target <= 1.2: %s)\n",
-              s.c_str(), small.event_ns, l.c_str(), large.event_ns, event_ratio, event_ratio <= 1.2 ? "met" : "NOT met");
-  std::printf("per event routed (RouteEvents), matching no schedule: %s %.0f ns, %s %.0f ns, ratio %.2f (target <= 1.2: %s)\n",
-              s.c_str(), small.event_miss_ns, l.c_str(), large.event_miss_ns, event_miss_ratio,
-              event_miss_ratio <= 1.2 ? "met" : "NOT met");
-  std::printf("\nratio %s/%s per lookup: hit %.2f, hit-zipf %.2f, miss %.2f (map: hit %.2f)\n",
-              l.c_str(), s.c_str(), ratio, zipf_ratio, miss_ratio, baseline_ratio);
+              s.c_str(), small.event_ns, l.c_str(), large.event_ns, event_ratio,
+              event_ratio <= 1.2 ? "met" : "NOT met");
+  std::printf(
+      "per event routed (RouteEvents), matching no schedule: %s %.0f ns, %s %.0f ns, ratio %.2f (target <= 1.2: %s)\n",
+      s.c_str(), small.event_miss_ns, l.c_str(), large.event_miss_ns, event_miss_ratio,
+      event_miss_ratio <= 1.2 ? "met" : "NOT met");
+  std::printf("\nratio %s/%s per lookup: hit %.2f, hit-zipf %.2f, miss %.2f (map: hit %.2f)\n", l.c_str(), s.c_str(),
+              ratio, zipf_ratio, miss_ratio, baseline_ratio);
   std::printf("targets: ratio <= 1.2 (hit: %s, hit-zipf: %s); <= 200 bytes/leaf at %s: %s\n",
               ratio <= 1.2 ? "met" : "NOT met", zipf_ratio <= 1.2 ? "met" : "NOT met", l.c_str(),
               large.index.bytes_per_leaf <= 200 ? "met" : "NOT met");
 
   std::string json = "{\"scenario\":\"index\"";
-  auto field = [&json](const std::string& name, const std::string& value) {
-    json += ",\"" + name + "\":" + value;
-  };
+  auto field = [&json](const std::string& name, const std::string& value) { json += ",\"" + name + "\":" + value; };
   field("ns_per_event_" + s, Number(small.event_ns, 0));
   field("ns_per_event_" + l, Number(large.event_ns, 0));
   field("ratio_event_" + l + "_over_" + s, Number(event_ratio, 2));

@@ -1,4 +1,5 @@
-// Ingest: events matching no schedule through trigd's full consume path vs a bare librdkafka batch consumer on the same topic.
+// Ingest: events matching no schedule through trigd's full consume path vs a bare librdkafka batch consumer on the same
+// topic.
 //
 // Setup: --schedules schedules listening on datasets no event names, and --events partition
 // events (about 190 bytes each) produced beforehand to <prefix>events.data (4 partitions).
@@ -44,7 +45,8 @@ int main(int argc, char** argv) {
               static_cast<long long>(events), static_cast<long long>(schedules), rounds, load_before);
   std::vector<nlohmann::json> docs;
   for (int64_t k = 0; k < schedules; ++k) {
-    docs.push_back({{"namespace", "bench"}, {"name", "s" + std::to_string(k)},
+    docs.push_back({{"namespace", "bench"},
+                    {"name", "s" + std::to_string(k)},
                     {"program", {{"name", "p" + std::to_string(k)}}},
                     {"trigger", {{"partition", {{"dataset", "listened." + std::to_string(k)}}}}}});
   }
@@ -55,8 +57,9 @@ int main(int argc, char** argv) {
     bench::BulkProducer producer(run.kafka);
     for (int64_t i = 0; i < events; ++i) {
       std::string dataset = "unlistened." + std::to_string(i % 997);
-      producer.Produce(topic, dataset,
-                       bench::PartitionEvent("ev-" + std::to_string(i), dataset, "dt=2026-11-22/h=" + std::to_string(i % 24)));
+      producer.Produce(
+          topic, dataset,
+          bench::PartitionEvent("ev-" + std::to_string(i), dataset, "dt=2026-11-22/h=" + std::to_string(i % 24)));
     }
     producer.Flush();
   }
@@ -87,7 +90,8 @@ int main(int argc, char** argv) {
       n = Committed(watch, group, topic);
     }
     const double engine_s = bench::SecondsSince(first_at);
-    if (n != events) run.Fail("trigd committed " + std::to_string(n) + " positions for " + std::to_string(events) + " events");
+    if (n != events)
+      run.Fail("trigd committed " + std::to_string(n) + " positions for " + std::to_string(events) + " events");
     trigd.Stop();
     return static_cast<double>(events - first_count) / engine_s;
   };
@@ -106,8 +110,10 @@ int main(int argc, char** argv) {
     const auto deadline = bench::Clock::now() + std::chrono::seconds(240);
     int64_t first_batch = 0;
     while (seen < events) {
-      if (bench::Clock::now() > deadline) run.Fail("bare consumer saw " + std::to_string(seen) + " events within 240 s");
-      size_t got = consumer.ConsumeBatch(100, [&](const char* p, size_t len) { bytes += len + static_cast<uint8_t>(p[len / 2]); });
+      if (bench::Clock::now() > deadline)
+        run.Fail("bare consumer saw " + std::to_string(seen) + " events within 240 s");
+      size_t got = consumer.ConsumeBatch(
+          100, [&](const char* p, size_t len) { bytes += len + static_cast<uint8_t>(p[len / 2]); });
       if (got > 0 && seen == 0) {
         bare_first = bench::Clock::now();
         first_batch = static_cast<int64_t>(got);
@@ -137,8 +143,8 @@ int main(int argc, char** argv) {
   }
   double engine = bench::Median(engine_rate), bare = bench::Median(bare_rate), ratio = engine / bare;
   std::printf("%6s %16.0f %18.0f %8.2f\n", "median", engine, bare, ratio);
-  std::printf("\ntarget: ratio >= 0.6 (%s); load average %.1f -> %.1f\n", ratio >= 0.6 ? "met" : "NOT met",
-              load_before, bench::LoadAverage());
+  std::printf("\ntarget: ratio >= 0.6 (%s); load average %.1f -> %.1f\n", ratio >= 0.6 ? "met" : "NOT met", load_before,
+              bench::LoadAverage());
   run.Finish();
   bench::ordered_json j;
   j["scenario"] = "ingest";
@@ -150,9 +156,10 @@ int main(int argc, char** argv) {
   j["events"] = events;
   j["rounds"] = rounds;
   j["load_average"] = bench::Round(bench::LoadAverage(), 1);
-  j["bottleneck"] = "CPU on the shared two cores: trigd's ingest thread still checks every envelope (a one-pass scan, "
-                    "about 1,300 instructions an event) where the bare consumer touches one byte, and commits positions "
-                    "to PostgreSQL; librdkafka's fetch thread, Kafka and PostgreSQL compete for the same cores";
+  j["bottleneck"] =
+      "CPU on the shared two cores: trigd's ingest thread still checks every envelope (a one-pass scan, "
+      "about 1,300 instructions an event) where the bare consumer touches one byte, and commits positions "
+      "to PostgreSQL; librdkafka's fetch thread, Kafka and PostgreSQL compete for the same cores";
   bench::PrintJson(j);
   return 0;
 }

@@ -20,8 +20,8 @@
 // Reported: p50, p90, p99, p99.9 and max in ms; events not received within 30 s count as lost.
 //
 // Usage: trigd-bench-latency [--rate=1000] [--seconds=60] [--schedules=1000] [--warmup-seconds=30]
-#include <cstdio>
 #include <unistd.h>  // sync
+#include <cstdio>
 
 #include "bench_util.h"
 
@@ -74,11 +74,11 @@ Percentiles OpenLoop(bench::Run& run, int64_t count, double rate, const std::str
   std::vector<int64_t> produced_ms(count, 0);  // written by the receiver, read after its join
   for (auto& r : received_ns) r = 0;
   // system_clock (Kafka's timestamps) = steady_clock + this, in ns.
-  const int64_t system_minus_steady = 0 +
-                                      std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count() -
-                                      Clock::now().time_since_epoch().count();
+  const int64_t system_minus_steady =
+      0 +
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count() -
+      Clock::now().time_since_epoch().count();
   std::atomic<bool> stop{false}, ready{false};
   std::atomic<int64_t> seen_count{0};
   std::thread receiver([&] {
@@ -264,17 +264,18 @@ int main(int argc, char** argv) {
   OpenLoop(run, warm, rate, rt_warm, bare_message(rt_warm), NumberDecoder);
   Percentiles bare = OpenLoop(run, count, rate, rt, bare_message(rt), NumberDecoder);
 
-  std::printf("\n%-34s %8s %8s %8s %8s %8s %9s %6s\n", "latency from intended send (ms)", "p50", "p90", "p99",
-              "p99.9", "max", "received", "lost");
+  std::printf("\n%-34s %8s %8s %8s %8s %8s %9s %6s\n", "latency from intended send (ms)", "p50", "p90", "p99", "p99.9",
+              "max", "received", "lost");
   Print("trigd: event -> launch request", engine);
   Print("bare Kafka round trip (baseline)", bare);
-  std::printf("trigd, split at the launch request's Kafka timestamp (1 ms resolution): event -> produced by the "
-              "relay p50 %.1f p99 %.1f; produced -> received p50 %.1f p99 %.1f\n",
-              engine.to_produced_p50, engine.to_produced_p99, engine.produced_to_received_p50,
-              engine.produced_to_received_p99);
+  std::printf(
+      "trigd, split at the launch request's Kafka timestamp (1 ms resolution): event -> produced by the "
+      "relay p50 %.1f p99 %.1f; produced -> received p50 %.1f p99 %.1f\n",
+      engine.to_produced_p50, engine.to_produced_p99, engine.produced_to_received_p50, engine.produced_to_received_p99);
   for (const auto& [what, p] : {std::pair{"trigd", &engine}, std::pair{"bare", &bare}}) {
     std::printf("%s, slowest seconds of the timetable (second: max ms):", what);
-    for (const auto& [second, worst] : p->worst_seconds) std::printf(" %lld: %.1f", static_cast<long long>(second), worst);
+    for (const auto& [second, worst] : p->worst_seconds)
+      std::printf(" %lld: %.1f", static_cast<long long>(second), worst);
     std::printf("\n");
   }
   bool met = engine.lost == 0 && engine.p50 <= 5 && engine.p99 <= 25;
@@ -304,11 +305,12 @@ int main(int argc, char** argv) {
   j["warmup_p50_ms"] = bench::Round(w.p50, 2);
   j["warmup_p99_ms"] = bench::Round(w.p99, 2);
   j["load_average"] = bench::Round(bench::LoadAverage(), 1);
-  j["bottleneck"] = "an event waits for one ingest transaction (four round trips and an fsync: positions and "
-                    "de-duplication ids, schedules and open jobs, the claim with its counters, the writes with the "
-                    "COMMIT), then for the relay's claim and Kafka's acknowledgement of its produce; at 1,000 "
-                    "events/s PostgreSQL, Kafka, trigd and this benchmark use most of the two cores, every round "
-                    "trip waits for a core, and a stalled fsync delays every event behind it (the p99)";
+  j["bottleneck"] =
+      "an event waits for one ingest transaction (four round trips and an fsync: positions and "
+      "de-duplication ids, schedules and open jobs, the claim with its counters, the writes with the "
+      "COMMIT), then for the relay's claim and Kafka's acknowledgement of its produce; at 1,000 "
+      "events/s PostgreSQL, Kafka, trigd and this benchmark use most of the two cores, every round "
+      "trip waits for a core, and a stalled fsync delays every event behind it (the p99)";
   bench::PrintJson(j);
   return 0;
 }

@@ -1,15 +1,15 @@
-// Launch: ready jobs claimed, run + outbox written, published and confirmed (checker + relay) vs the bare claim SQL in a loop.
+// Launch: ready jobs claimed, run + outbox written, published and confirmed (checker + relay) vs the bare claim SQL in
+// a loop.
 //
 // Setup: --schedules schedules without constraints and --jobs ready jobs (PENDING_CONSTRAINT,
 // due now) opened through the append path, kept as a seed and put back before every round.
 // Engine path: trigd's checker loops (TRIGD_CHECKERS of them, default 2, as in trigd), each
 // PgStore::CheckDueJobs(--limit) until nothing is due (each job's constraints checked, its run
-// row and launch request written in the same transaction), and its relay loop on another thread (ClaimOutbox(5000), Producer::ProduceAndWait to the real
-// Kafka broker, CompleteOutbox: the request deleted from the outbox), until every launch is
-// confirmed.
-// Baseline: `UPDATE jobs SET state='claimed' WHERE id IN (SELECT ... ORDER BY priority,
-// ready_at, id LIMIT n FOR UPDATE SKIP LOCKED)` in a loop, one transaction each, on the same
-// jobs. Figures are medians over --rounds, the engine and the baseline alternating.
+// row and launch request written in the same transaction), and its relay loop on another thread (ClaimOutbox(5000),
+// Producer::ProduceAndWait to the real Kafka broker, CompleteOutbox: the request deleted from the outbox), until every
+// launch is confirmed. Baseline: `UPDATE jobs SET state='claimed' WHERE id IN (SELECT ... ORDER BY priority, ready_at,
+// id LIMIT n FOR UPDATE SKIP LOCKED)` in a loop, one transaction each, on the same jobs. Figures are medians over
+// --rounds, the engine and the baseline alternating.
 //
 // Usage: trigd-bench-launch [--jobs=50000] [--schedules=1000] [--limit=1000] [--rounds=5]
 #include <cstdio>
@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   int checkers = 0;
   std::vector<double> engine_rate, claim_rate, checker_cpu, relay_cpu, client_cpu, claim_cpu;
   std::printf("\n%6s %16s %14s %8s   %-38s %s\n", "round", "engine launch/s", "claim SQL/s", "ratio",
-              "engine time in (s): check / relay claim", "CPU ms per 1000 (engine: checker db + relay db + "
+              "engine time in (s): check / relay claim",
+              "CPU ms per 1000 (engine: checker db + relay db + "
               "trigd; baseline: db)");
   std::printf("%6s %16s %14s %8s   %-38s\n", "", "", "", "", "  / produce+ack / complete of total");
   const double per_1000 = 1e6 / static_cast<double>(jobs);
@@ -58,8 +59,8 @@ int main(int argc, char** argv) {
     std::snprintf(times, sizeof times, "%.2f / %.2f / %.2f / %.2f of %.2f", f.check_seconds, f.claim_seconds,
                   f.produce_seconds, f.complete_seconds, f.seconds);
     std::printf("%6d %16.0f %14.0f %8.2f   %-38s %.0f + %.0f + %.0f; %.0f\n", round + 1, engine_rate.back(),
-                claim_rate.back(), engine_rate.back() / claim_rate.back(), times, checker_cpu.back(),
-                relay_cpu.back(), client_cpu.back(), claim_cpu.back());
+                claim_rate.back(), engine_rate.back() / claim_rate.back(), times, checker_cpu.back(), relay_cpu.back(),
+                client_cpu.back(), claim_cpu.back());
     std::fflush(stdout);
   }
   double engine = bench::Median(engine_rate), claim = bench::Median(claim_rate), ratio = engine / claim;
@@ -67,8 +68,7 @@ int main(int argc, char** argv) {
               bench::Median(checker_cpu), bench::Median(relay_cpu), bench::Median(client_cpu),
               bench::Median(claim_cpu));
   std::printf("\ntargets: ratio >= 0.7 (%s), >= 20,000 launches/s (%s); load average %.1f -> %.1f\n",
-              ratio >= 0.7 ? "met" : "NOT met", engine >= 20000 ? "met" : "NOT met", load_before,
-              bench::LoadAverage());
+              ratio >= 0.7 ? "met" : "NOT met", engine >= 20000 ? "met" : "NOT met", load_before, bench::LoadAverage());
   run.Finish();
   bench::ordered_json j;
   j["scenario"] = "launch";
@@ -88,9 +88,10 @@ int main(int argc, char** argv) {
   j["limit"] = limit;
   j["rounds"] = rounds;
   j["load_average"] = bench::Round(bench::LoadAverage(), 1);
-  j["bottleneck"] = "a launch updates its job once, appending to its history, copies in a run row (5 indexes) "
-                    "and its launch request (deleted again by the relay once Kafka confirmed), locks and updates "
-                    "its schedule's run counters and share-locks the schedule; the claim SQL updates the job once";
+  j["bottleneck"] =
+      "a launch updates its job once, appending to its history, copies in a run row (5 indexes) "
+      "and its launch request (deleted again by the relay once Kafka confirmed), locks and updates "
+      "its schedule's run counters and share-locks the schedule; the claim SQL updates the job once";
   bench::PrintJson(j);
   return 0;
 }

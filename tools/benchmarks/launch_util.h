@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "bench_util.h"
 #include "app/cli.h"
+#include "bench_util.h"
 #include "core/envelope.h"
 #include "core/schedule_index.h"
 #include "log/kafka.h"
@@ -26,7 +26,8 @@ namespace bench {
 inline void MakeReadyJobs(Run& run, int64_t schedules, int64_t jobs) {
   std::vector<nlohmann::json> docs;
   for (int64_t k = 0; k < schedules; ++k) {
-    docs.push_back({{"namespace", "bench"}, {"name", "s" + std::to_string(k)},
+    docs.push_back({{"namespace", "bench"},
+                    {"name", "s" + std::to_string(k)},
                     {"program", {{"name", "p" + std::to_string(k)}}},
                     {"trigger", {{"partition", {{"dataset", "d" + std::to_string(k)}}}}}});
   }
@@ -73,12 +74,15 @@ inline int64_t AddReadyJobs(Run& run) {
   int64_t first = 0;
   {
     pqxx::work tx(c);
-    const std::string columns = tx.exec1(
-        "SELECT string_agg(column_name, ', ' ORDER BY ordinal_position) FROM information_schema.columns "
-        "WHERE table_schema = 'public' AND table_name = 'jobs' AND column_name <> 'id'")[0].as<std::string>();
+    const std::string columns =
+        tx.exec1(
+              "SELECT string_agg(column_name, ', ' ORDER BY ordinal_position) FROM information_schema.columns "
+              "WHERE table_schema = 'public' AND table_name = 'jobs' AND column_name <> 'id'")[0]
+            .as<std::string>();
     tx.exec("TRUNCATE outbox, schedule_runtime, group_runtime");
     first = tx.exec1("WITH added AS (INSERT INTO jobs (" + columns + ") SELECT " + columns +
-                     " FROM jobs_seed ORDER BY id RETURNING id) SELECT min(id) FROM added")[0].as<int64_t>();
+                     " FROM jobs_seed ORDER BY id RETURNING id) SELECT min(id) FROM added")[0]
+                .as<int64_t>();
     tx.exec_params("UPDATE jobs SET next_check_at = now() WHERE id >= $1", first);
     tx.commit();
   }
@@ -112,8 +116,10 @@ struct LaunchFigures {
 inline pid_t BackendPid(Run& run, const std::string& application_name) {
   pqxx::connection c(run.pg);
   pqxx::work tx(c);
-  auto r = tx.exec_params("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                          "AND application_name = $1", application_name);
+  auto r = tx.exec_params(
+      "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+      "AND application_name = $1",
+      application_name);
   return r.empty() ? 0 : static_cast<pid_t>(r[0][0].as<int>());
 }
 
@@ -259,7 +265,8 @@ inline double ClaimLoop(Run& run, int64_t expected, size_t limit, double* server
   }
   double s = SecondsSince(start);
   if (server_cpu) *server_cpu = ProcessCpuSeconds(backend) - cpu0;
-  if (claimed != expected) run.Fail("claim loop claimed " + std::to_string(claimed) + ", expected " + std::to_string(expected));
+  if (claimed != expected)
+    run.Fail("claim loop claimed " + std::to_string(claimed) + ", expected " + std::to_string(expected));
   // Claimed jobs that nothing will launch: out of the way of later rounds.
   pqxx::work tx(c);
   tx.exec("DELETE FROM jobs WHERE state = 'claimed'");

@@ -1,4 +1,5 @@
-// Start-up: loading N schedules (default 1M) from PostgreSQL into the reverse index, vs the bare SQL read of the same rows
+// Start-up: loading N schedules (default 1M) from PostgreSQL into the reverse index, vs the bare SQL read of the same
+// rows
 //
 // The schedules are written straight into the tables with generate_series (applying 1M
 // documents through trigctl is not what is measured here). Then, as trigd does on start:
@@ -39,12 +40,16 @@ int main(int argc, char** argv) {
         "INSERT INTO schedules (id, name, version, doc_hash, document, state) "
         "SELECT g, 'default/s' || g, 1, 'h' || g, jsonb_build_object('name', 's' || g, 'program', "
         "jsonb_build_object('name', 'p' || g), 'trigger', jsonb_build_object('partition', "
-        "jsonb_build_object('dataset', 'feed.' || g))), 'active' FROM generate_series(1, $1::bigint) g", n);
-    tx.exec_params("INSERT INTO schedule_triggers (schedule_id, leaf, event_key) "
-                   "SELECT g, 0, 'partition:feed.' || g FROM generate_series(1, $1::bigint) g", n);
-    tx.exec_params("INSERT INTO schedule_triggers (schedule_id, leaf, event_key) "
-                   "SELECT g, 1, 'program:upstream.' || (g % 1000) FROM generate_series(1, $1::bigint) g WHERE g % 3 = 0",
-                   n);
+        "jsonb_build_object('dataset', 'feed.' || g))), 'active' FROM generate_series(1, $1::bigint) g",
+        n);
+    tx.exec_params(
+        "INSERT INTO schedule_triggers (schedule_id, leaf, event_key) "
+        "SELECT g, 0, 'partition:feed.' || g FROM generate_series(1, $1::bigint) g",
+        n);
+    tx.exec_params(
+        "INSERT INTO schedule_triggers (schedule_id, leaf, event_key) "
+        "SELECT g, 1, 'program:upstream.' || (g % 1000) FROM generate_series(1, $1::bigint) g WHERE g % 3 = 0",
+        n);
     tx.exec("SELECT setval('schedules_id_seq', (SELECT max(id) FROM schedules))");
     tx.commit();
     pqxx::nontransaction(c).exec("VACUUM ANALYZE schedules, schedule_triggers");
@@ -72,7 +77,8 @@ int main(int argc, char** argv) {
       rss_growth.push_back(RssMb() - rss0);
       index_bytes = index.MemoryBytes();
       key_bytes = index.KeyStringBytes();
-      if (index.schedule_count() != static_cast<size_t>(n)) run.Fail("index holds " + std::to_string(index.schedule_count()));
+      if (index.schedule_count() != static_cast<size_t>(n))
+        run.Fail("index holds " + std::to_string(index.schedule_count()));
     }
     {
       auto t0 = bench::Clock::now();
@@ -94,14 +100,16 @@ int main(int argc, char** argv) {
   std::printf("%-44s %12.1f\n", "index bytes per leaf beyond key strings",
               static_cast<double>(index_bytes - key_bytes) / static_cast<double>(leaves));
   std::printf("%-44s %12.0f\n", "RSS growth of one load (MB)", bench::Median(rss_growth));
-  bench::ordered_json j = {{"scenario", "startup"},
-                           {"schedules", n},
-                           {"leaf_triggers", leaves},
-                           {"load_seconds", bench::Round(engine, 2)},
-                           {"baseline_select_seconds", bench::Round(baseline, 2)},
-                           {"ratio_baseline_over_load", bench::Round(baseline / engine, 2)},
-                           {"index_bytes_per_leaf", bench::Round(static_cast<double>(index_bytes - key_bytes) / static_cast<double>(leaves), 1)},
-                           {"rss_growth_mb", bench::Round(bench::Median(rss_growth), 0)}};
+  bench::ordered_json j = {
+      {"scenario", "startup"},
+      {"schedules", n},
+      {"leaf_triggers", leaves},
+      {"load_seconds", bench::Round(engine, 2)},
+      {"baseline_select_seconds", bench::Round(baseline, 2)},
+      {"ratio_baseline_over_load", bench::Round(baseline / engine, 2)},
+      {"index_bytes_per_leaf",
+       bench::Round(static_cast<double>(index_bytes - key_bytes) / static_cast<double>(leaves), 1)},
+      {"rss_growth_mb", bench::Round(bench::Median(rss_growth), 0)}};
   run.Finish();
   bench::PrintJson(j);
   return 0;

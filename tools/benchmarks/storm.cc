@@ -1,4 +1,5 @@
-// Storm: 100,000 cron schedules due in the same second, time until all are launched, vs producing and consuming as many bare messages.
+// Storm: 100,000 cron schedules due in the same second, time until all are launched, vs producing and consuming as many
+// bare messages.
 //
 // Setup: --schedules cron schedules ("M H * * *" in UTC, daily at the minute the run started,
 // so no fire time falls inside the run by itself; each its own program), applied through
@@ -52,11 +53,14 @@ int main(int argc, char** argv) {
   auto t = Clock::now();
   std::vector<nlohmann::json> docs;
   for (int64_t k = 0; k < schedules; ++k) {
-    docs.push_back({{"namespace", "bench"}, {"name", bench::Cat("c", k)},
+    docs.push_back({{"namespace", "bench"},
+                    {"name", bench::Cat("c", k)},
                     {"program", {{"name", bench::Cat("storm.p", k)}}},
                     {"trigger", {{"time", {{"cron", cron}, {"timezone", "UTC"}}}}}});
   }
-  docs.push_back({{"namespace", "bench"}, {"name", "warm"}, {"program", {{"name", "warm.p"}}},
+  docs.push_back({{"namespace", "bench"},
+                  {"name", "warm"},
+                  {"program", {{"name", "warm.p"}}},
                   {"trigger", {{"partition", {{"dataset", "warm"}}}}}});
   bench::ApplyScheduleDocs(run, docs, 10000);
   pqxx::connection watch(run.pg);
@@ -122,8 +126,10 @@ int main(int argc, char** argv) {
     {
       pqxx::connection c(run.pg);
       pqxx::work tx(c);
-      tx.exec_params("UPDATE time_triggers SET anchor = $1::timestamptz - interval '1 minute', last_fire_time = NULL, "
-                     "next_fire_at = $1::timestamptz", fire);
+      tx.exec_params(
+          "UPDATE time_triggers SET anchor = $1::timestamptz - interval '1 minute', last_fire_time = NULL, "
+          "next_fire_at = $1::timestamptz",
+          fire);
       start = Clock::now();
       tx.commit();
     }
@@ -205,9 +211,10 @@ int main(int argc, char** argv) {
   j["rounds"] = rounds;
   j["load_average"] = bench::Round(bench::LoadAverage(), 1);
   j["trigd_cpu_ms_per_launch"] = bench::Round(bench::Median(trigd_cpu) * 1000.0 / static_cast<double>(schedules), 3);
-  j["bottleneck"] = "PostgreSQL's write path: per launch a tick state update, a job inserted already "
-                    "launched, a run insert, a launch request written and deleted, about 0.1 ms of server time "
-                    "in all, and trigd's own CPU (trigd_cpu_ms_per_launch), on two cores shared with Kafka";
+  j["bottleneck"] =
+      "PostgreSQL's write path: per launch a tick state update, a job inserted already "
+      "launched, a run insert, a launch request written and deleted, about 0.1 ms of server time "
+      "in all, and trigd's own CPU (trigd_cpu_ms_per_launch), on two cores shared with Kafka";
   bench::PrintJson(j);
   return 0;
 }

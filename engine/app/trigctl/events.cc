@@ -53,7 +53,8 @@ int Send(const Context& ctx, const json& e, const std::string& topic, const std:
               << (*producer)->LastError() << "\n";
     return 2;
   }
-  std::cout << (ctx.as_json ? e.dump() : "emitted " + e["id"].get<std::string>() + " on " + topic + ": " + e.dump()) << "\n";
+  std::cout << (ctx.as_json ? e.dump() : "emitted " + e["id"].get<std::string>() + " on " + topic + ": " + e.dump())
+            << "\n";
   return 0;
 }
 
@@ -64,7 +65,8 @@ struct EmitFlags {
 };
 
 int EmitPartition(const Context& ctx, const EmitFlags& f) {
-  if (f.dataset.empty() || f.partitions.empty()) return ctx.Usage("needs DATASET PARTITION... (one partition at least)");
+  if (f.dataset.empty() || f.partitions.empty())
+    return ctx.Usage("needs DATASET PARTITION... (one partition at least)");
   json e = NewEvent("partition");
   e["payload"] = {{"dataset", f.dataset}, {"partitions", f.partitions}};
   if (f.bytes) {
@@ -82,8 +84,10 @@ int EmitProgram(const Context& ctx, const EmitFlags& f) {
   json e = NewEvent("program");
   auto attempt = ParseId(f.attempt.value_or("1"));
   if (!attempt || *attempt < 1) return Refuse("events emit", "--attempt must be a positive integer");
-  e["payload"] = {{"program", f.program}, {"run_id", f.run_id.value_or(e["id"].get<std::string>())},
-                  {"status", f.status}, {"attempt", *attempt}};
+  e["payload"] = {{"program", f.program},
+                  {"run_id", f.run_id.value_or(e["id"].get<std::string>())},
+                  {"status", f.status},
+                  {"attempt", *attempt}};
   return Send(ctx, e, trigd::TopicNames(ctx.config.topic_prefix).events_program, f.program);
 }
 
@@ -97,26 +101,28 @@ int EmitTick(const Context& ctx, const EmitFlags& f) {
   // As trigd reads an envelope's times: any RFC 3339 fraction (Python writes microseconds).
   auto parsed = trigd::ParseEnvelopeTime(fire_time);
   if (!parsed) {
-    return Refuse("events emit", "--fire-time: invalid time \"" + fire_time +
-                                     "\": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
+    return Refuse("events emit",
+                  "--fire-time: invalid time \"" + fire_time + "\": expected RFC 3339, e.g. 2026-11-22T10:00:00Z");
   }
-    // trigd would count a tick that reaches no time trigger `no_match` and do nothing: say so
-    // here instead of "emitted" (Airflow's `dags trigger` refuses an unknown DAG too).
-    auto found = trigd::QuerySchedule(ctx.config.pg, schedule);
-    if (!found.ok()) return Fail(found.status(), "events emit");
-    std::string refused;
-    if (found->empty()) {
-      refused = "no schedule " + schedule;
-    } else if ((*found)[0].value("state", "") != "active") {
-      refused = "schedule " + schedule + " is " + (*found)[0].value("state", "") + ": trigd ignores its events (resume it first)";
-    } else {
-      trigd::ParsedSchedule s = trigd::ParseSchedule((*found)[0]["document"]);
-      auto leaves = s.ok() ? trigd::TriggerLeaves(s.schedule.trigger) : std::vector<const trigd::Trigger*>{};
-      if (std::none_of(leaves.begin(), leaves.end(), [](const trigd::Trigger* t) { return t->kind == trigd::TriggerKind::kTime; })) {
-        refused = "schedule " + schedule + " has no time trigger: a tick reaches nothing";
-      }
+  // trigd would count a tick that reaches no time trigger `no_match` and do nothing: say so
+  // here instead of "emitted" (Airflow's `dags trigger` refuses an unknown DAG too).
+  auto found = trigd::QuerySchedule(ctx.config.pg, schedule);
+  if (!found.ok()) return Fail(found.status(), "events emit");
+  std::string refused;
+  if (found->empty()) {
+    refused = "no schedule " + schedule;
+  } else if ((*found)[0].value("state", "") != "active") {
+    refused = "schedule " + schedule + " is " + (*found)[0].value("state", "") +
+              ": trigd ignores its events (resume it first)";
+  } else {
+    trigd::ParsedSchedule s = trigd::ParseSchedule((*found)[0]["document"]);
+    auto leaves = s.ok() ? trigd::TriggerLeaves(s.schedule.trigger) : std::vector<const trigd::Trigger*>{};
+    if (std::none_of(leaves.begin(), leaves.end(),
+                     [](const trigd::Trigger* t) { return t->kind == trigd::TriggerKind::kTime; })) {
+      refused = "schedule " + schedule + " has no time trigger: a tick reaches nothing";
     }
-    if (!refused.empty()) return Refuse("events emit", refused);
+  }
+  if (!refused.empty()) return Refuse("events emit", refused);
   e["payload"] = {{"schedule", schedule}, {"fire_time", trigd::FormatTime(*parsed)}};
   return Send(ctx, e, trigd::TopicNames(ctx.config.topic_prefix).events_time, schedule);
 }
@@ -128,11 +134,13 @@ void AddEvents(CLI::App& root, Context& ctx) {
   CLI::App* emit = Noun(*events, "emit", "produce one event: partition, program or tick");
   auto f = std::make_shared<EmitFlags>();
   // Each kind its own flags: a tick's typo (--bytes) is refused, not ignored.
-  CLI::App* partition = ctx.Verb(*emit, "partition", "partitions of a dataset have landed", [&ctx, f] { return EmitPartition(ctx, *f); });
+  CLI::App* partition =
+      ctx.Verb(*emit, "partition", "partitions of a dataset have landed", [&ctx, f] { return EmitPartition(ctx, *f); });
   partition->add_option("DATASET", f->dataset, "the dataset");
   partition->add_option("PARTITION", f->partitions, "one partition at least");
   trigd::FlagValue(partition->add_option("--bytes", f->bytes, "the partitions' size")->type_name("N"));
-  CLI::App* program = ctx.Verb(*emit, "program", "a run report, as a worker sends it", [&ctx, f] { return EmitProgram(ctx, *f); });
+  CLI::App* program =
+      ctx.Verb(*emit, "program", "a run report, as a worker sends it", [&ctx, f] { return EmitProgram(ctx, *f); });
   program->add_option("PROGRAM", f->program, "the program");
   program->add_option("STATUS", f->status, "started, heartbeat, succeeded, failed or killed");
   trigd::FlagValue(program->add_option("--run-id", f->run_id, "the run (default: the event id)")->type_name("ID"));
@@ -140,7 +148,8 @@ void AddEvents(CLI::App& root, Context& ctx) {
   CLI::App* tick = ctx.Verb(*emit, "tick", "a run of a schedule's time trigger now, or of fire time T (a backfill)",
                             [&ctx, f] { return EmitTick(ctx, *f); });
   tick->add_option("SCHEDULE", f->schedule, "namespace/name");
-  trigd::FlagValue(tick->add_option("--fire-time", f->fire_time, "RFC 3339, e.g. 2026-11-22T10:00:00Z")->type_name("T"));
+  trigd::FlagValue(
+      tick->add_option("--fire-time", f->fire_time, "RFC 3339, e.g. 2026-11-22T10:00:00Z")->type_name("T"));
 }
 
 }  // namespace trigctl

@@ -22,8 +22,12 @@ int HistoryPrune(const Context& ctx, const std::optional<std::string>& older, bo
   auto r = trigd::PruneHistory(config.pg, *keep, dry_run, &cutoff, &runs_cutoff);
   if (!r.ok()) return Fail(r.status(), "history prune");
   if (as_json) {
-    std::cout << json{{"dry_run", dry_run}, {"jobs", r->jobs}, {"runs", r->runs}, {"finished_before", trigd::FormatTime(cutoff)},
-                      {"runs_launched_before", trigd::FormatTime(runs_cutoff)}}.dump()
+    std::cout << json{{"dry_run", dry_run},
+                      {"jobs", r->jobs},
+                      {"runs", r->runs},
+                      {"finished_before", trigd::FormatTime(cutoff)},
+                      {"runs_launched_before", trigd::FormatTime(runs_cutoff)}}
+                     .dump()
               << "\n";
     return 0;
   }

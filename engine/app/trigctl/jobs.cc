@@ -18,12 +18,14 @@ int JobsList(const Context& ctx, const std::optional<std::string>& state, const 
   auto limit = Limit(limit_flag);
   if (!limit) return Refuse("jobs list", "--limit must be a positive integer, got \"" + *limit_flag + "\"");
   if (state && std::none_of(std::begin(kJobStates), std::end(kJobStates), [&](const char* s) { return *state == s; })) {
-    return Refuse("jobs list", "unknown job state \"" + *state + "\" (one of pending_trigger, pending_constraint, launched, discarded)");
+    return Refuse("jobs list", "unknown job state \"" + *state +
+                                   "\" (one of pending_trigger, pending_constraint, launched, discarded)");
   }
   auto r = trigd::QueryJobs(ctx.config.pg, state, schedule, *limit);
   if (!r.ok()) return FailList(r.status(), "jobs list", schedule);
-  PrintRows(*r, {"id", "schedule", "version", "state", "priority", "opened_at", "next_check_at", "run_id", "discard_reason"},
-            ctx.as_json);
+  PrintRows(
+      *r, {"id", "schedule", "version", "state", "priority", "opened_at", "next_check_at", "run_id", "discard_reason"},
+      ctx.as_json);
   return 0;
 }
 

@@ -34,13 +34,18 @@ int Lag(const Context& ctx) {
   for (const auto& e : *ends) {
     int64_t committed = 0;
     for (const auto& s : *stored) {
-      if (s.value("group", "") == config.group && s.value("topic", "") == e.topic && s.value("partition", -1) == e.partition)
+      if (s.value("group", "") == config.group && s.value("topic", "") == e.topic &&
+          s.value("partition", -1) == e.partition)
         committed = s.value("next_offset", int64_t{0});
     }
     int64_t lag = std::max<int64_t>(0, e.end_offset - committed);
     total += lag;
-    rows.push_back({{"group", config.group}, {"topic", e.topic}, {"partition", e.partition},
-                    {"committed", committed}, {"end", e.end_offset}, {"lag", lag}});
+    rows.push_back({{"group", config.group},
+                    {"topic", e.topic},
+                    {"partition", e.partition},
+                    {"committed", committed},
+                    {"end", e.end_offset},
+                    {"lag", lag}});
   }
   PrintRows(rows, {"group", "topic", "partition", "committed", "end", "lag"}, as_json);
   if (!as_json) std::cout << "total lag: " << total << "\n";
@@ -55,7 +60,8 @@ int Lag(const Context& ctx) {
   if (!known) {
     std::string others;
     for (const auto& g : groups) others += (others.empty() ? "" : ", ") + g;
-    std::cerr << "trigctl lag: group " << config.group << " has no positions in PostgreSQL (no trigd has consumed in it yet"
+    std::cerr << "trigctl lag: group " << config.group
+              << " has no positions in PostgreSQL (no trigd has consumed in it yet"
               << (others.empty() ? "" : "; check --group: groups with positions: " + others) << ")\n";
   }
   return 0;

@@ -6,8 +6,8 @@
 #include <regex>
 
 #include "app/trigctl/context.h"
-#include "core/envelope_time.h"
 #include "common/time.h"
+#include "core/envelope_time.h"
 
 namespace trigctl {
 
@@ -61,7 +61,8 @@ void NormalizeRowTimes(json& row) {
     NormalizeTime(value);
     if (key == "history" && value.is_array()) {
       for (auto& entry : value) {
-        if (entry.is_object()) for (auto& field : entry) NormalizeTime(field);
+        if (entry.is_object())
+          for (auto& field : entry) NormalizeTime(field);
       }
     }
   }
@@ -92,7 +93,11 @@ void PrintRows(json rows, const std::vector<std::string>& columns, bool as_json)
     }
     std::cout << out << "\n";
   };
-  line([&](size_t i) { std::string h = columns[i]; for (auto& ch : h) ch = static_cast<char>(std::toupper(ch)); return h; });
+  line([&](size_t i) {
+    std::string h = columns[i];
+    for (auto& ch : h) ch = static_cast<char>(std::toupper(ch));
+    return h;
+  });
   for (const auto& r : rows) line([&](size_t i) { return Cell(r.value(columns[i], json())); });
 }
 

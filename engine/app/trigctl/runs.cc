@@ -7,12 +7,14 @@
 namespace trigctl {
 namespace {
 
-int RunsList(const Context& ctx, const std::optional<std::string>& schedule, const std::optional<std::string>& limit_flag) {
+int RunsList(const Context& ctx, const std::optional<std::string>& schedule,
+             const std::optional<std::string>& limit_flag) {
   auto limit = Limit(limit_flag);
   if (!limit) return Refuse("runs list", "--limit must be a positive integer, got \"" + *limit_flag + "\"");
   auto r = trigd::QueryRuns(ctx.config.pg, schedule, *limit);
   if (!r.ok()) return FailList(r.status(), "runs list", schedule);
-  PrintRows(*r, {"run_id", "job_id", "schedule", "program", "state", "attempt", "launched_at", "finished_at"}, ctx.as_json);
+  PrintRows(*r, {"run_id", "job_id", "schedule", "program", "state", "attempt", "launched_at", "finished_at"},
+            ctx.as_json);
   return 0;
 }
 
@@ -25,13 +27,16 @@ void AddRuns(CLI::App& root, Context& ctx) {
     std::string run_id;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* list = ctx.Verb(*runs, "list", "runs, newest first", [&ctx, f] { return RunsList(ctx, f->schedule, f->limit); });
+  CLI::App* list =
+      ctx.Verb(*runs, "list", "runs, newest first", [&ctx, f] { return RunsList(ctx, f->schedule, f->limit); });
   trigd::FlagValue(list->add_option("--schedule", f->schedule, "only the runs of this schedule")->type_name("NAME"));
   AddLimit(*list, f->limit, "default: 100");
-  ctx.Verb(*runs, "show", "one run, with its attempts and history", [&ctx, f] {
-       if (f->run_id.empty()) return ctx.Usage("expects one RUN_ID");
-       return ShowOne(trigd::QueryRun(ctx.config.pg, f->run_id), "runs show", "run " + f->run_id, ctx.as_json);
-     })->add_option("RUN_ID", f->run_id, "run id");
+  ctx.Verb(*runs, "show", "one run, with its attempts and history",
+           [&ctx, f] {
+             if (f->run_id.empty()) return ctx.Usage("expects one RUN_ID");
+             return ShowOne(trigd::QueryRun(ctx.config.pg, f->run_id), "runs show", "run " + f->run_id, ctx.as_json);
+           })
+      ->add_option("RUN_ID", f->run_id, "run id");
 }
 
 }  // namespace trigctl

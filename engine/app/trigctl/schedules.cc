@@ -99,7 +99,8 @@ int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
   const size_t unchanged = r->size() - changed;
   const bool list_unchanged = unchanged <= kUnchangedListed;
   for (const auto& o : *r) {
-    if (o.changed || list_unchanged) std::cout << (o.changed ? "applied    " : "unchanged  ") << o.name << " v" << o.version << "\n";
+    if (o.changed || list_unchanged)
+      std::cout << (o.changed ? "applied    " : "unchanged  ") << o.name << " v" << o.version << "\n";
   }
   if (r->size() > 1) {
     std::cout << r->size() << " schedules: " << changed << " changed, " << unchanged << " unchanged"
@@ -119,15 +120,16 @@ int SchedulesList(const Context& ctx, const std::optional<std::string>& limit_fl
 
 int SchedulesChange(const Context& ctx, const std::string& verb, const std::string& name) {
   if (name.empty()) return ctx.Usage("expects one NAME");
-  auto action = verb == "delete" ? trigd::ScheduleAction::kDelete
-                : verb == "suspend" ? trigd::ScheduleAction::kSuspend : trigd::ScheduleAction::kResume;
+  auto action = verb == "delete"    ? trigd::ScheduleAction::kDelete
+                : verb == "suspend" ? trigd::ScheduleAction::kSuspend
+                                    : trigd::ScheduleAction::kResume;
   bool changed = false;
   trigd::Status st = trigd::ChangeSchedule(ctx.config.pg, ctx.config.topic_prefix, name, action, &changed);
   if (!st.ok()) return Fail(st, "schedules " + verb);
-  std::string done = !changed              ? (verb == "suspend" ? "already suspended" : "already active")
-                     : verb == "delete"    ? "deleted"
-                     : verb == "suspend"   ? "suspended"
-                                           : "resumed";
+  std::string done = !changed            ? (verb == "suspend" ? "already suspended" : "already active")
+                     : verb == "delete"  ? "deleted"
+                     : verb == "suspend" ? "suspended"
+                                         : "resumed";
   std::cout << (ctx.as_json ? json{{"schedule", name}, {"done", done}}.dump() : done + " " + name) << "\n";
   return 0;
 }
@@ -142,15 +144,17 @@ void AddSchedules(CLI::App& root, Context& ctx) {
     std::string name;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* apply = ctx.Verb(*schedules, "apply", "validate every document, then apply them all in one transaction", [&ctx, f] {
-    if (f->files.empty()) return ctx.Usage("needs -f FILE|DIR");
-    return SchedulesApply(ctx, f->files);
-  });
+  CLI::App* apply =
+      ctx.Verb(*schedules, "apply", "validate every document, then apply them all in one transaction", [&ctx, f] {
+        if (f->files.empty()) return ctx.Usage("needs -f FILE|DIR");
+        return SchedulesApply(ctx, f->files);
+      });
   // Repeatable, one file or folder each (as kubectl apply): `-f a.json b.json` leaves b.json
   // unexpected, said with the form.
-  trigd::FlagValue(apply->add_option("-f", f->files, "a schedule file, a folder of *.json, or - (standard input); repeatable")
-                       ->type_name("FILE|DIR|-")
-                       ->allow_extra_args(false));
+  trigd::FlagValue(
+      apply->add_option("-f", f->files, "a schedule file, a folder of *.json, or - (standard input); repeatable")
+          ->type_name("FILE|DIR|-")
+          ->allow_extra_args(false));
   AddLimit(*ctx.Verb(*schedules, "list", "every schedule, with its open jobs, active runs and next fire time",
                      [&ctx, f] { return SchedulesList(ctx, f->limit); }),
            f->limit, "default: all");
