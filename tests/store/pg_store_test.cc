@@ -2009,12 +2009,14 @@ TEST_F(PgStoreTest, GenericPlansAreMadeAnewForTheTablesCurrentSize) {
         "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at) "
         "SELECT g, 's', 1, 'launched', '{}', now() FROM generate_series(1, 100000) g");
   }
-  // Within a second the cached plan is still the one for the empty table...
+  // While its lifetime lasts, the cached plan is still the one for the empty table (the lifetime
+  // is set here rather than waited for: inserting the rows can take longer than a second)...
+  store_->SetPlanLifetime(std::chrono::hours(1));
   auto cached = store_->ExplainPrepared("checker_writes", kCheckerWritesParams);
   ASSERT_TRUE(cached.ok()) << cached.status().ToString();
   EXPECT_EQ(*cached, *empty);
-  // ... after it, the plan is made for 100,000 jobs.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  // ... once it is over, the plan is made for 100,000 jobs.
+  store_->SetPlanLifetime(std::chrono::milliseconds(0));
   auto grown = store_->ExplainPrepared("checker_writes", kCheckerWritesParams);
   ASSERT_TRUE(grown.ok()) << grown.status().ToString();
   EXPECT_EQ(grown->find("Seq Scan on jobs"), std::string::npos) << "plan for 100,000 jobs:\n" << *grown;
