@@ -33,6 +33,7 @@ class MockKafka {
     rd_kafka_destroy(rk_);
   }
   const std::string& bootstraps() const { return bootstraps_; }
+  rd_kafka_mock_cluster_t* cluster() { return cluster_; }
 
   void Produce(int n) {
     auto p = Producer::Create(bootstraps_);
@@ -69,7 +70,8 @@ class MockKafka {
 // The ingest loop on its own thread over a fake store, until Stop.
 class IngestHarness {
  public:
-  IngestHarness(const std::string& bootstraps, FakeStoreState& st) {
+  IngestHarness(const std::string& bootstraps, FakeStoreState& st, const std::string& instance_id = "") {
+    config_.instance_id = instance_id;
     config_.kafka = bootstraps;
     config_.topic_prefix = "t.";
     config_.group = "g";
@@ -89,6 +91,7 @@ class IngestHarness {
     }
     return false;
   }
+  bool Halted() const { return shared_->halted.load(); }
   Status Stop() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
@@ -194,6 +197,23 @@ TEST(IngestLoopTest, ReconnectsAfterUnavailableAndRerunsAborted) {
   std::lock_guard<std::mutex> l(st.mu);
   EXPECT_GE(st.connects, 3) << "index and committer connections, and the committer's again after kUnavailable";
   EXPECT_EQ(st.calls["ApplyBatch"] - static_cast<int>(st.applied.size()), 3);
+}
+
+// A fatal consumer error (this static member fenced by a newer one with the same instance id)
+// halts the engine with the error naming the instance id, instead of re-joining and fencing it.
+TEST(IngestLoopTest, FatalConsumerErrorHaltsWithTheError) {
+  MockKafka kafka;
+  kafka.Produce(5);
+  constexpr int16_t kJoinGroup = 11;  // Kafka protocol API key (librdkafka keeps RD_KAFKAP_* private)
+  rd_kafka_mock_push_request_errors(kafka.cluster(), kJoinGroup, 1, RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID);
+  FakeStoreState st;
+  IngestHarness loop(kafka.bootstraps(), st, "pod-0");
+  const auto until = Clock::now() + std::chrono::seconds(30);
+  while (!loop.Halted() && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(loop.Halted()) << "the loop kept going after a fatal consumer error";
+  const Status why = loop.Stop();
+  EXPECT_EQ(why.code(), StatusCode::kInvalid);
+  EXPECT_NE(why.message().find("--instance-id pod-0"), std::string::npos) << why.ToString();
 }
 
 }  // namespace
