@@ -1,6 +1,6 @@
 // EngineStore: the engine loops' view of the store (app/engine_loops.h), beside its user. PgStore
 // is the one production implementation (PgEngineStore, app/engine_store.cc); the loop tests hand
-// the loops a fake with fault injection (tests/app/fake_engine_store.h). The interface lives in
+// the loops a fake with fault injection (tests/app_loops/fake_engine_store.h). The interface lives in
 // app, not store, so store stays below app (docs/adr/0085-engine-store-interface.md).
 // Adding a call a loop needs: add it here (pure virtual), forward it in PgEngineStore, and give
 // the fake a default (docs/architecture.md, "EngineStore").

@@ -1,4 +1,4 @@
-// A fake EngineStore for the loop tests (tests/app/*_loop_test.cc): keeps the committed
+// A fake EngineStore for the loop tests (tests/app_loops/*_loop_test.cc): keeps the committed
 // positions like PostgreSQL's offsets table, records every call, and injects faults: fail the
 // next N calls of a method with a status (kAborted, kUnavailable, kInternal...), fence the next
 // batch (a position moved by another consumer), report the next batch's index stale.
