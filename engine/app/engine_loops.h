@@ -69,8 +69,7 @@ inline void Log(const std::string& what) { LogLine(what); }
 // the Kafka adapter says as much for Kafka).
 class StoreHandle {
  public:
-  StoreHandle(const Config& config, const EngineStoreFactory& factory, const char* name, int shard = 0,
-              int shards = 1)
+  StoreHandle(const Config& config, const EngineStoreFactory& factory, const char* name, int shard = 0, int shards = 1)
       : config_(config), factory_(factory), name_(name), shard_(shard), shards_(shards) {}
   EngineStore* Get() {
     if (store_) return store_.get();

@@ -8,7 +8,9 @@ class PgEngineStore final : public EngineStore {
  public:
   explicit PgEngineStore(std::unique_ptr<PgStore> pg) : pg_(std::move(pg)) {}
 
-  Result<ScheduleChanges> LoadScheduleChanges(int64_t after_seq) override { return pg_->LoadScheduleChanges(after_seq); }
+  Result<ScheduleChanges> LoadScheduleChanges(int64_t after_seq) override {
+    return pg_->LoadScheduleChanges(after_seq);
+  }
   Result<std::vector<std::optional<int64_t>>> LoadOffsets(
       const std::string& group, const std::vector<std::pair<std::string, int>>& parts) override {
     return pg_->LoadOffsets(group, parts);
@@ -38,8 +40,8 @@ class PgEngineStore final : public EngineStore {
 }  // namespace
 
 EngineStoreFactory PgEngineStoreFactory(std::string pg, std::string topic_prefix) {
-  return [pg = std::move(pg), prefix = std::move(topic_prefix)](
-             const EngineStoreOptions& o) -> Result<std::unique_ptr<EngineStore>> {
+  return [pg = std::move(pg),
+          prefix = std::move(topic_prefix)](const EngineStoreOptions& o) -> Result<std::unique_ptr<EngineStore>> {
     auto s = PgStore::Connect(pg, prefix);
     if (!s.ok()) return s.status();
     (*s)->SetFastPath(o.fast_path);

@@ -34,10 +34,10 @@ class FakeStoreState {
   std::map<std::string, std::deque<Status>> faults;
   int fence = 0, stale = 0;
   int connects = 0;
-  std::map<std::string, int> calls;                             // by method, failed ones included
-  std::map<std::pair<std::string, int>, int64_t> positions;     // committed next offsets
-  std::vector<std::vector<ConsumedPosition>> applied;           // committed batches' positions
-  std::vector<std::vector<ConsumedPosition>> refused;           // fenced or stale batches' positions
+  std::map<std::string, int> calls;                          // by method, failed ones included
+  std::map<std::pair<std::string, int>, int64_t> positions;  // committed next offsets
+  std::vector<std::vector<ConsumedPosition>> applied;        // committed batches' positions
+  std::vector<std::vector<ConsumedPosition>> refused;        // fenced or stale batches' positions
   int64_t committed_messages = 0;
 
   // Under mu: the fault for this call of `method`, if any.

@@ -26,7 +26,8 @@ class MockKafka {
     rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
     cluster_ = rd_kafka_mock_cluster_new(rk_, 1);
     bootstraps_ = rd_kafka_mock_cluster_bootstraps(cluster_);
-    for (const std::string& t : TopicNames("t.").Events()) rd_kafka_mock_topic_create(cluster_, t.c_str(), kPartitions, 1);
+    for (const std::string& t : TopicNames("t.").Events())
+      rd_kafka_mock_topic_create(cluster_, t.c_str(), kPartitions, 1);
   }
   ~MockKafka() {
     rd_kafka_mock_cluster_destroy(cluster_);
