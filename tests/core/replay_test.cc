@@ -47,7 +47,7 @@ std::string Program(const std::string& id, TimePoint t, const std::string& progr
       .dump();
 }
 
-ReplayResult Run(std::vector<Schedule> schedules, const std::vector<std::string>& stream, TimePoint to,
+ReplayResult Replayed(std::vector<Schedule> schedules, const std::vector<std::string>& stream, TimePoint to,
                  std::optional<Millis> run_duration = Millis(0)) {
   ReplayOptions options;
   options.from = kFrom;
@@ -77,7 +77,7 @@ TEST(ReplayTest, CountsPartitionsAndLaunchesWithTheTriggeringEvents) {
     stream.push_back(Partition("e" + std::to_string(i), kFrom + i * kMinute, "sales.raw", "h=" + std::to_string(i)));
   }
   stream.push_back(Partition("other", kFrom + kMinute, "other.ds", "x"));
-  ReplayResult r = Run({Simple("rollup", {{"partition", {{"dataset", "sales.raw"}, {"count", 4}}}})}, stream,
+  ReplayResult r = Replayed({Simple("rollup", {{"partition", {{"dataset", "sales.raw"}, {"count", 4}}}})}, stream,
                        kFrom + std::chrono::hours(1));
   ASSERT_EQ(r.schedules.size(), 1u);
   const ReplaySchedule& s = r.schedules[0];
@@ -102,7 +102,7 @@ TEST(ReplayTest, EventsAreTakenInEventTimeOrderAndDuplicatesCountOnce) {
       Program("e1", kFrom + kMinute, "up", "r1", "succeeded"),
       Program("e1", kFrom + 3 * kMinute, "up", "r1", "succeeded"),
   };
-  ReplayResult r = Run({Simple("down", {{"program", {{"name", "up"}, {"count", 2}}}})}, stream, kFrom + kMinute * 10);
+  ReplayResult r = Replayed({Simple("down", {{"program", {{"name", "up"}, {"count", 2}}}})}, stream, kFrom + kMinute * 10);
   ASSERT_EQ(r.schedules[0].launches.size(), 1u);
   EXPECT_EQ(Ids(r.schedules[0].launches[0]), (std::vector<std::string>{"e1", "e2"}));
   EXPECT_EQ(r.duplicates, 1);
@@ -110,7 +110,7 @@ TEST(ReplayTest, EventsAreTakenInEventTimeOrderAndDuplicatesCountOnce) {
 
 TEST(ReplayTest, MaxConcurrentRunsWaitsForTheSimulatedRunToEnd) {
   std::vector<std::string> stream = {Partition("a", kFrom + kMinute, "d", "1"), Partition("b", kFrom + 2 * kMinute, "d", "2")};
-  ReplayResult r = Run({Simple("s", {{"partition", {{"dataset", "d"}}}}, {{"max_concurrent_runs", 1}})}, stream,
+  ReplayResult r = Replayed({Simple("s", {{"partition", {{"dataset", "d"}}}}, {{"max_concurrent_runs", 1}})}, stream,
                        kFrom + std::chrono::hours(1), std::chrono::minutes(10));
   const ReplaySchedule& s = r.schedules[0];
   ASSERT_EQ(s.launches.size(), 2u);
@@ -144,7 +144,7 @@ TEST(ReplayTest, RecordedDurationsModelTheRunsWhenNoDurationIsGiven) {
 
 TEST(ReplayTest, DelayAndTimeWindowWaitInEventTime) {
   std::vector<std::string> stream = {Partition("a", kFrom + kMinute, "d", "1")};
-  ReplayResult r = Run({Simple("delayed", {{"partition", {{"dataset", "d"}}}}, {{"delay", "10m"}}),
+  ReplayResult r = Replayed({Simple("delayed", {{"partition", {{"dataset", "d"}}}}, {{"delay", "10m"}}),
                         Simple("windowed", {{"partition", {{"dataset", "d"}}}},
                                {{"time_window", {{"start", "02:00"}, {"end", "03:00"}, {"timezone", "UTC"}}}})},
                        stream, kFrom + std::chrono::hours(4));
@@ -157,13 +157,13 @@ TEST(ReplayTest, DelayAndTimeWindowWaitInEventTime) {
 TEST(ReplayTest, AWaitBeyondTheRangeIsLeftWaiting) {
   std::vector<std::string> stream = {Partition("a", kFrom + kMinute, "d", "1")};
   ReplayResult r =
-      Run({Simple("s", {{"partition", {{"dataset", "d"}}}}, {{"delay", "1h"}})}, stream, kFrom + 30 * kMinute);
+      Replayed({Simple("s", {{"partition", {{"dataset", "d"}}}}, {{"delay", "1h"}})}, stream, kFrom + 30 * kMinute);
   EXPECT_TRUE(r.schedules[0].launches.empty());
   EXPECT_EQ(r.schedules[0].waiting_at_end, 1);
 }
 
 TEST(ReplayTest, TimeTriggersFireInTheRangeWithoutTicksOnTheLog) {
-  ReplayResult r = Run({Simple("hourly", {{"time", {{"cron", "0 * * * *"}}}})}, {}, kFrom + std::chrono::hours(3));
+  ReplayResult r = Replayed({Simple("hourly", {{"time", {{"cron", "0 * * * *"}}}})}, {}, kFrom + std::chrono::hours(3));
   // 01:00, 02:00, 03:00 (the range is (from, to]).
   ASSERT_EQ(r.schedules[0].launches.size(), 3u);
   EXPECT_EQ(r.schedules[0].launches[0].at, kFrom + std::chrono::hours(1));
@@ -174,7 +174,7 @@ TEST(ReplayTest, TimeTriggersFireInTheRangeWithoutTicksOnTheLog) {
 TEST(ReplayTest, MaxRunsPerAndMinSinceLastRunCountSimulatedLaunches) {
   std::vector<std::string> stream;
   for (int i = 0; i < 5; ++i) stream.push_back(Partition("e" + std::to_string(i), kFrom + i * kMinute, "d", std::to_string(i)));
-  ReplayResult r = Run(
+  ReplayResult r = Replayed(
       {Simple("capped", {{"partition", {{"dataset", "d"}}}},
               {{"max_runs_per", {{"count", 2}, {"period", "1d"}, {"on_unmet", "skip"}}}}),
        Simple("spaced", {{"partition", {{"dataset", "d"}}}}, {{"min_since_last_run", {{"duration", "2m"}, {"on_unmet", "skip"}}}})},
@@ -197,7 +197,7 @@ TEST(ReplayTest, UpstreamFailureDiscardsAndTravelsDownTheReplayedDag) {
                 {"trigger", {{"program", {{"name", "b.prog"}, {"on_upstream_failure", "discard"}}}}}};
   std::vector<std::string> stream = {Partition("p", kFrom + kMinute, "d", "1"),
                                      Program("f", kFrom + 2 * kMinute, "a.prog", "r", "failed")};
-  ReplayResult r = Run({Doc(down1), Doc(down2)}, stream, kFrom + std::chrono::hours(1));
+  ReplayResult r = Replayed({Doc(down1), Doc(down2)}, stream, kFrom + std::chrono::hours(1));
   EXPECT_TRUE(r.schedules[0].launches.empty());
   EXPECT_EQ(r.schedules[0].discarded, 1);
   EXPECT_EQ(r.schedules[0].timeline.back().what, "discard");
@@ -211,7 +211,7 @@ TEST(ReplayTest, TimeoutDiscardsAnOpenJob) {
               {"program", {{"name", "t.prog"}}},
               {"trigger", {{"partition", {{"dataset", "d"}, {"count", 3}}}}},
               {"timeout", {{"after", "10m"}, {"action", "discard"}}}};
-  ReplayResult r = Run({Doc(doc)}, {Partition("a", kFrom + kMinute, "d", "1")}, kFrom + std::chrono::hours(1));
+  ReplayResult r = Replayed({Doc(doc)}, {Partition("a", kFrom + kMinute, "d", "1")}, kFrom + std::chrono::hours(1));
   EXPECT_TRUE(r.schedules[0].launches.empty());
   EXPECT_EQ(r.schedules[0].discarded, 1);
   EXPECT_EQ(r.schedules[0].timeline.back().at, kFrom + 11 * kMinute);
@@ -220,7 +220,7 @@ TEST(ReplayTest, TimeoutDiscardsAnOpenJob) {
 
 TEST(ReplayTest, InvalidEnvelopesAndDisabledSchedulesChangeNothing) {
   json doc = {{"name", "off"}, {"program", {{"name", "p"}}}, {"trigger", {{"partition", {{"dataset", "d"}}}}}, {"enabled", false}};
-  ReplayResult r = Run({Doc(doc)}, {"{not json", Partition("a", kFrom, "d", "1")}, kFrom + kMinute);
+  ReplayResult r = Replayed({Doc(doc)}, {"{not json", Partition("a", kFrom, "d", "1")}, kFrom + kMinute);
   EXPECT_EQ(r.invalid, 1);
   EXPECT_EQ(r.schedules[0].jobs, 0);
   EXPECT_FALSE(r.schedules[0].enabled);
