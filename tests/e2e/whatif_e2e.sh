@@ -64,7 +64,13 @@ count_runs() { runs_json | python3 -c 'import json, sys; print(sum(1 for r in js
 has_runs() { [[ $(count_runs "$1") -ge $2 ]]; }
 all_finished() { runs_json | python3 -c 'import json, sys; sys.exit(any(r["state"] not in ("succeeded", "failed", "killed") for r in json.load(sys.stdin)))'; }
 
-emit c c1; emit d d1; emit d2 x1; emit g g1; emit a p1; emit a p2
+# Events are emitted once trigd consumes, one after another where their order matters: trigd takes
+# a backlog partition by partition, the replay in event time.
+assigned() { grep -q 'consumer: assigned' "$tmp/trigd.log"; }
+wait_until 60 assigned || fail "trigd was not assigned its partitions"
+emit c c1; emit d d1; emit g g1; emit a p1; emit a p2
+wait_until 30 has_runs d 1 || fail "d did not launch"
+emit d2 x1
 wait_until 30 has_runs a 1 || fail "a did not launch"
 wait_until 30 all_finished || fail "a's first run did not end"
 emit a p3; emit a p4
@@ -125,7 +131,8 @@ whats = {step["what"] for step in s["timeline"]}
 if want: assert {"launch"} <= whats, whats
 PY
 done
-# The timeline says why: f waits for its window, d's second job is skipped, g launches by timeout.
+# The timeline says why: f waits for its window, d's second job and e's fire times past two are
+# skipped, g launches by timeout.
 python3 - "$tmp/replay.a.json" <<'PY' || fail "timeline: $(cat "$tmp/replay.a.json")"
 import json, sys
 out = json.load(open(sys.argv[1]))
@@ -133,7 +140,7 @@ by = {s["schedule"]: s for s in out["schedules"]}
 f = by["wi/f"]; assert f["waiting_at_end"] >= 1 and any(st["what"] == "wait" and "outside window" in st["detail"] for st in f["timeline"]), f
 d = by["wi/d"]; assert d["discarded"] == 1 and any(st["what"] == "discard" and "min_since_last_run" in st["detail"] for st in d["timeline"]), d
 g = by["wi/g"]; assert g["launches"][0]["forced"], g
-e = by["wi/e"]; assert out["fire_times"] >= 3 and e["discarded"] >= 1, e
+e = by["wi/e"]; assert out["fire_times"] >= 2 and e["discarded"] == out["fire_times"] - 2, e  # past 2 an hour: skipped
 PY
 # The human form, once.
 "$bin/trigctl" schedules replay -f "$tmp/schedules" --from "$from" --to "$to" --run-duration 1s >"$tmp/human.out" ||
@@ -150,7 +157,7 @@ cmp -s "$tmp/kafka.before" "$tmp/kafka.after" || fail "replay published: $(diff 
 expect 1 "trigctl schedules replay: no events on $run.events.data, $run.events.program or $run.events.time between 2020-01-01T00:00:00Z and 2020-01-02T00:00:00Z; nothing to replay" \
   "$bin/trigctl" schedules replay -f "$tmp/schedules" --from 2020-01-01T00:00:00Z --to 2020-01-02T00:00:00Z
 echo '{"name": "bad", "program": {"name": "p"}, "trigger": {"program": {"name": "x", "status": ["done"]}}}' >"$tmp/bad.json"
-expect 1 "$tmp/bad.json: trigger.program.status[0]: unknown status \"done\"" \
+expect 1 "$tmp/bad.json: trigger.program.status: unknown status \"done\" (expected started, heartbeat, succeeded, failed or killed)" \
   "$bin/trigctl" schedules replay -f "$tmp/bad.json" --from "$from"
 expect 1 "trigctl schedules replay: --from: expected RFC 3339 (2026-11-22T10:00:00Z) or a duration ago (24h), got \"yesterday\"" \
   "$bin/trigctl" schedules replay -f "$tmp/schedules" --from yesterday

@@ -81,7 +81,7 @@ int ReadScheduleDocuments(const std::vector<std::string>& paths, const std::stri
   if (!errors.empty()) {
     for (const auto& e : errors) std::cerr << e << "\n";
     std::cerr << "trigctl " << command << ": " << errors.size() << " problem(s); nothing "
-              << (command == "schedules apply" ? "applied" : "done") << "\n";
+              << (command == "schedules apply" ? "applied" : "replayed") << "\n";
     return 1;
   }
   return 0;
