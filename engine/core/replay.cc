@@ -75,6 +75,7 @@ struct Replay::Impl {
   std::string key;
   std::vector<SimJob> jobs;
   std::unordered_map<std::string, int64_t> group_active;
+  std::unordered_map<std::string, std::vector<size_t>> group_members;  // schedules by group
   std::unordered_set<std::string> seen;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
   uint64_t seq = 0;
@@ -90,21 +91,12 @@ struct Replay::Impl {
         ReplayStep{at, j.number, std::move(what), std::move(event), std::move(detail)});
   }
 
-  // A history entry Accumulate wrote (HistoryEntry's JSON object), as a step of the timeline.
-  void StepFromHistory(size_t job, const std::string& entry) {
+  // A history entry Accumulate wrote, kept as it is until DecodeTimeline.
+  void StepFromHistory(size_t job, std::string entry) {
     if (!options.keep_timeline) return;
-    nlohmann::json h = nlohmann::json::parse(entry, nullptr, false);
-    if (!h.is_object()) return;
-    std::string detail;
-    if (auto leaves = h.find("leaves"); leaves != h.end() && leaves->is_array()) {
-      for (const auto& l : *leaves) detail += (detail.empty() ? "" : "; ") + l.get<std::string>();
-    }
-    std::string what = h.value("what", "");
-    if (what.starts_with("discarded: ")) {
-      detail = what.substr(sizeof("discarded: ") - 1);
-      what = "discard";
-    }
-    Step(job, clock, std::move(what), h.value("event", ""), std::move(detail));
+    const SimJob& j = jobs[job];
+    ReplayStep step{clock, j.number, {}, {}, {}, std::move(entry)};
+    result.schedules[j.schedule].timeline.push_back(std::move(step));
   }
 
   Millis RunDuration(SimSchedule& s) {
@@ -175,12 +167,30 @@ struct Replay::Impl {
     const auto& group = s.schedule->constraints.concurrency_group;
     if (group) --group_active[group->name];
     // The end wakes the jobs waiting for a run to end: the schedule's, and its group's.
-    for (size_t i = 0; i < schedules.size(); ++i) {
-      const auto& g = schedules[i].schedule->constraints.concurrency_group;
-      if (i != schedule_index && !(group && g && g->name == group->name)) continue;
-      for (size_t j : schedules[i].waiting) {
-        if (jobs[j].wakes_on_run_end) Push(clock, TimerKind::kCheck, j, jobs[j].generation);
+    if (!group) {
+      Wake(schedule_index);
+      return;
+    }
+    for (size_t member : group_members[group->name]) Wake(member);
+  }
+
+  // The schedule's jobs waiting for a run to end, checked now in the checker's order. Once one
+  // still waits for a run to end, so would the others (the same run counts hold them): their
+  // check is left to the next end.
+  void Wake(size_t schedule_index) {
+    // `waiting` is in readiness order (jobs join it as the clock moves on); a check that
+    // decides a job takes it out.
+    std::vector<size_t>& waiting = schedules[schedule_index].waiting;
+    for (size_t k = 0; k < waiting.size();) {
+      const size_t j = waiting[k];
+      if (!jobs[j].wakes_on_run_end) {
+        ++k;
+        continue;
       }
+      Check(j);
+      if (jobs[j].state != SimState::kWaiting) continue;
+      if (jobs[j].wakes_on_run_end) break;
+      ++k;
     }
   }
 
@@ -277,7 +287,7 @@ struct Replay::Impl {
         }
       }
       SimJob& job = jobs[ji];
-      for (const std::string& h : o.history) StepFromHistory(ji, h);
+      for (std::string& h : o.history) StepFromHistory(ji, std::move(h));
       const bool complete = o.complete;
       const bool discarded = o.discarded;
       job.open = std::move(o);
@@ -318,6 +328,7 @@ Replay::Replay(std::vector<Schedule> schedules, ReplayOptions options) : impl_(s
     m.result.schedules.push_back(std::move(r));
     if (enabled) {
       m.views[id] = ScheduleView{id, 1, s.schedule};
+      if (const auto& group = schedule.constraints.concurrency_group) m.group_members[group->name].push_back(i);
       std::vector<std::string> keys;
       for (const Trigger* leaf : TriggerLeaves(schedule.trigger)) {
         keys.push_back(LeafEventKey(*leaf, schedule.id()));
@@ -364,6 +375,28 @@ ReplayResult Replay::Finish() {
     if (job.state == SimState::kWaiting) ++m.result.schedules[job.schedule].waiting_at_end;
   }
   return std::move(m.result);
+}
+
+void DecodeTimeline(ReplayResult& result) {
+  for (ReplaySchedule& s : result.schedules) {
+    for (ReplayStep& step : s.timeline) {
+      if (step.history.empty()) continue;
+      nlohmann::json h = nlohmann::json::parse(step.history, nullptr, false);
+      step.history.clear();
+      if (!h.is_object()) continue;
+      if (auto leaves = h.find("leaves"); leaves != h.end() && leaves->is_array()) {
+        for (const auto& l : *leaves) {
+          if (l.is_string()) step.detail += (step.detail.empty() ? "" : "; ") + l.get<std::string>();
+        }
+      }
+      step.what = h.value("what", "");
+      step.event = h.value("event", "");
+      if (step.what.starts_with("discarded: ")) {
+        step.detail = step.what.substr(sizeof("discarded: ") - 1);
+        step.what = "discard";
+      }
+    }
+  }
 }
 
 std::optional<TimePoint> EnvelopeEventTime(std::string_view bytes) {

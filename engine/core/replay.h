@@ -41,13 +41,17 @@ struct ReplayOptions {
 };
 
 // One step of a simulated job, for the timeline. `what`: opened, event counted, trigger
-// complete, wait, launch, discard, run ended.
+// complete, wait, launch, discard.
 struct ReplayStep {
   TimePoint at;
-  int64_t job = 0;     // the job's number in this replay (1, 2, ... per schedule)
+  int64_t job = 0;  // the job's number in this replay (1, 2, ... per schedule)
   std::string what;
   std::string event;   // the event's id (opened, event counted)
-  std::string detail;  // leaves' progress, a wait's or discard's reason, a run's end
+  std::string detail;  // leaves' progress, a wait's or discard's reason
+  // A step the accumulator wrote: its history entry (JSON text, HistoryEntry), read into the
+  // fields above by DecodeTimeline (parsing it for every event would cost more than the
+  // evaluation itself).
+  std::string history;
 };
 
 struct ReplayLaunch {
@@ -102,6 +106,9 @@ class Replay {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Fills what, event and detail of the steps that hold a history entry.
+void DecodeTimeline(ReplayResult& result);
 
 // The event time of an envelope, as ingestion reads it; nullopt for one ParseEnvelope refuses.
 std::optional<TimePoint> EnvelopeEventTime(std::string_view bytes);

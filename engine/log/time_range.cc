@@ -117,7 +117,8 @@ Result<RangeRead> ReadTimeRange(const std::string& bootstrap, const std::vector<
       r.first = false;
       // The read starts at the oldest message kept, older ones were deleted, and that message
       // is newer than `from`: the range lost its beginning to retention.
-      if (m->offset() == r.low && r.low > 0 && log_time > from) out.cut.push_back({m->topic_name(), m->partition(), log_time});
+      if (m->offset() == r.low && r.low > 0 && log_time > from)
+        out.cut.push_back({m->topic_name(), m->partition(), log_time});
     }
     if (log_time > to) {
       r.done = true;

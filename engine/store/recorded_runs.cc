@@ -14,9 +14,10 @@ Result<std::vector<RecordedRun>> QueryRecordedRuns(const std::string& pg, const 
     pqxx::read_transaction tx(**conn);
     std::vector<RecordedRun> out;
     for (const auto& r : tx.exec_params(
-             "SELECT run_id, " TRIGD_MS("launched_at") ", " TRIGD_MS("finished_at") ", state, request FROM runs "
-             "WHERE schedule_name = $1 AND launched_at >= to_timestamp($2::bigint / 1000.0) "
-             "AND launched_at <= to_timestamp($3::bigint / 1000.0) ORDER BY launched_at, run_id",
+             "SELECT run_id, " TRIGD_MS("launched_at") ", " TRIGD_MS(
+                 "finished_at") ", state, request FROM runs "
+                                "WHERE schedule_name = $1 AND launched_at >= to_timestamp($2::bigint / 1000.0) "
+                                "AND launched_at <= to_timestamp($3::bigint / 1000.0) ORDER BY launched_at, run_id",
              name, pg_internal::ToMillis(from), pg_internal::ToMillis(to))) {
       RecordedRun run;
       run.run_id = r[0].as<std::string>();

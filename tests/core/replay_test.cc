@@ -48,7 +48,7 @@ std::string Program(const std::string& id, TimePoint t, const std::string& progr
 }
 
 ReplayResult Replayed(std::vector<Schedule> schedules, const std::vector<std::string>& stream, TimePoint to,
-                 std::optional<Millis> run_duration = Millis(0)) {
+                      std::optional<Millis> run_duration = Millis(0)) {
   ReplayOptions options;
   options.from = kFrom;
   options.to = to;
@@ -56,7 +56,9 @@ ReplayResult Replayed(std::vector<Schedule> schedules, const std::vector<std::st
   Replay replay(std::move(schedules), options);
   std::vector<std::string_view> views(stream.begin(), stream.end());
   for (size_t i : SortByEventTime(views)) replay.Feed(views[i]);
-  return replay.Finish();
+  ReplayResult r = replay.Finish();
+  DecodeTimeline(r);
+  return r;
 }
 
 std::vector<std::string> Ids(const ReplayLaunch& l) {
@@ -78,7 +80,7 @@ TEST(ReplayTest, CountsPartitionsAndLaunchesWithTheTriggeringEvents) {
   }
   stream.push_back(Partition("other", kFrom + kMinute, "other.ds", "x"));
   ReplayResult r = Replayed({Simple("rollup", {{"partition", {{"dataset", "sales.raw"}, {"count", 4}}}})}, stream,
-                       kFrom + std::chrono::hours(1));
+                            kFrom + std::chrono::hours(1));
   ASSERT_EQ(r.schedules.size(), 1u);
   const ReplaySchedule& s = r.schedules[0];
   ASSERT_EQ(s.launches.size(), 2u);
@@ -102,16 +104,18 @@ TEST(ReplayTest, EventsAreTakenInEventTimeOrderAndDuplicatesCountOnce) {
       Program("e1", kFrom + kMinute, "up", "r1", "succeeded"),
       Program("e1", kFrom + 3 * kMinute, "up", "r1", "succeeded"),
   };
-  ReplayResult r = Replayed({Simple("down", {{"program", {{"name", "up"}, {"count", 2}}}})}, stream, kFrom + kMinute * 10);
+  ReplayResult r =
+      Replayed({Simple("down", {{"program", {{"name", "up"}, {"count", 2}}}})}, stream, kFrom + kMinute * 10);
   ASSERT_EQ(r.schedules[0].launches.size(), 1u);
   EXPECT_EQ(Ids(r.schedules[0].launches[0]), (std::vector<std::string>{"e1", "e2"}));
   EXPECT_EQ(r.duplicates, 1);
 }
 
 TEST(ReplayTest, MaxConcurrentRunsWaitsForTheSimulatedRunToEnd) {
-  std::vector<std::string> stream = {Partition("a", kFrom + kMinute, "d", "1"), Partition("b", kFrom + 2 * kMinute, "d", "2")};
+  std::vector<std::string> stream = {Partition("a", kFrom + kMinute, "d", "1"),
+                                     Partition("b", kFrom + 2 * kMinute, "d", "2")};
   ReplayResult r = Replayed({Simple("s", {{"partition", {{"dataset", "d"}}}}, {{"max_concurrent_runs", 1}})}, stream,
-                       kFrom + std::chrono::hours(1), std::chrono::minutes(10));
+                            kFrom + std::chrono::hours(1), std::chrono::minutes(10));
   const ReplaySchedule& s = r.schedules[0];
   ASSERT_EQ(s.launches.size(), 2u);
   EXPECT_EQ(s.launches[0].at, kFrom + kMinute);
@@ -145,9 +149,9 @@ TEST(ReplayTest, RecordedDurationsModelTheRunsWhenNoDurationIsGiven) {
 TEST(ReplayTest, DelayAndTimeWindowWaitInEventTime) {
   std::vector<std::string> stream = {Partition("a", kFrom + kMinute, "d", "1")};
   ReplayResult r = Replayed({Simple("delayed", {{"partition", {{"dataset", "d"}}}}, {{"delay", "10m"}}),
-                        Simple("windowed", {{"partition", {{"dataset", "d"}}}},
-                               {{"time_window", {{"start", "02:00"}, {"end", "03:00"}, {"timezone", "UTC"}}}})},
-                       stream, kFrom + std::chrono::hours(4));
+                             Simple("windowed", {{"partition", {{"dataset", "d"}}}},
+                                    {{"time_window", {{"start", "02:00"}, {"end", "03:00"}, {"timezone", "UTC"}}}})},
+                            stream, kFrom + std::chrono::hours(4));
   ASSERT_EQ(r.schedules[0].launches.size(), 1u);
   EXPECT_EQ(r.schedules[0].launches[0].at, kFrom + 11 * kMinute);
   ASSERT_EQ(r.schedules[1].launches.size(), 1u);
@@ -173,12 +177,13 @@ TEST(ReplayTest, TimeTriggersFireInTheRangeWithoutTicksOnTheLog) {
 
 TEST(ReplayTest, MaxRunsPerAndMinSinceLastRunCountSimulatedLaunches) {
   std::vector<std::string> stream;
-  for (int i = 0; i < 5; ++i) stream.push_back(Partition("e" + std::to_string(i), kFrom + i * kMinute, "d", std::to_string(i)));
-  ReplayResult r = Replayed(
-      {Simple("capped", {{"partition", {{"dataset", "d"}}}},
-              {{"max_runs_per", {{"count", 2}, {"period", "1d"}, {"on_unmet", "skip"}}}}),
-       Simple("spaced", {{"partition", {{"dataset", "d"}}}}, {{"min_since_last_run", {{"duration", "2m"}, {"on_unmet", "skip"}}}})},
-      stream, kFrom + std::chrono::hours(1));
+  for (int i = 0; i < 5; ++i)
+    stream.push_back(Partition("e" + std::to_string(i), kFrom + i * kMinute, "d", std::to_string(i)));
+  ReplayResult r = Replayed({Simple("capped", {{"partition", {{"dataset", "d"}}}},
+                                    {{"max_runs_per", {{"count", 2}, {"period", "1d"}, {"on_unmet", "skip"}}}}),
+                             Simple("spaced", {{"partition", {{"dataset", "d"}}}},
+                                    {{"min_since_last_run", {{"duration", "2m"}, {"on_unmet", "skip"}}}})},
+                            stream, kFrom + std::chrono::hours(1));
   EXPECT_EQ(r.schedules[0].launches.size(), 2u);
   EXPECT_EQ(r.schedules[0].discarded, 3);
   // 00:00 launches, 00:01 skipped, 00:02 launches, 00:03 skipped, 00:04 launches.
@@ -219,7 +224,10 @@ TEST(ReplayTest, TimeoutDiscardsAnOpenJob) {
 }
 
 TEST(ReplayTest, InvalidEnvelopesAndDisabledSchedulesChangeNothing) {
-  json doc = {{"name", "off"}, {"program", {{"name", "p"}}}, {"trigger", {{"partition", {{"dataset", "d"}}}}}, {"enabled", false}};
+  json doc = {{"name", "off"},
+              {"program", {{"name", "p"}}},
+              {"trigger", {{"partition", {{"dataset", "d"}}}}},
+              {"enabled", false}};
   ReplayResult r = Replayed({Doc(doc)}, {"{not json", Partition("a", kFrom, "d", "1")}, kFrom + kMinute);
   EXPECT_EQ(r.invalid, 1);
   EXPECT_EQ(r.schedules[0].jobs, 0);

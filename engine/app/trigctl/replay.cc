@@ -51,9 +51,7 @@ class Progress {
   void Done() {
     if (shown_) std::cerr << "\r\033[K" << std::flush;
   }
-  double Seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double Seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
  private:
   bool tty_;
@@ -166,14 +164,14 @@ void PrintHuman(const json& out) {
     std::cout << "  summary: " << s["launched"] << " run(s) would launch, " << s["discarded"] << " discarded, "
               << s["open_at_end"] << " open and " << s["waiting_at_end"] << " waiting at the end\n";
     for (const auto& l : s["launches"]) {
-      std::cout << "    " << l["at"].get<std::string>() << "  job " << l["job"] << (l["forced"].get<bool>() ? " (timeout)" : "")
-                << "  until " << l["ends_at"].get<std::string>() << "  triggered_by " << Joined(l["triggered_by"])
-                << "\n";
+      std::cout << "    " << l["at"].get<std::string>() << "  job " << l["job"]
+                << (l["forced"].get<bool>() ? " (timeout)" : "") << "  until " << l["ends_at"].get<std::string>()
+                << "  triggered_by " << Joined(l["triggered_by"]) << "\n";
     }
   }
   for (const auto& c : out["retention_cut"]) {
-    std::cout << "\nnote: " << c["topic"].get<std::string>() << "/" << c["partition"]
-              << " keeps messages from " << c["earliest"].get<std::string>() << " only (retention)\n";
+    std::cout << "\nnote: " << c["topic"].get<std::string>() << "/" << c["partition"] << " keeps messages from "
+              << c["earliest"].get<std::string>() << " only (retention)\n";
   }
   if (!out.contains("compare")) return;
   const json& c = out["compare"];
@@ -182,11 +180,12 @@ void PrintHuman(const json& out) {
             << (c["agree"].get<bool>() ? "they agree" : "they differ") << "\n";
   for (const auto& m : c["matched"]) {
     std::cout << "  same      recorded " << m["recorded_at"].get<std::string>() << "  simulated "
-              << m["simulated_at"].get<std::string>() << "  (" << m["delta_ms"] << " ms)  run " << m["run_id"].get<std::string>()
-              << "\n";
+              << m["simulated_at"].get<std::string>() << "  (" << m["delta_ms"] << " ms)  run "
+              << m["run_id"].get<std::string>() << "\n";
   }
   for (const auto& l : c["only_simulated"]) {
-    std::cout << "  simulated only  " << l["at"].get<std::string>() << "  triggered_by " << Joined(l["triggered_by"]) << "\n";
+    std::cout << "  simulated only  " << l["at"].get<std::string>() << "  triggered_by " << Joined(l["triggered_by"])
+              << "\n";
   }
   for (const auto& r : c["only_recorded"]) {
     std::cout << "  recorded only   " << r["at"].get<std::string>() << "  run " << r["run_id"].get<std::string>()
@@ -198,16 +197,19 @@ void PrintHuman(const json& out) {
 }
 
 int SchedulesReplay(const Context& ctx, const ReplayFlags& f) {
-  const trigd::TimePoint now =
-      std::chrono::time_point_cast<trigd::Millis>(std::chrono::system_clock::now());
+  const trigd::TimePoint now = std::chrono::time_point_cast<trigd::Millis>(std::chrono::system_clock::now());
   if (f.files.empty()) return ctx.Usage("needs -f FILE|DIR");
   if (f.from.empty()) return ctx.Usage("needs --from T (RFC 3339, or a duration ago such as 24h)");
   auto from = ParseInstant(f.from, now);
-  if (!from) return Refuse(kCommand, "--from: expected RFC 3339 (2026-11-22T10:00:00Z) or a duration ago (24h), got \"" + f.from + "\"");
+  if (!from)
+    return Refuse(kCommand,
+                  "--from: expected RFC 3339 (2026-11-22T10:00:00Z) or a duration ago (24h), got \"" + f.from + "\"");
   trigd::TimePoint to = now;
   if (f.to) {
     auto t = ParseInstant(*f.to, now);
-    if (!t) return Refuse(kCommand, "--to: expected RFC 3339 (2026-11-22T10:00:00Z) or a duration ago (1h), got \"" + *f.to + "\"");
+    if (!t)
+      return Refuse(kCommand,
+                    "--to: expected RFC 3339 (2026-11-22T10:00:00Z) or a duration ago (1h), got \"" + *f.to + "\"");
     to = *t;
   }
   if (*from >= to) {
@@ -238,15 +240,14 @@ int SchedulesReplay(const Context& ctx, const ReplayFlags& f) {
 
   Progress progress;
   const trigd::TopicNames topics(ctx.config.topic_prefix);
-  auto read = trigd::ReadTimeRange(ctx.config.kafka, topics.Events(), *from, to, 10000, [&](size_t n) {
-    progress.Show("replay: read " + std::to_string(n) + " messages");
-  });
+  auto read = trigd::ReadTimeRange(ctx.config.kafka, topics.Events(), *from, to, 10000,
+                                   [&](size_t n) { progress.Show("replay: read " + std::to_string(n) + " messages"); });
   if (!read.ok()) return Fail(read.status(), kCommand);
   // A range that lost its beginning to retention is replayed from what is left.
   json cut = json::array();
   for (const auto& c : read->cut) {
-    std::cerr << "trigctl " << kCommand << ": --from " << trigd::FormatTime(*from) << " is older than what "
-              << c.topic << " partition " << c.partition << " keeps (retention): its earliest message is at "
+    std::cerr << "trigctl " << kCommand << ": --from " << trigd::FormatTime(*from) << " is older than what " << c.topic
+              << " partition " << c.partition << " keeps (retention): its earliest message is at "
               << trigd::FormatTime(c.earliest) << "; replaying from there\n";
     cut.push_back({{"topic", c.topic}, {"partition", c.partition}, {"earliest", trigd::FormatTime(c.earliest)}});
     options.from = std::max(options.from, c.earliest);
@@ -272,11 +273,11 @@ int SchedulesReplay(const Context& ctx, const ReplayFlags& f) {
     if ((i & 0xffff) == 0xffff) {
       const double rate = (i + 1) / std::max(progress.Seconds() - start, 1e-3);
       progress.Show("replay: " + std::to_string(i + 1) + " of " + std::to_string(order.size()) + " events, at " +
-                    trigd::FormatTime(replay.now()) + ", " + std::to_string(static_cast<int64_t>(rate)) +
-                    " events/s");
+                    trigd::FormatTime(replay.now()) + ", " + std::to_string(static_cast<int64_t>(rate)) + " events/s");
     }
   }
   trigd::ReplayResult result = replay.Finish();
+  trigd::DecodeTimeline(result);
   progress.Done();
 
   json out = {{"from", trigd::FormatTime(options.from)},
@@ -315,15 +316,16 @@ void AddScheduleReplay(CLI::App& schedules, Context& ctx) {
   trigd::FlagValue(replay->add_option("-f", f->files, "a schedule file or a folder of *.json; repeatable")
                        ->type_name("FILE|DIR")
                        ->allow_extra_args(false));
-  trigd::FlagValue(
-      replay->add_option("--from", f->from, "start: RFC 3339, or a duration ago (24h)")->type_name("T"));
+  trigd::FlagValue(replay->add_option("--from", f->from, "start: RFC 3339, or a duration ago (24h)")->type_name("T"));
   trigd::FlagValue(replay->add_option("--to", f->to, "end (default: now)")->type_name("T"));
-  trigd::FlagValue(replay->add_option("--run-duration", f->run_duration,
-                                      "every simulated run lasts D (default: the program's recorded runs, else 0)")
+  trigd::FlagValue(replay
+                       ->add_option("--run-duration", f->run_duration,
+                                    "every simulated run lasts D (default: the program's recorded runs, else 0)")
                        ->type_name("D"));
-  trigd::FlagValue(replay->add_option("--compare", f->compare,
-                                      "the recorded runs of this applied schedule beside the simulated ones")
-                       ->type_name("NS/NAME"));
+  trigd::FlagValue(
+      replay
+          ->add_option("--compare", f->compare, "the recorded runs of this applied schedule beside the simulated ones")
+          ->type_name("NS/NAME"));
 }
 
 }  // namespace trigctl
