@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -65,7 +66,7 @@ struct ReplayLaunch {
 struct ReplaySchedule {
   std::string name;  // namespace/name
   bool enabled = true;
-  std::vector<ReplayStep> timeline;
+  std::deque<ReplayStep> timeline;  // a deque: a long one grows without being moved
   std::vector<ReplayLaunch> launches;
   int64_t jobs = 0;
   int64_t discarded = 0;
