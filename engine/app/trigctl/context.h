@@ -15,6 +15,7 @@
 #include "app/cli.h"
 #include "app/config.h"
 #include "common/status.h"
+#include "model/schedule.h"
 
 namespace trigctl {
 
@@ -45,6 +46,13 @@ void AddRuns(CLI::App& root, Context& ctx);
 void AddEvents(CLI::App& root, Context& ctx);
 void AddLag(CLI::App& root, Context& ctx);
 void AddHistory(CLI::App& root, Context& ctx);
+// `schedules replay` (replay.cc), a verb of the schedules noun.
+void AddScheduleReplay(CLI::App& schedules, Context& ctx);
+
+// The schedule documents of files and folders (-f, as `schedules apply` reads them): every one
+// valid and named once, else each problem on standard error and exit code 1 (0 when read).
+int ReadScheduleDocuments(const std::vector<std::string>& paths, const std::string& command,
+                          std::vector<trigd::Schedule>& schedules);
 
 // Exit codes: 0 ok, 1 refused input, 2 cannot reach Kafka or PostgreSQL.
 int ExitCodeFor(const trigd::Status& s);

@@ -22,9 +22,10 @@ constexpr size_t kUnchangedListed = 20;
 // Every document of the files and folders (-f, once or more, as kubectl apply; "-" is standard
 // input) is validated first; any problem refuses them all, and they are applied in one
 // transaction. A file named twice (directly or through a folder) is read once.
-int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
-  const trigd::Config& config = ctx.config;
-  const bool as_json = ctx.as_json;
+}  // namespace
+
+int ReadScheduleDocuments(const std::vector<std::string>& paths, const std::string& command,
+                          std::vector<trigd::Schedule>& schedules) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   for (const auto& path : paths) {
@@ -34,12 +35,12 @@ int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
       for (const auto& e : std::filesystem::recursive_directory_iterator(path, ec))
         if (e.is_regular_file() && e.path().extension() == ".json") in_folder.push_back(e.path());
       std::sort(in_folder.begin(), in_folder.end());
-      if (in_folder.empty()) return Refuse("schedules apply", "no .json schedule documents in " + path);
+      if (in_folder.empty()) return Refuse(command, "no .json schedule documents in " + path);
       files.insert(files.end(), in_folder.begin(), in_folder.end());
     } else if (path == "-" || std::filesystem::exists(path, ec)) {
       files.push_back(path);
     } else {
-      return Refuse("schedules apply", path + ": no such file or folder");
+      return Refuse(command, path + ": no such file or folder");
     }
   }
   {
@@ -49,7 +50,6 @@ int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
       return !read.insert(f == "-" ? f : std::filesystem::weakly_canonical(f, ec)).second;
     });
   }
-  std::vector<trigd::Schedule> schedules;
   std::vector<std::string> errors;
   std::map<std::string, std::string> seen;  // schedule name -> the file that defines it first
   for (const auto& f : files) {
@@ -80,9 +80,20 @@ int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
   }
   if (!errors.empty()) {
     for (const auto& e : errors) std::cerr << e << "\n";
-    std::cerr << "trigctl schedules apply: " << errors.size() << " problem(s); nothing applied\n";
+    std::cerr << "trigctl " << command << ": " << errors.size() << " problem(s); nothing "
+              << (command == "schedules apply" ? "applied" : "replayed") << "\n";
     return 1;
   }
+  return 0;
+}
+
+namespace {
+
+int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
+  const trigd::Config& config = ctx.config;
+  const bool as_json = ctx.as_json;
+  std::vector<trigd::Schedule> schedules;
+  if (int refused = ReadScheduleDocuments(paths, "schedules apply", schedules); refused != 0) return refused;
   auto r = trigd::ApplySchedules(config.pg, schedules);
   if (!r.ok()) return Fail(r.status(), "schedules apply");
   if (as_json) {
@@ -171,6 +182,7 @@ void AddSchedules(CLI::App& root, Context& ctx) {
     ctx.Verb(*schedules, v, what, [&ctx, f, v] { return SchedulesChange(ctx, v, f->name); })
         ->add_option("NAME", f->name, "namespace/name");
   }
+  AddScheduleReplay(*schedules, ctx);
 }
 
 }  // namespace trigctl
