@@ -369,7 +369,8 @@ class Run {
                                                     {"TRIGD_KAFKA", kafka},
                                                     {"TRIGD_TOPIC_PREFIX", prefix},
                                                     {"TRIGD_GROUP", group_override.empty() ? group : group_override},
-                                                    {"TRIGD_METRICS", "127.0.0.1:" + std::to_string(port)}},
+                                                    {"TRIGD_METRICS", "127.0.0.1:" + std::to_string(port)},
+                                                    {"TRIGD_API", "127.0.0.1:0"}},
                                                 log));
     return *children_.back();
   }
