@@ -8,8 +8,9 @@ using nlohmann::json;
 
 Result<std::unique_ptr<ApiClient>> ApiClient::Create(const std::string& url, const std::string& token) {
   const std::string scheme = "http://";
-  if (url.rfind(scheme, 0) != 0 || url.size() == scheme.size() ||
-      url.find('/', scheme.size()) != std::string::npos && url.find('/', scheme.size()) + 1 != url.size()) {
+  const size_t slash = url.find('/', scheme.size());
+  const bool bare = slash == std::string::npos || slash + 1 == url.size();  // nothing after HOST:PORT[/]
+  if (url.rfind(scheme, 0) != 0 || url.size() == scheme.size() || !bare) {
     return Invalid("--api must be http://HOST:PORT, got \"" + url + "\"");
   }
   std::unique_ptr<ApiClient> c(new ApiClient());

@@ -35,22 +35,15 @@ struct Reply {
 Reply Error(int status, const std::string& error, json problems = json::array()) {
   return {status, json{{"error", error}, {"problems", std::move(problems)}}};
 }
-json Problem(const std::string& path, const std::string& message) {
-  return json{{"path", path}, {"message", message}};
-}
+json Problem(const std::string& path, const std::string& message) { return json{{"path", path}, {"message", message}}; }
 
 int HttpStatusOf(const Status& s) {
   switch (s.code()) {
-    case StatusCode::kInvalid:
-      return 400;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kAborted:
-      return 409;
-    case StatusCode::kUnavailable:
-      return 503;
-    default:
-      return 500;
+    case StatusCode::kInvalid: return 400;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kAborted: return 409;
+    case StatusCode::kUnavailable: return 503;
+    default: return 500;
   }
 }
 Reply Fail(const Status& s) { return Error(HttpStatusOf(s), s.message()); }
@@ -213,8 +206,15 @@ struct ApiServer::Impl {
                             " (needs " + RoleName(route.role) + ")");
     }
     json problems = json::array();
-    for (const auto& [key, value] : req.params) {
-      if (!route.query.count(key)) problems.push_back(Problem(key, "unknown query parameter"));
+    // The names of the target's query parameters (req.params also holds those of a form body,
+    // which a client that sends JSON without its content type gets).
+    const size_t q = req.target.find('?');
+    for (size_t at = q == std::string::npos ? req.target.size() : q + 1; at < req.target.size();) {
+      size_t end = req.target.find('&', at);
+      if (end == std::string::npos) end = req.target.size();
+      const std::string key = req.target.substr(at, std::min(end, req.target.find('=', at)) - at);
+      if (!key.empty() && !route.query.count(key)) problems.push_back(Problem(key, "unknown query parameter"));
+      at = end + 1;
     }
     if (!problems.empty()) return Error(400, "unknown query parameter", problems);
     Call call{who, {}, req, json()};
@@ -226,7 +226,8 @@ struct ApiServer::Impl {
     if (!req.body.empty()) {
       if (route.body == Body::kNone) return Error(400, "this operation takes no body");
       call.body = json::parse(req.body, nullptr, false);
-      if (call.body.is_discarded()) return Error(400, "invalid JSON in the body", json::array({Problem("", "not JSON")}));
+      if (call.body.is_discarded())
+        return Error(400, "invalid JSON in the body", json::array({Problem("", "not JSON")}));
     } else if (route.body == Body::kRequired) {
       return Error(400, "needs a JSON body");
     }
@@ -277,8 +278,7 @@ Reply ApplyMany(Server& s, const Call& c) {
     }
     schedules.push_back(std::move(parsed.schedule));
   }
-  if (!problems.empty())
-    return Error(400, std::to_string(problems.size()) + " problem(s); nothing applied", problems);
+  if (!problems.empty()) return Error(400, std::to_string(problems.size()) + " problem(s); nothing applied", problems);
   auto r = ApplySchedules(s.options.pg, schedules);
   if (!r.ok()) return Fail(r.status());
   json out = json::array();
@@ -322,17 +322,19 @@ std::vector<Route> Routes() {
   const std::string name = "/api/v1/schedules/([^/]+)/([^/]+)";
   const std::set<std::string> page = {"limit", "offset"};
   std::vector<Route> r;
-  r.push_back({"whoami", "GET", "/api/v1/whoami", Role::kViewer, {}, Body::kNone, false, [](Server& s, const Call& c) -> Reply {
-                 json ops = json::array();
-                 for (const Route& route : Routes()) {
-                   if (c.who.role >= route.role) ops.push_back(route.id);
-                 }
-                 return {200, json{{"role", RoleName(c.who.role)},
-                                   {"namespaces", c.who.namespaces},
-                                   {"auth", s.auth},
-                                   {"operations", ops}}};
-               }});
-  r.push_back({"listSchedules", "GET", "/api/v1/schedules", Role::kViewer, page, Body::kNone, false, [](Server& s, const Call& c) -> Reply {
+  r.push_back(
+      {"whoami", "GET", "/api/v1/whoami", Role::kViewer, {}, Body::kNone, false, [](Server& s, const Call& c) -> Reply {
+         json ops = json::array();
+         for (const Route& route : Routes()) {
+           if (c.who.role >= route.role) ops.push_back(route.id);
+         }
+         return {200, json{{"role", RoleName(c.who.role)},
+                           {"namespaces", c.who.namespaces},
+                           {"auth", s.auth},
+                           {"operations", ops}}};
+       }});
+  r.push_back({"listSchedules", "GET", "/api/v1/schedules", Role::kViewer, page, Body::kNone, false,
+               [](Server& s, const Call& c) -> Reply {
                  auto p = ReadPage(c);
                  if (auto* e = std::get_if<Reply>(&p)) return *e;
                  auto rows = QuerySchedules(s.options.pg, ReadLimit(std::get<Page>(p), c.who));
@@ -345,13 +347,32 @@ std::vector<Route> Routes() {
                  return One(QuerySchedule(s.options.pg, n), "schedule " + n, c.who);
                }});
   r.push_back({"applySchedule", "PUT", name, Role::kAdmin, {}, Body::kRequired, true, ApplyOne});
-  r.push_back({"deleteSchedule", "DELETE", name, Role::kAdmin, {}, Body::kNone, true,
-               [](Server& s, const Call& c) { return ChangeOne(s, c, ScheduleAction::kDelete); }});
-  r.push_back({"suspendSchedule", "POST", name + "/suspend", Role::kOperator, {}, Body::kOptional, true,
+  r.push_back({"deleteSchedule", "DELETE", name, Role::kAdmin, {}, Body::kNone, true, [](Server& s, const Call& c) {
+                 return ChangeOne(s, c, ScheduleAction::kDelete);
+               }});
+  r.push_back({"suspendSchedule",
+               "POST",
+               name + "/suspend",
+               Role::kOperator,
+               {},
+               Body::kOptional,
+               true,
                [](Server& s, const Call& c) { return ChangeOne(s, c, ScheduleAction::kSuspend); }});
-  r.push_back({"resumeSchedule", "POST", name + "/resume", Role::kOperator, {}, Body::kOptional, true,
+  r.push_back({"resumeSchedule",
+               "POST",
+               name + "/resume",
+               Role::kOperator,
+               {},
+               Body::kOptional,
+               true,
                [](Server& s, const Call& c) { return ChangeOne(s, c, ScheduleAction::kResume); }});
-  r.push_back({"listJobs", "GET", "/api/v1/jobs", Role::kViewer, {"limit", "offset", "state", "schedule"}, Body::kNone, false,
+  r.push_back({"listJobs",
+               "GET",
+               "/api/v1/jobs",
+               Role::kViewer,
+               {"limit", "offset", "state", "schedule"},
+               Body::kNone,
+               false,
                [](Server& s, const Call& c) -> Reply {
                  auto p = ReadPage(c);
                  if (auto* e = std::get_if<Reply>(&p)) return *e;
@@ -359,22 +380,36 @@ std::vector<Route> Routes() {
                  auto schedule = c.Query("schedule");
                  if (state && std::none_of(std::begin(kJobStates), std::end(kJobStates),
                                            [&](const char* st) { return *state == st; })) {
-                   return Error(400, "unknown job state", json::array({Problem("state", "unknown job state \"" + *state +
-                                                                                            "\" (one of pending_trigger, "
-                                                                                            "pending_constraint, launched, "
-                                                                                            "discarded)")}));
+                   return Error(400, "unknown job state",
+                                json::array({Problem("state", "unknown job state \"" + *state +
+                                                                  "\" (one of pending_trigger, "
+                                                                  "pending_constraint, launched, "
+                                                                  "discarded)")}));
                  }
                  if (auto e = CheckScheduleFilter(c, schedule)) return *e;
                  auto rows = QueryJobs(s.options.pg, state, schedule, ReadLimit(std::get<Page>(p), c.who));
                  if (!rows.ok()) return FailList(rows.status(), schedule);
                  return {200, PageOf(*rows, std::get<Page>(p), c.who)};
                }});
-  r.push_back({"getJob", "GET", "/api/v1/jobs/([^/]+)", Role::kViewer, {}, Body::kNone, false, [](Server& s, const Call& c) -> Reply {
+  r.push_back({"getJob",
+               "GET",
+               "/api/v1/jobs/([^/]+)",
+               Role::kViewer,
+               {},
+               Body::kNone,
+               false,
+               [](Server& s, const Call& c) -> Reply {
                  auto id = ParseJobId(c.params[0]);
                  if (!id) return Error(400, "job id must be a number, got \"" + c.params[0] + "\"");
                  return One(QueryJob(s.options.pg, *id), "job " + c.params[0], c.who);
                }});
-  r.push_back({"whyJob", "GET", "/api/v1/jobs/([^/]+)/why", Role::kViewer, {}, Body::kNone, false,
+  r.push_back({"whyJob",
+               "GET",
+               "/api/v1/jobs/([^/]+)/why",
+               Role::kViewer,
+               {},
+               Body::kNone,
+               false,
                [](Server& s, const Call& c) -> Reply {
                  auto id = ParseJobId(c.params[0]);
                  if (!id) return Error(400, "job id must be a number, got \"" + c.params[0] + "\"");
@@ -385,7 +420,13 @@ std::vector<Route> Routes() {
                  if (!c.who.Reaches(ns)) return Forbidden(c.who, ns);
                  return {200, e};
                }});
-  r.push_back({"listRuns", "GET", "/api/v1/runs", Role::kViewer, {"limit", "offset", "schedule"}, Body::kNone, false,
+  r.push_back({"listRuns",
+               "GET",
+               "/api/v1/runs",
+               Role::kViewer,
+               {"limit", "offset", "schedule"},
+               Body::kNone,
+               false,
                [](Server& s, const Call& c) -> Reply {
                  auto p = ReadPage(c);
                  if (auto* e = std::get_if<Reply>(&p)) return *e;
@@ -395,7 +436,14 @@ std::vector<Route> Routes() {
                  if (!rows.ok()) return FailList(rows.status(), schedule);
                  return {200, PageOf(*rows, std::get<Page>(p), c.who)};
                }});
-  r.push_back({"getRun", "GET", "/api/v1/runs/([^/]+)", Role::kViewer, {}, Body::kNone, false, [](Server& s, const Call& c) -> Reply {
+  r.push_back({"getRun",
+               "GET",
+               "/api/v1/runs/([^/]+)",
+               Role::kViewer,
+               {},
+               Body::kNone,
+               false,
+               [](Server& s, const Call& c) -> Reply {
                  return One(QueryRun(s.options.pg, c.params[0]), "run " + c.params[0], c.who);
                }});
   r.push_back({"lag", "GET", "/api/v1/lag", Role::kViewer, {}, Body::kNone, false, [](Server& s, const Call&) -> Reply {
@@ -532,8 +580,9 @@ Status ApiServer::Start(const ApiOptions& options) {
     s.port = port;
   }
   s.thread = std::thread([&s] { s.http.listen_after_bind(); });
-  LogLine("api: serving /api/v1 and the console on http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
-          ":" + std::to_string(s.port) + "/" + (s.auth ? "" : " (no TRIGD_TOKENS: loopback only, no token needed)"));
+  LogLine("api: serving /api/v1 and the console on http://" +
+          (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(s.port) + "/" +
+          (s.auth ? "" : " (no TRIGD_TOKENS: loopback only, no token needed)"));
   return Status();
 }
 

@@ -12,12 +12,9 @@ namespace trigd {
 
 const char* RoleName(Role role) {
   switch (role) {
-    case Role::kViewer:
-      return "viewer";
-    case Role::kOperator:
-      return "operator";
-    case Role::kAdmin:
-      return "admin";
+    case Role::kViewer: return "viewer";
+    case Role::kOperator: return "operator";
+    case Role::kAdmin: return "admin";
   }
   return "viewer";
 }

@@ -42,10 +42,10 @@ int main(int argc, char** argv) {
                                   "delete finished jobs and runs older than this (at least 1d; 0 keeps everything)")
                        ->envname("TRIGD_RETENTION"));
   trigd::ApiOptions api;
-  trigd::FlagValue(app.add_option("--api", api.listen,
-                                  "HOST:PORT to serve the HTTP API (/api/v1) and the web console on; off: none")
-                       ->envname("TRIGD_API")
-                       ->capture_default_str());
+  trigd::FlagValue(
+      app.add_option("--api", api.listen, "HOST:PORT to serve the HTTP API (/api/v1) and the web console on; off: none")
+          ->envname("TRIGD_API")
+          ->capture_default_str());
   trigd::FlagValue(app.add_option("--tokens", api.tokens_file,
                                   "the API's token file (JSON: sha256, role, namespaces), re-read on SIGHUP; "
                                   "without one the API binds to loopback only")

@@ -15,7 +15,8 @@ TEST(Sha256Hex, KnownDigest) {
 TEST(ParseTokens, RolesAndNamespaces) {
   const std::string viewer = Sha256Hex("v"), op = Sha256Hex("o");
   auto t = ParseTokens(R"([{"sha256": ")" + viewer + R"(", "role": "viewer", "namespaces": ["*"]},
-                           {"sha256": ")" + op + R"(", "role": "operator", "namespaces": ["a"]}])");
+                           {"sha256": ")" +
+                       op + R"(", "role": "operator", "namespaces": ["a"]}])");
   ASSERT_TRUE(t.ok()) << t.status().message();
   auto v = FindToken(*t, "v");
   ASSERT_TRUE(v);
@@ -56,7 +57,8 @@ TEST(ParseTokens, RefusesWithThePath) {
   EXPECT_EQ(msg(R"([{"sha256": ")" + h + R"(", "role": "viewer", "namespaces": ["*"], "token": "x"}])"),
             "[0].token: unknown field (expected one of: sha256, role, namespaces)");
   EXPECT_EQ(msg(R"([{"sha256": ")" + h + R"(", "role": "viewer", "namespaces": ["*"]},
-                    {"sha256": ")" + h + R"(", "role": "admin", "namespaces": ["*"]}])"),
+                    {"sha256": ")" +
+                h + R"(", "role": "admin", "namespaces": ["*"]}])"),
             "[1].sha256: the same hash as an earlier entry");
 }
 

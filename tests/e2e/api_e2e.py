@@ -181,6 +181,8 @@ try:
                  ["jobs", "why", str(job_id), "--json"], ["runs", "list"], ["runs", "show", run_id],
                  ["runs", "list", "--schedule", "a/ingest", "--limit", "1"], ["lag"]):
         direct, through = trigctl(args, False), trigctl(args, True)
+        if "why" in args:  # `jobs why` says when it checked: the database's clock at each call
+            direct, through = (tuple(re.sub(r"checked.at\W+[0-9T:.-]+Z", "", str(x)) for x in r) for r in (direct, through))
         if direct != through:
             fail(f"trigctl {' '.join(args)}: direct {direct!r}\nthrough the API {through!r}")
     docs_dir = os.path.join(T.tmp, "docs")

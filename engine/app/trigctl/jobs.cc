@@ -4,8 +4,8 @@
 #include <iterator>
 #include <memory>
 
-#include "app/trigctl/context.h"
 #include "api/why.h"
+#include "app/trigctl/context.h"
 #include "store/admin.h"
 
 namespace trigctl {
@@ -23,7 +23,8 @@ int JobsList(const Context& ctx, const std::optional<std::string>& state, const 
   }
   std::string query = (state ? "state=" + trigd::ApiClient::Encode(*state) : "");
   if (schedule) query += (query.empty() ? "" : "&") + ("schedule=" + trigd::ApiClient::Encode(*schedule));
-  auto r = ctx.api ? ApiList(ctx, "/api/v1/jobs", query, *limit) : trigd::QueryJobs(ctx.config.pg, state, schedule, *limit);
+  auto r =
+      ctx.api ? ApiList(ctx, "/api/v1/jobs", query, *limit) : trigd::QueryJobs(ctx.config.pg, state, schedule, *limit);
   if (!r.ok()) return FailList(r.status(), "jobs list", schedule);
   PrintRows(
       *r, {"id", "schedule", "version", "state", "priority", "opened_at", "next_check_at", "run_id", "discard_reason"},

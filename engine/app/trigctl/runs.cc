@@ -11,9 +11,9 @@ int RunsList(const Context& ctx, const std::optional<std::string>& schedule,
              const std::optional<std::string>& limit_flag) {
   auto limit = Limit(limit_flag);
   if (!limit) return Refuse("runs list", "--limit must be a positive integer, got \"" + *limit_flag + "\"");
-  auto r = ctx.api ? ApiList(ctx, "/api/v1/runs", schedule ? "schedule=" + trigd::ApiClient::Encode(*schedule) : "",
-                             *limit)
-                   : trigd::QueryRuns(ctx.config.pg, schedule, *limit);
+  auto r = ctx.api
+               ? ApiList(ctx, "/api/v1/runs", schedule ? "schedule=" + trigd::ApiClient::Encode(*schedule) : "", *limit)
+               : trigd::QueryRuns(ctx.config.pg, schedule, *limit);
   if (!r.ok()) return FailList(r.status(), "runs list", schedule);
   PrintRows(*r, {"run_id", "job_id", "schedule", "program", "state", "attempt", "launched_at", "finished_at"},
             ctx.as_json);

@@ -125,8 +125,9 @@ int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
 int SchedulesList(const Context& ctx, const std::optional<std::string>& limit_flag) {
   auto limit = Limit(limit_flag, SIZE_MAX);
   if (!limit) return Refuse("schedules list", "--limit must be a positive integer, got \"" + *limit_flag + "\"");
-  auto r = ctx.api ? ApiList(ctx, "/api/v1/schedules", "", *limit)
-                   : trigd::QuerySchedules(ctx.config.pg, *limit == SIZE_MAX ? std::nullopt : std::optional<size_t>(*limit));
+  auto r =
+      ctx.api ? ApiList(ctx, "/api/v1/schedules", "", *limit)
+              : trigd::QuerySchedules(ctx.config.pg, *limit == SIZE_MAX ? std::nullopt : std::optional<size_t>(*limit));
   if (!r.ok()) return Fail(r.status(), "schedules list");
   PrintRows(*r, {"name", "version", "state", "open_jobs", "active_runs", "next_fire_at", "updated_at"}, ctx.as_json);
   return 0;
@@ -148,7 +149,8 @@ int SchedulesChange(const Context& ctx, const std::string& verb, const std::stri
                                     : trigd::ScheduleAction::kResume;
   bool changed = false;
   if (ctx.api) {
-    auto r = ctx.api->Call(verb == "delete" ? "DELETE" : "POST", SchedulePath(name) + (verb == "delete" ? "" : "/" + verb));
+    auto r =
+        ctx.api->Call(verb == "delete" ? "DELETE" : "POST", SchedulePath(name) + (verb == "delete" ? "" : "/" + verb));
     if (!r.ok()) return Fail(r.status(), "schedules " + verb);
     changed = r->value("done", "").rfind("already", 0) != 0;
   } else {
