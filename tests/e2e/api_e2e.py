@@ -12,6 +12,7 @@ and `trigctl --api` printing exactly what trigctl prints from the database.
 
 Run by ctest with Debian's python3 (python3-yaml, python3-jsonschema): api_e2e.py SRC BIN.
 """
+import http.client
 import json
 import os
 import re
@@ -249,7 +250,6 @@ try:
         if status not in (400, 404) or "error" not in (reply or {}):
             fail(f"GET {path}: {status} {reply}")
     expect(400, "POST", "/api/v1/schedules/a/ingest/suspend", token=OP, raw=b'{"now": true}')
-    expect(400, "GET", "/api/v1/whoami", token=VIEW, raw=b"{}", documented=False)
     # A slow client: half a request line, then nothing. The server drops it after its read
     # timeout, and serves others meanwhile.
     slow = socket.create_connection(("127.0.0.1", API_PORT))
@@ -279,7 +279,7 @@ try:
     wait_for("the new token", lambda: call("GET", "/api/v1/whoami", token=TOKENS["late"], documented=False)[0] == 200, 10)
     page = expect(200, "GET", "/api/v1/schedules", token=TOKENS["late"])
     assert [s["name"] for s in page["items"]] == ["b/other"], page
-    with open(tokens_file, "w") as f:
+    with open(T.tokens_file, "w") as f:
         f.write("[{")
     trigd.send_signal(signal.SIGHUP)
     wait_for("the refused reload", lambda: "tokens not reloaded" in open(T.log_path).read(), 10)
