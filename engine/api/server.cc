@@ -318,6 +318,10 @@ std::optional<int64_t> ParseJobId(const std::string& text) {
   return std::stoll(text);
 }
 
+Reply BadJobId(const std::string& text) {
+  return Error(400, "job id must be a number, got \"" + text + "\"", json::array({Problem("id", "not a number")}));
+}
+
 std::vector<Route> Routes() {
   const std::string name = "/api/v1/schedules/([^/]+)/([^/]+)";
   const std::set<std::string> page = {"limit", "offset"};
@@ -400,7 +404,7 @@ std::vector<Route> Routes() {
                false,
                [](Server& s, const Call& c) -> Reply {
                  auto id = ParseJobId(c.params[0]);
-                 if (!id) return Error(400, "job id must be a number, got \"" + c.params[0] + "\"");
+                 if (!id) return BadJobId(c.params[0]);
                  return One(QueryJob(s.options.pg, *id), "job " + c.params[0], c.who);
                }});
   r.push_back({"whyJob",
@@ -412,7 +416,7 @@ std::vector<Route> Routes() {
                false,
                [](Server& s, const Call& c) -> Reply {
                  auto id = ParseJobId(c.params[0]);
-                 if (!id) return Error(400, "job id must be a number, got \"" + c.params[0] + "\"");
+                 if (!id) return BadJobId(c.params[0]);
                  auto in = InspectJob(s.options.pg, *id);
                  if (!in.ok()) return Fail(in.status());
                  json e = ExplainJob(*in);
