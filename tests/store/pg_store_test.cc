@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 #include <pqxx/pqxx>
 
-#include "app/why.h"
+#include "api/why.h"
 #include "core/envelope.h"
 #include "core/envelope_time.h"
 #include "core/launch_request.h"

@@ -359,18 +359,23 @@ class Run {
 
   // trigd with this run's database, prefix and `group` (default: the run's), metrics on a
   // free port; its log goes to /tmp/<db>-trigd-N.log.
+  // The HTTP API port of the trigd StartTrigd started last.
+  int api_port = 0;
+
   Child& StartTrigd(const std::string& group_override = "") {
     std::lock_guard<std::mutex> l(mu_);
     int port = FreePort();
     std::string log = "/tmp/" + db + "-trigd-" + std::to_string(children_.size()) + ".log";
-    children_.push_back(std::make_unique<Child>(BinDir() + "/trigd", std::vector<std::string>{},
-                                                std::vector<std::pair<std::string, std::string>>{
-                                                    {"TRIGD_PG", pg},
-                                                    {"TRIGD_KAFKA", kafka},
-                                                    {"TRIGD_TOPIC_PREFIX", prefix},
-                                                    {"TRIGD_GROUP", group_override.empty() ? group : group_override},
-                                                    {"TRIGD_METRICS", "127.0.0.1:" + std::to_string(port)}},
-                                                log));
+    children_.push_back(
+        std::make_unique<Child>(BinDir() + "/trigd", std::vector<std::string>{},
+                                std::vector<std::pair<std::string, std::string>>{
+                                    {"TRIGD_PG", pg},
+                                    {"TRIGD_KAFKA", kafka},
+                                    {"TRIGD_TOPIC_PREFIX", prefix},
+                                    {"TRIGD_GROUP", group_override.empty() ? group : group_override},
+                                    {"TRIGD_METRICS", "127.0.0.1:" + std::to_string(port)},
+                                    {"TRIGD_API", "127.0.0.1:" + std::to_string(api_port = FreePort())}},
+                                log));
     return *children_.back();
   }
 

@@ -6,12 +6,14 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "api/client.h"
 #include "app/cli.h"
 #include "app/config.h"
 #include "common/status.h"
@@ -25,6 +27,10 @@ struct Context {
   CLI::App* root = nullptr;
   trigd::Config config;
   bool as_json = false;  // --json: JSON for scripts instead of tables
+  // --api URL (TRIGD_API_URL), with TRIGD_TOKEN: the verbs the API serves go through it
+  // instead of PostgreSQL, and print the same.
+  std::string api_url;
+  std::unique_ptr<trigd::ApiClient> api;
   // What each verb runs once the command line is parsed and accepted (exit code).
   std::map<const CLI::App*, std::function<int()>> commands;
 
@@ -74,6 +80,13 @@ void PrintRows(json rows, const std::vector<std::string>& columns, bool as_json)
 
 // One row, one field a line (or JSON); "no WHAT" refused when there is none.
 int ShowOne(const trigd::Result<json>& r, const std::string& command, const std::string& what, bool as_json);
+
+// Through the API (ctx.api): a list's rows, paged (at most 1000 a request) until `limit` rows
+// or the end; `query` as key=value pairs, already encoded.
+trigd::Result<json> ApiList(const Context& ctx, const std::string& path, std::string query, size_t limit);
+// Through the API: one resource as a one-row array (ShowOne's form); none for a 404 whose
+// error is "no WHAT".
+trigd::Result<json> ApiOne(const Context& ctx, const std::string& path);
 
 // A decimal integer; nothing for anything else, one past long long's range included.
 std::optional<long long> ParseId(const std::string& s);

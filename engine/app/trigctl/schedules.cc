@@ -19,6 +19,19 @@ namespace {
 // `schedules apply` lists the unchanged schedules up to this many.
 constexpr size_t kUnchangedListed = 20;
 
+// The documents in one request (POST /api/v1/schedules: one transaction, as ApplySchedules),
+// each in its canonical form.
+trigd::Result<std::vector<trigd::ApplyOutcome>> ApplyThroughApi(const Context& ctx,
+                                                                const std::vector<trigd::Schedule>& schedules) {
+  json docs = json::array();
+  for (const auto& s : schedules) docs.push_back(trigd::ScheduleToJson(s));
+  auto r = ctx.api->Call("POST", "/api/v1/schedules", docs);
+  if (!r.ok()) return r.status();
+  std::vector<trigd::ApplyOutcome> out;
+  for (const auto& o : *r) out.push_back({o.value("schedule", ""), o.value("version", 0), o.value("changed", false)});
+  return out;
+}
+
 // Every document of the files and folders (-f, once or more, as kubectl apply; "-" is standard
 // input) is validated first; any problem refuses them all, and they are applied in one
 // transaction. A file named twice (directly or through a folder) is read once.
@@ -94,7 +107,7 @@ int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
   const bool as_json = ctx.as_json;
   std::vector<trigd::Schedule> schedules;
   if (int refused = ReadScheduleDocuments(paths, "schedules apply", schedules); refused != 0) return refused;
-  auto r = trigd::ApplySchedules(config.pg, schedules);
+  auto r = ctx.api ? ApplyThroughApi(ctx, schedules) : trigd::ApplySchedules(config.pg, schedules);
   if (!r.ok()) return Fail(r.status(), "schedules apply");
   if (as_json) {
     // Every schedule, changed or not: for scripts.
@@ -123,10 +136,21 @@ int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
 int SchedulesList(const Context& ctx, const std::optional<std::string>& limit_flag) {
   auto limit = Limit(limit_flag, SIZE_MAX);
   if (!limit) return Refuse("schedules list", "--limit must be a positive integer, got \"" + *limit_flag + "\"");
-  auto r = trigd::QuerySchedules(ctx.config.pg, *limit == SIZE_MAX ? std::nullopt : std::optional<size_t>(*limit));
+  auto r =
+      ctx.api ? ApiList(ctx, "/api/v1/schedules", "", *limit)
+              : trigd::QuerySchedules(ctx.config.pg, *limit == SIZE_MAX ? std::nullopt : std::optional<size_t>(*limit));
   if (!r.ok()) return Fail(r.status(), "schedules list");
   PrintRows(*r, {"name", "version", "state", "open_jobs", "active_runs", "next_fire_at", "updated_at"}, ctx.as_json);
   return 0;
+}
+
+// /api/v1/schedules/NS/NAME; a name without its namespace as NAME alone (the API answers that
+// there is no such schedule, as the database does).
+std::string SchedulePath(const std::string& name) {
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos) return "/api/v1/schedules/-/" + trigd::ApiClient::Encode(name);
+  return "/api/v1/schedules/" + trigd::ApiClient::Encode(name.substr(0, slash)) + "/" +
+         trigd::ApiClient::Encode(name.substr(slash + 1));
 }
 
 int SchedulesChange(const Context& ctx, const std::string& verb, const std::string& name) {
@@ -135,8 +159,15 @@ int SchedulesChange(const Context& ctx, const std::string& verb, const std::stri
                 : verb == "suspend" ? trigd::ScheduleAction::kSuspend
                                     : trigd::ScheduleAction::kResume;
   bool changed = false;
-  trigd::Status st = trigd::ChangeSchedule(ctx.config.pg, ctx.config.topic_prefix, name, action, &changed);
-  if (!st.ok()) return Fail(st, "schedules " + verb);
+  if (ctx.api) {
+    auto r =
+        ctx.api->Call(verb == "delete" ? "DELETE" : "POST", SchedulePath(name) + (verb == "delete" ? "" : "/" + verb));
+    if (!r.ok()) return Fail(r.status(), "schedules " + verb);
+    changed = r->value("done", "").rfind("already", 0) != 0;
+  } else {
+    trigd::Status st = trigd::ChangeSchedule(ctx.config.pg, ctx.config.topic_prefix, name, action, &changed);
+    if (!st.ok()) return Fail(st, "schedules " + verb);
+  }
   std::string done = !changed            ? (verb == "suspend" ? "already suspended" : "already active")
                      : verb == "delete"  ? "deleted"
                      : verb == "suspend" ? "suspended"
@@ -171,7 +202,8 @@ void AddSchedules(CLI::App& root, Context& ctx) {
            f->limit, "default: all");
   CLI::App* show = ctx.Verb(*schedules, "show", "one schedule: its document, state and version", [&ctx, f] {
     if (f->name.empty()) return ctx.Usage("expects one NAME");
-    return ShowOne(trigd::QuerySchedule(ctx.config.pg, f->name), "schedules show", "schedule " + f->name, ctx.as_json);
+    return ShowOne(ctx.api ? ApiOne(ctx, SchedulePath(f->name)) : trigd::QuerySchedule(ctx.config.pg, f->name),
+                   "schedules show", "schedule " + f->name, ctx.as_json);
   });
   show->add_option("NAME", f->name, "namespace/name");
   for (const char* verb : {"delete", "suspend", "resume"}) {
