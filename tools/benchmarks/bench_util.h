@@ -312,9 +312,10 @@ class Run {
     return r;
   }
 
-  // A second private database (<db>_<suffix>, migrated, dropped with the first); returns its
-  // connection string. For comparing two states of the tables round by round.
-  std::string AddDatabase(const std::string& suffix) {
+  // A second private database (<db>_<suffix>, migrated unless `migrate` is false, dropped with
+  // the first); returns its connection string. For comparing two states of the tables round by
+  // round, or for a peer's own tables.
+  std::string AddDatabase(const std::string& suffix, bool migrate = true) {
     std::string name = db + "_" + suffix;
     try {
       pqxx::connection c(pg_admin);
@@ -328,6 +329,7 @@ class Run {
       extra_dbs_.push_back(name);
     }
     std::string conn = pg_admin + " dbname=" + name;
+    if (!migrate) return conn;
     if (trigd::Status s = trigd::ApplyMigrations(conn, trigd::DefaultSchemaDir(), nullptr); !s.ok()) {
       Fail("migrations: " + s.ToString());
     }
