@@ -245,8 +245,7 @@ int main(int argc, char** argv) {
                 limit_db_cpu.back(), copy_db_cpu.back());
     std::fflush(stdout);
   }
-  const double engine = bench::Median(engine_rate), copy = bench::Median(copy_rate),
-               limit = bench::Median(limit_rate);
+  const double engine = bench::Median(engine_rate), copy = bench::Median(copy_rate), limit = bench::Median(limit_rate);
   const double ratio = engine / copy, limit_ratio = engine / limit;
   std::printf("%6s %14.0f %14.0f %14.0f %8.2f %8.2f %5s   %.0f + %.0f; %.0f; %.0f\n", "median", engine, limit, copy,
               limit_ratio, ratio, "", bench::Median(engine_db_cpu), bench::Median(engine_client_cpu),

@@ -260,9 +260,10 @@ int main(int argc, char** argv) {
       bench::HistogramBuckets(bench::HttpGet(metrics_port, "/metrics"), "trigd_event_to_launch_seconds");
   const double histogram_p50 = 1000 * bench::HistogramQuantile(histogram_before, histogram_after, 0.5);
   const double histogram_p99 = 1000 * bench::HistogramQuantile(histogram_before, histogram_after, 0.99);
-  const double histogram_count = histogram_after.empty() ? 0
-                                 : histogram_after.rbegin()->second -
-                                       (histogram_before.empty() ? 0 : histogram_before.rbegin()->second);
+  const double histogram_count =
+      histogram_after.empty()
+          ? 0
+          : histogram_after.rbegin()->second - (histogram_before.empty() ? 0 : histogram_before.rbegin()->second);
   trigd.Stop();
 
   // Baseline: the same open loop through one bare topic (warmed up the same way).
@@ -297,8 +298,8 @@ int main(int argc, char** argv) {
   // lies inside the client's interval (which adds the event's produce, the wait for the ingest
   // poll and the launch request's fetch), so its median cannot exceed the client's beyond the
   // width of its bucket (interpolated).
-  const bool histogram_consistent = histogram_count == static_cast<double>(engine.received) &&
-                                    histogram_p50 <= engine.p50 + 2.5 && histogram_p50 > 0;
+  const bool histogram_consistent =
+      histogram_count == static_cast<double>(engine.received) && histogram_p50 <= engine.p50 + 2.5 && histogram_p50 > 0;
   std::printf(
       "trigd_event_to_launch_seconds over the same %lld launches (bucket-interpolated): p50 %.2f ms, p99 %.2f ms "
       "(client: p50 %.2f, p99 %.2f): %s\n",

@@ -34,8 +34,8 @@ namespace {
 std::optional<double> RiverRound(bench::Run& run, const std::string& db, int64_t jobs) {
   const std::string program = bench::BinDir() + "/river-bench";
   if (access(program.c_str(), X_OK) != 0) return std::nullopt;
-  const std::string command = program + " --database-url '" + db + "' --jobs " + std::to_string(jobs) +
-                              " --rounds 1 2>&1";
+  const std::string command =
+      program + " --database-url '" + db + "' --jobs " + std::to_string(jobs) + " --rounds 1 2>&1";
   FILE* p = popen(command.c_str(), "r");
   if (!p) run.Fail("cannot run " + program);
   std::string out, last;
@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
   std::printf("setup (schedules + ready jobs through the append path): %.1f s\n", bench::SecondsSince(t));
 
   int checkers = 0;
-  std::vector<double> engine_rate, limit_rate, claim_rate, river_rate, checker_cpu, relay_cpu, client_cpu,
-      limit_db_cpu, limit_client_cpu, claim_cpu, loads;
+  std::vector<double> engine_rate, limit_rate, claim_rate, river_rate, checker_cpu, relay_cpu, client_cpu, limit_db_cpu,
+      limit_client_cpu, claim_cpu, loads;
   std::printf("\n%6s %10s %10s %10s %10s %7s %7s %7s %5s   %s\n", "round", "trigd/s", "limit/s", "claim/s", "River/s",
               "limit", "claim", "River", "load", "CPU ms per 1000: trigd db + trigd; limit db + client; claim db");
   const double per_1000 = 1e6 / static_cast<double>(jobs);
@@ -115,8 +115,10 @@ int main(int argc, char** argv) {
   if (!peer) std::printf("River: not built (tools/setup --river installs Go and River's modules)\n");
   std::printf("\ntargets: limit_ratio >= 0.8 (%s), peer_ratio >= 1.5 (%s); load average %.1f -> %.1f\n",
               limit_ratio >= 0.8 ? "met" : "NOT met",
-              !peer_ratio ? "not measured" : *peer_ratio >= 1.5 ? "met" : "NOT met", load_before,
-              bench::LoadAverage());
+              !peer_ratio          ? "not measured"
+              : *peer_ratio >= 1.5 ? "met"
+                                   : "NOT met",
+              load_before, bench::LoadAverage());
   run.Finish();
   auto nullable = [](std::optional<double> v, int decimals) {
     return v ? bench::ordered_json(bench::Round(*v, decimals)) : bench::ordered_json(nullptr);

@@ -4,9 +4,9 @@
 #pragma once
 
 #include <condition_variable>
-#include <optional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -330,7 +330,8 @@ inline LaunchFigures LaunchLimit(Run& run, int64_t expected, size_t limit, int c
         "'at', now(), 'status', 'launched', 'run_id', 'r-' || j.id))) FROM due WHERE j.id = due.id "
         "RETURNING j.id, j.schedule_id, j.schedule_name, j.triggered_by::text AS triggered_by, "
         "coalesce(j.ready_at, j.opened_at) AS ready_at), "
-        "request AS (SELECT job.*, 'r-' || to_hex((extract(epoch FROM now()) * 1e6)::bigint) || '-' || job.id AS run_id, "
+        "request AS (SELECT job.*, 'r-' || to_hex((extract(epoch FROM now()) * 1e6)::bigint) || '-' || job.id AS "
+        "run_id, "
         "'{\"run_id\":\"r-' || job.id || '\",\"job_id\":' || job.id || ',\"schedule\":\"' || job.schedule_name || "
         "'\",\"program\":\"p\",\"target\":\"default\",\"triggered_by\":' || job.triggered_by || '}' AS payload "
         "FROM job), "
@@ -343,7 +344,8 @@ inline LaunchFigures LaunchLimit(Run& run, int64_t expected, size_t limit, int c
         "SELECT $4, schedule_name, payload, id, ready_at, 1, now(), 60000 FROM request");
   }
   pqxx::connection relay(run.pg + " application_name=bench-limit-relay");
-  relay.prepare("claim", "SELECT id, topic, key, payload FROM limit_outbox ORDER BY id LIMIT 5000 FOR UPDATE SKIP LOCKED");
+  relay.prepare("claim",
+                "SELECT id, topic, key, payload FROM limit_outbox ORDER BY id LIMIT 5000 FOR UPDATE SKIP LOCKED");
   std::unique_ptr<pqxx::work> claim_tx;
   CpuMeter cpu(run, names, "bench-limit-relay");
   DriveLaunch(
