@@ -294,6 +294,7 @@ class PgStore {
   // The relay's claim: its open transaction, and its launch requests' ages by id (id order).
   std::unique_ptr<pg_internal::OpenTransaction> claim_;
   std::vector<std::pair<int64_t, double>> claim_ages_;
+  std::chrono::steady_clock::time_point claim_started_;  // when the claim's transaction began
   TopicNames topics_;
   ScheduleCache cache_;
   // The last claim of due jobs was full: a backlog (e.g. a storm of schedules due at once).

@@ -418,6 +418,26 @@ TEST_F(PgStoreTest, CheckerLaunchesReadyJobWithItsRunAndLaunchRequestTogether) {
   EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
 }
 
+// trigd_event_to_launch_seconds ends at the broker's confirmation of the launch request (when
+// the relay completes it), not at the relay's claim: the time the publication took is in it.
+TEST_F(PgStoreTest, EventToLaunchAgeEndsAtTheConfirmation) {
+  Apply({PartitionSchedule("s", "d")});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  auto rows = store_->ClaimOutbox(10);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  const double ready_to_claim =
+      std::stod(Text("SELECT extract(epoch from clock_timestamp() - ready_at)::text FROM jobs"));
+  // The publication and its confirmation, as long as a slow broker's.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto done = store_->CompleteOutbox({(*rows)[0].id});
+  ASSERT_TRUE(done.ok());
+  ASSERT_EQ(done->size(), 1u);
+  EXPECT_GE((*done)[0], 0.3);
+  EXPECT_LT((*done)[0], ready_to_claim + 0.3 + 5.0);
+}
+
 // Six 200 KB partition events would make a 1.2 MB launch request that Kafka refuses for good.
 // A request is cut to fit and says so; the partitions stay (docs/adr/0022-message-size-limits.md).
 TEST_F(PgStoreTest, ALaunchRequestTooLargeForKafkaKeepsItsPartitionsAndSaysItWasCut) {
