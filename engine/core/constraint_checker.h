@@ -34,6 +34,8 @@ struct RunFacts {
 struct JobFacts {
   TimePoint opened_at;
   std::optional<TimePoint> ready_at;  // when the trigger completed; unset while open
+  // Started by hand with --force (trigctl runs start, runs rerun): its constraints do not apply.
+  bool force = false;
 };
 
 enum class ConstraintResult { kSatisfied, kWait, kSkip };
@@ -52,7 +54,11 @@ const char* DecisionName(Decision d);  // "launch", "wait", "discard"
 
 struct CheckOutcome {
   Decision decision = Decision::kWait;
-  bool forced = false;                     // launched by timeout action "run"
+  bool forced = false;                     // launched by timeout action "run", or by hand with --force
+  // For kLaunch under max_concurrent_runs {"on_unmet": "cancel_oldest"} at its limit: how many of
+  // the schedule's oldest active runs the store cancels (reason overlap) in the launch's
+  // transaction, under the run counter's lock, to make room.
+  int64_t cancel_oldest = 0;
   std::vector<ConstraintCheck> checks;     // one per configured constraint (and timeout/trigger)
   std::optional<TimePoint> next_check_at;  // for kWait; nullopt: wake when a run ends
   // For kWait: a constraint waits for a run to end (concurrency), which wakes the job before

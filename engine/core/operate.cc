@@ -1,5 +1,11 @@
 #include "core/operate.h"
 
+// date's tz.h trips the same g++ 12 false positive inside <chrono> at -O2 as date::parse.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <date/date.h>
+#include <date/tz.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -31,6 +37,12 @@ FireTimes FireTimesBetween(const Schedule& s, TimePoint anchor, TimePoint from, 
     next = NextFireTime(*t, anchor, *next);
   }
   return out;
+}
+
+std::string FormatLocalTime(TimePoint t, const std::string& timezone) {
+  const date::zoned_time<std::chrono::seconds> z(date::locate_zone(timezone),
+                                                 std::chrono::floor<std::chrono::seconds>(t));
+  return date::format("%FT%T%Ez", z);
 }
 
 nlohmann::json MergeArgs(const nlohmann::json& args, const nlohmann::json& override) {

@@ -29,6 +29,10 @@ struct FireTimes {
 // `anchor`: the time trigger's anchor (fire times of `every` are anchor + k * every).
 FireTimes FireTimesBetween(const Schedule& s, TimePoint anchor, TimePoint from, TimePoint to, size_t max);
 
+// `t` as the wall clock of `timezone` (an IANA name the parser accepted), with its offset:
+// "2026-11-27T06:00:00+01:00".
+std::string FormatLocalTime(TimePoint t, const std::string& timezone);
+
 // `program.args` with `override`'s keys put over it one by one (a run started by hand). Both are
 // objects (trigctl refuses any other --args).
 nlohmann::json MergeArgs(const nlohmann::json& args, const nlohmann::json& override);

@@ -57,6 +57,12 @@ TEST(OperateTest, NoTimeTriggerNoFireTimes) {
                   .times.empty());
 }
 
+TEST(OperateTest, LocalTimeCarriesItsOffset) {
+  EXPECT_EQ(FormatLocalTime(T("2026-11-27T05:00:00Z"), "Europe/Berlin"), "2026-11-27T06:00:00+01:00");
+  EXPECT_EQ(FormatLocalTime(T("2026-07-01T05:00:00Z"), "Europe/Berlin"), "2026-07-01T07:00:00+02:00");
+  EXPECT_EQ(FormatLocalTime(T("2026-07-01T05:00:00Z"), "UTC"), "2026-07-01T05:00:00+00:00");
+}
+
 TEST(OperateTest, MergeArgsKeyByKey) {
   EXPECT_EQ(MergeArgs({{"mode", "full"}, {"day", "x"}}, {{"mode", "delta"}, {"extra", 1}}),
             (json{{"mode", "delta"}, {"day", "x"}, {"extra", 1}}));
