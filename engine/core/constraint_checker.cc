@@ -283,6 +283,17 @@ TimePoint NextWindowOpening(const TimeWindow& window, TimePoint now) {
 CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigger_complete, const RunFacts& runs,
                       TimePoint now) {
   CheckOutcome outcome;
+  // Outside its active period a schedule behaves as suspended: its jobs are discarded.
+  if (schedule.active && !schedule.active->Contains(now)) {
+    outcome.decision = Decision::kDiscard;
+    outcome.reason = "schedule outside its active period";
+    if (schedule.active->until && now >= *schedule.active->until) {
+      outcome.reason += " (it ended at " + FormatTime(*schedule.active->until) + ")";
+    } else if (schedule.active->from) {
+      outcome.reason += " (it begins at " + FormatTime(*schedule.active->from) + ")";
+    }
+    return outcome;
+  }
 
   std::optional<TimePoint> deadline;
   bool timed_out = false;
@@ -336,7 +347,7 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
   if (job.force && trigger_complete) {
     outcome.decision = Decision::kLaunch;
     outcome.forced = true;
-    outcome.reason = "started by hand with --force: constraints not applied";
+    outcome.reason = kForcedByHand;
     return outcome;
   }
 

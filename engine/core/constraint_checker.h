@@ -67,6 +67,10 @@ struct CheckOutcome {
   std::string reason;  // one line: why this decision
 };
 
+// The decision a job started by hand with --force is stored with (jobs.last_decision) until the
+// checker launches it: the checker reads it back as JobFacts::force.
+inline constexpr const char* kForcedByHand = "started by hand with --force: constraints not applied";
+
 // A job waiting for a run to end is woken by that end, and checked again after this at most
 // (a wake-up lost to a crash between the two).
 constexpr Millis kRunEndRecheck = std::chrono::seconds(30);

@@ -53,6 +53,20 @@ nlohmann::json MergeArgs(const nlohmann::json& args, const nlohmann::json& overr
   return out;
 }
 
+std::optional<nlohmann::json> ManualArgs(std::string_view triggered_by_json) {
+  if (triggered_by_json.find("\"manual\"") == std::string_view::npos) return std::nullopt;
+  const nlohmann::json list = nlohmann::json::parse(triggered_by_json, nullptr, false);
+  if (!list.is_array()) return std::nullopt;
+  for (const nlohmann::json& e : list) {
+    if (!e.is_object() || e.value("type", "") != "manual") continue;
+    auto p = e.find("payload");
+    if (p == e.end() || !p->is_object()) continue;
+    auto args = p->find("args");
+    if (args != p->end() && args->is_object()) return *args;
+  }
+  return std::nullopt;
+}
+
 namespace {
 void Diff(const std::string& path, const nlohmann::json& a, const nlohmann::json& b, std::vector<FieldChange>& out) {
   if (a == b) return;

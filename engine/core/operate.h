@@ -37,6 +37,10 @@ std::string FormatLocalTime(TimePoint t, const std::string& timezone);
 // objects (trigctl refuses any other --args).
 nlohmann::json MergeArgs(const nlohmann::json& args, const nlohmann::json& override);
 
+// The args override of a job started by hand: the payload `args` of the `manual` entry of its
+// triggered_by (JSON text, as stored), if any. Cheap for every other job (a substring test).
+std::optional<nlohmann::json> ManualArgs(std::string_view triggered_by_json);
+
 // One difference between two canonical documents: the dotted path of the field ("retry.backoff",
 // "trigger.all[1].partition.count"), its old value (null when added) and new value (null when
 // removed).

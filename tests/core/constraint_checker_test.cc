@@ -843,5 +843,17 @@ TEST(ConstraintCheckerTest, ForcedManualJobIgnoresConstraints) {
   EXPECT_TRUE(o.forced);
 }
 
+// Outside its active period a schedule's jobs are discarded, as a suspend discards them.
+TEST(ConstraintCheckerTest, OutsideTheActivePeriodJobsAreDiscarded) {
+  Schedule s = Named();
+  s.active = ActivePeriod{At("2026-12-01T00:00:00Z"), At("2027-01-01T00:00:00Z")};
+  const TimePoint inside = At("2026-12-15T00:00:00Z");
+  EXPECT_EQ(CheckJob(s, Job(inside, inside), true, {}, inside).decision, Decision::kLaunch);
+  const TimePoint after = At("2027-01-01T00:00:00Z");
+  CheckOutcome o = CheckJob(s, Job(inside, inside), true, {}, after);
+  EXPECT_EQ(o.decision, Decision::kDiscard);
+  EXPECT_EQ(o.reason, "schedule outside its active period (it ended at 2027-01-01T00:00:00Z)");
+}
+
 }  // namespace
 }  // namespace trigd

@@ -69,6 +69,13 @@ TEST(OperateTest, MergeArgsKeyByKey) {
   EXPECT_EQ(MergeArgs({{"a", 1}}, json::object()), (json{{"a", 1}}));
 }
 
+TEST(OperateTest, ManualArgsAreTheManualEntrysOverride) {
+  EXPECT_EQ(ManualArgs(R"([{"id":"manual:1","type":"manual","payload":{"by":"x","args":{"mode":"delta"}}}])"),
+            (json{{"mode", "delta"}}));
+  EXPECT_EQ(ManualArgs(R"([{"id":"manual:1","type":"manual","payload":{"by":"x"}}])"), std::nullopt);
+  EXPECT_EQ(ManualArgs(R"([{"id":"e","type":"partition","payload":{"dataset":"manual"}}])"), std::nullopt);
+}
+
 TEST(OperateTest, DiffNamesEachChangedField) {
   json a = {{"retry", {{"backoff", "1m"}, {"max_attempts", 1}}}, {"priority", 0}, {"x", {1, 2}}};
   json b = {{"retry", {{"backoff", "5m"}, {"max_attempts", 1}}}, {"run_timeout", "2h"}, {"x", {1, 3}}};
