@@ -2,6 +2,7 @@
 
 #include <pqxx/pqxx>
 
+#include "core/constraint_checker.h"
 #include "core/cron.h"
 #include "core/run_lifecycle.h"
 #include "core/schedule_parser.h"
@@ -78,12 +79,12 @@ Result<StartedJob> OpenCompleteJob(pqxx::work& tx, const ScheduleRow& s, const s
   json history = json::array({{{"at", FormatTime(now)}, {"what", what}}});
   auto r = tx.exec_params(
       "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, priority, trigger_state, triggered_by, "
-      "history, opened_at, ready_at, next_check_at, concurrency_group, forced, rerun_of) "
+      "history, opened_at, ready_at, next_check_at, concurrency_group, last_decision, rerun_of) "
       "VALUES ($1, $2, $3, " +
           Sql(JobState::kPendingConstraint) +
           ", $4, $5::jsonb, $6::jsonb, $7::jsonb, now(), now(), now(), $8, $9, $10) RETURNING id",
       s.id, name, s.version, static_cast<int>(s.schedule.priority), TriggerStateToJson(state).dump(), triggered_by,
-      history.dump(), s.group, force, rerun_of);
+      history.dump(), s.group, force ? std::optional<std::string>(kForcedByHand) : std::nullopt, rerun_of);
   StartedJob out;
   out.job_id = r[0][0].as<int64_t>();
   out.schedule = name;
