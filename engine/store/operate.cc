@@ -93,6 +93,11 @@ Result<StartedJob> OpenCompleteJob(pqxx::work& tx, const ScheduleRow& s, const s
   return out;
 }
 
+// For trigd's counters (TakeOperatorActions).
+void CountAction(pqxx::transaction_base& tx, const char* action, int64_t count = 1) {
+  tx.exec_params("INSERT INTO operator_actions (action, count) VALUES ($1, $2)", std::string(action), count);
+}
+
 }  // namespace
 
 json NextFireTimes::ToJson() const {
@@ -203,6 +208,7 @@ Result<StartedJob> StartRun(const std::string& pg, const std::string& name, cons
     if (force) what += "; --force: constraints not applied";
     auto out = OpenCompleteJob(tx, *s, name, triggered_by.dump(), force, what, std::nullopt);
     if (!out.ok()) return out.status();
+    CountAction(tx, "start");
     tx.commit();
     return out;
   });
@@ -234,6 +240,7 @@ Result<StartedJob> RerunRun(const std::string& pg, const std::string& run_id, bo
         "UPDATE runs SET history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
         ", 'what', $2::text))) WHERE run_id = $1",
         run_id, "rerun by " + actor.who + " as job " + std::to_string(out->job_id));
+    CountAction(tx, "rerun");
     tx.commit();
     return out;
   });
@@ -302,6 +309,7 @@ Result<CancelledRun> CancelRun(const std::string& pg, const std::string& topic_p
                        " AND next_check_at > now() AND (schedule_id = $1 OR concurrency_group = $2) FOR UPDATE SKIP "
                        "LOCKED)",
                    schedule_id, group);
+    CountAction(tx, "cancel");
     tx.commit();
     return out;
   });
@@ -357,6 +365,33 @@ Result<BackfillPlan> PlanBackfill(const std::string& pg, const std::string& name
       if (state == JobStateName(JobState::kLaunched)) out.launched = row[1].as<int64_t>();
       if (state == JobStateName(JobState::kPendingConstraint)) out.waiting = row[1].as<int64_t>();
     }
+    return out;
+  });
+}
+
+Status CountBackfill(const std::string& pg, int64_t ticks) {
+  auto conn = pg_internal::Connect(pg);
+  if (!conn.ok()) return conn.status();
+  return Guard([&]() -> Result<int> {
+           pqxx::work tx(**conn);
+           CountAction(tx, "backfill_tick", ticks);
+           tx.commit();
+           return 0;
+         })
+      .status();
+}
+
+Result<std::map<std::string, int64_t>> TakeOperatorActions(pqxx::connection& c) {
+  return Guard([&]() -> Result<std::map<std::string, int64_t>> {
+    pqxx::work tx(c);
+    std::map<std::string, int64_t> out;
+    for (const auto& r : tx.exec(
+             "WITH t AS (DELETE FROM operator_actions WHERE seq IN (SELECT seq FROM operator_actions ORDER BY seq "
+             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING action, count) "
+             "SELECT action, sum(count)::bigint FROM t GROUP BY action")) {
+      out[r[0].as<std::string>()] = r[1].as<int64_t>();
+    }
+    tx.commit();
     return out;
   });
 }

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
 
 #include "common/status.h"
 #include "common/time.h"
@@ -95,5 +97,12 @@ struct BackfillPlan {
 };
 Result<BackfillPlan> PlanBackfill(const std::string& pg, const std::string& name, TimePoint from, TimePoint to,
                                   size_t max);
+
+// Counts `ticks` backfill ticks sent (trigctl, once they are delivered).
+Status CountBackfill(const std::string& pg, int64_t ticks);
+
+// The operator actions recorded since the last take, by action (start, rerun, cancel,
+// backfill_tick), deleted as they are taken: each is counted by one trigd instance once.
+Result<std::map<std::string, int64_t>> TakeOperatorActions(pqxx::connection& c);
 
 }  // namespace trigd

@@ -226,6 +226,9 @@ int SchedulesBackfill(const Context& ctx, const std::string& name, const Backfil
                 << topic << ": " << (*producer)->LastError() << " (running it again sends each once more, harmlessly)\n";
       return 2;
     }
+    if (auto counted = trigd::CountBackfill(ctx.config.pg, static_cast<int64_t>(ticks.size())); !counted.ok()) {
+      return Fail(counted, "schedules backfill");
+    }
   }
   if (ctx.as_json) {
     json out = plan->ToJson();
