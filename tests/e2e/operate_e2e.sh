@@ -98,6 +98,20 @@ wait_until 10 killed_event || fail "no killed event (reason cancelled) for $slee
 expect 1 "trigctl runs cancel: run $sleeper has finished (killed): there is nothing to cancel" \
   "$bin/trigctl" runs cancel "$sleeper"
 expect 1 "trigctl runs cancel: no run nope" "$bin/trigctl" runs cancel nope
+
+# A cancel committed while trigd is down (killed between the cancel's commit and its
+# publication): its control message goes out after the restart and still stops the command.
+rm -f "$tmp/sleep.pid"
+"$bin/trigctl" runs start default/sleeper --json >"$tmp/start" || fail "start sleeper again"
+sleeper2=$(field run_id <"$tmp/start")
+wait_until 20 test -s "$tmp/sleep.pid" || fail "the second sleeper did not start"
+pid2=$(cat "$tmp/sleep.pid")
+kill -9 "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true
+"$bin/trigctl" runs cancel "$sleeper2" >/dev/null || fail "cancel with trigd down"
+kill -0 "$pid2" || fail "the command stopped before trigd published the cancel"
+"$bin/trigd" >>"$tmp/trigd.log" 2>&1 & pids+=($!)
+wait_until 15 gone "$pid2" || fail "sleep 600 (pid $pid2) still running after trigd's restart"
+echo "runs cancel with trigd down: published after the restart, sleep 600 gone"
 expect 1 "trigctl runs start: no schedule named default/nope" "$bin/trigctl" runs start default/nope
 
 # runs rerun: a new run of the same job, linked both ways.
