@@ -174,7 +174,8 @@ int SchedulesNext(const Context& ctx, const std::string& name, const std::option
   if (r->state != "active") std::cout << name << " is " << r->state << ": none of these fire until it is resumed\n";
   if (!r->active_now) std::cout << name << " is outside its active period now\n";
   json rows = json::array();
-  for (const auto& t : r->ToJson()["fire_times"]) rows.push_back({{"utc", t["utc"]}, {"local (" + r->timezone + ")", t["local"]}});
+  const json next = r->ToJson();
+  for (const auto& t : next["fire_times"]) rows.push_back({{"utc", t["utc"]}, {"local (" + r->timezone + ")", t["local"]}});
   if (rows.empty()) {
     std::cout << name << " has no further fire times\n";
     return 0;
