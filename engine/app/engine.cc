@@ -172,7 +172,9 @@ struct Shared {
 void RecordChecks(Shared& sh, const CheckerResult& r) {
   for (const auto& [key, n] : r.checks) sh.metrics.ConstraintCheck(key.first, key.second).Increment(n);
   sh.metrics.JobTransition("discarded").Increment(r.discarded);
-  if (r.launched > 0) sh.relay_wake.Wake();
+  // Runs cancelled by max_concurrent_runs on_unmet cancel_oldest (reason overlap).
+  sh.metrics.RunOutcome("cancelled").Increment(r.cancelled);
+  if (r.launched > 0 || r.cancelled > 0) sh.relay_wake.Wake();
 }
 
 // After a committed ingest batch or tick: metrics, and the loops that have work because of it.
@@ -655,7 +657,8 @@ void CheckerLoop(Shared& sh, int index) {
         sh.metrics.RunOutcome("retried").Increment(sw->retried);
         sh.metrics.RunOutcome("failed").Increment(sw->failed);
         sh.metrics.RunOutcome("killed").Increment(sw->killed);
-        if (sw->retried > 0 || sw->failed > 0) sh.relay_wake.Wake();
+        sh.metrics.RunOutcome("timeout").Increment(sw->timed_out);
+        if (sw->retried > 0 || sw->failed > 0 || sw->timed_out > 0) sh.relay_wake.Wake();
       } else {
         store.Failed(sw.status());
         continue;
@@ -671,6 +674,13 @@ void CheckerLoop(Shared& sh, int index) {
         if (t->jobs_discarded > 0)
           sh.metrics.JobTransition("discarded").Increment(static_cast<double>(t->jobs_discarded));
         if (t->runs_killed > 0) sh.metrics.RunOutcome("killed").Increment(static_cast<double>(t->runs_killed));
+      }
+      // What operators did through trigctl (store/operate.h): a cancel is a run outcome too.
+      if (auto a = pg->TakeOperatorActions(); a.ok()) {
+        for (const auto& [action, n] : *a) {
+          sh.metrics.OperatorAction(action).Increment(static_cast<double>(n));
+          if (action == "cancel") sh.metrics.RunOutcome("cancelled").Increment(static_cast<double>(n));
+        }
       }
     }
     if (index == 0 && Clock::now() - last_prune > std::chrono::hours(1)) {

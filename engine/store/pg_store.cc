@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -18,9 +19,11 @@
 #include "core/cron.h"
 #include "core/envelope.h"
 #include "core/launch_request.h"
+#include "core/operate.h"
 #include "core/run_lifecycle.h"
 #include "core/schedule_parser.h"
 #include "core/trigger_eval.h"
+#include "store/operate.h"
 #include "store/outbox_bundle.h"
 #include "store/pg_internal.h"
 #include "store/sql_array.h"
@@ -323,11 +326,15 @@ namespace {
 // The wait before attempt `attempt` + 1: exponential from `backoff`, capped at `max_backoff`.
 // The product is only computed when it is below the cap (backoff can be kMaxDuration, 3.2e11 ms,
 // which times 2^30 would wrap int64).
+// Spread by up to retry.jitter of itself (JitteredBackoff), so runs that failed together do not
+// retry together.
 Millis RetryWait(const RetryPolicy& retry, int64_t attempt) {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
   const int shift = static_cast<int>(std::clamp<int64_t>(attempt - 1, 0, 30));
   if (retry.backoff.count() < 0 || retry.backoff.count() > (retry.max_backoff.count() >> shift))
-    return retry.max_backoff;
-  return retry.backoff * (int64_t{1} << shift);
+    return JitteredBackoff(retry.max_backoff, retry.jitter_percent, u);
+  return JitteredBackoff(retry.backoff * (int64_t{1} << shift), retry.jitter_percent, u);
 }
 
 // The time trigger a time_triggers row names (its leaf, in TriggerLeaves' numbering); null when
@@ -1016,7 +1023,10 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
         reports.push_back({e.program.run_id, e.program.program, e.program.status, e.program.attempt, i,
                            (e.id.starts_with("lost:") && e.program.reason == "lost") ||
                                (e.id.starts_with("unpublishable:") && e.program.reason == "unpublishable") ||
-                               (e.id.starts_with("killed:") && e.program.reason == "schedule_deleted")});
+                               (e.id.starts_with("timeout:") && e.program.reason == "timeout") ||
+                               (e.id.starts_with("killed:") &&
+                                (e.program.reason == "schedule_deleted" || e.program.reason == "cancelled" ||
+                                 e.program.reason == "overlap"))});
       }
       if (!batch.schedule_ids[i].empty()) {
         inputs.push_back({&e, batch.schedule_ids[i]});
@@ -1662,7 +1672,49 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       }
       bool complete = d.state == JobState::kPendingConstraint ||
                       IsComplete(s.trigger, TriggerStateFromJson(json::parse(d.trigger_state)));
-      CheckOutcome out = CheckJob(s, {d.opened_at, d.ready_at}, complete, facts, now);
+      JobFacts job_facts{d.opened_at, d.ready_at};
+      job_facts.force = d.last_decision == kForcedByHand;  // trigctl runs start --force
+      CheckOutcome out = CheckJob(s, job_facts, complete, facts, now);
+      // cancel_oldest: the oldest active runs over the limit end (reason overlap) in this
+      // transaction, under the counter row lock (docs/adr/0112-cancel-oldest.md). Runs launched
+      // earlier in this same claim are not rows yet: with too few to cancel, the job waits.
+      if (out.decision == Decision::kLaunch && out.cancel_oldest > 0) {
+        const pqxx::result victims = tx.exec_params(
+            "SELECT run_id FROM runs WHERE schedule_id = $1 AND state IN " +
+                SqlIn(RunState::kLaunched, RunState::kRunning, RunState::kRetryWait) +
+                " ORDER BY launched_at, run_id LIMIT $2 FOR UPDATE",
+            d.schedule_id, out.cancel_oldest);
+        if (static_cast<int64_t>(victims.size()) < out.cancel_oldest) {
+          out.decision = Decision::kWait;
+          out.reason = "max_concurrent_runs: a run launched by this check holds the slot (cancel_oldest)";
+          out.next_check_at = now + std::chrono::seconds(1);
+        } else {
+          SqlArray victim_ids;
+          for (const auto& v : victims) victim_ids.AddText(v[0].as<std::string>());
+          const pqxx::result ended = tx.exec_params(
+              "UPDATE runs SET state=" + Sql(RunState::kKilled) +
+                  ", reason='overlap', finished_at=now(), next_attempt_at=NULL, "
+                  "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+                  ", 'status', 'killed', 'reason', 'overlap', 'attempt', attempt, 'what', "
+                  "'cancelled by max_concurrent_runs on_unmet cancel_oldest for job ' || $2::text))) "
+                  "WHERE run_id = ANY($1::text[]) "
+                  "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS,
+              victim_ids.Take(), std::to_string(d.id));
+          pg_internal::AnnounceEndedRuns(tx, topics_, ended, 1, {"killed", "overlap", "killed"});
+          for (const auto& e : ended) {
+            --rt.active;
+            if (!e[0].is_null()) {
+              const std::string g = e[0].as<std::string>();
+              if (group && g == *group) {
+                --group_rt[g];
+              } else {
+                pg_internal::DecrementRunCounters(tx, {EndedRun{0, g}});
+              }
+            }
+          }
+          result.cancelled += static_cast<int>(ended.size());
+        }
+      }
       for (const ConstraintCheck& c : out.checks) {
         ++result.checks[{c.constraint, ConstraintResultName(c.result)}];
       }
@@ -1681,6 +1733,12 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         auto [program, fresh] = program_json.try_emplace(d.schedule_id);
         if (fresh) program->second = ProgramJson(s.program);
         LaunchRequest req{program->second, run_id, s.id().value(), d.version, {}, false};
+        // A run started by hand with --args: merged key by key over program.args, this run only.
+        if (std::optional<json> manual = ManualArgs(d.triggered_by)) {
+          Program with_args = s.program;
+          with_args.args = MergeArgs(s.program.args, *manual);
+          req.program_json = ProgramJson(with_args);
+        }
         const LaunchAttempt first{1, s.heartbeat_timeout, now};
         // Within kMaxLaunchRequestBytes once the relay has placed the attempt's fields: a longer
         // list of triggering events is cut to fit (TriggeredByWithin) and the request says so.
@@ -1718,7 +1776,9 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         if (group) ++group_rt[*group];
         recent[d.schedule_id].push_back(now);
         std::string entry =
-            HistoryEntry(at, out.forced ? "launched by timeout (action run)" : "constraints hold: launching")
+            HistoryEntry(at, !out.forced                      ? "constraints hold: launching"
+                             : out.reason == kForcedByHand ? "launched by hand with --force: constraints not applied"
+                                                           : "launched by timeout (action run)")
                 .String("run_id", run_id)
                 .Raw("checks", checks)
                 .Take();
@@ -1929,7 +1989,10 @@ Result<SweepResult> PgStore::SweepRuns() {
          tx.exec("SELECT run_id, attempt, max_attempts, program, schedule_id, schedule_name, concurrency_group, "
                  "(SELECT version FROM schedules s WHERE s.id = runs.schedule_id), "
                  "(SELECT document::text FROM schedules s WHERE s.id = runs.schedule_id), " TRIGD_RUN_START_BY_MS
-                 ", state FROM runs "
+                 ", state, "
+                 // Past its schedule's run_timeout (docs/adr/0113-run-timeout.md), rather than silent.
+                 "coalesce(attempt_launched_at <= now() - make_interval(secs => (SELECT run_timeout_ms FROM schedules "
+                 "s WHERE s.id = runs.schedule_id) / 1000.0), false) FROM runs "
                  // A started run is lost after heartbeat_timeout of silence; one still queued on the
                  // launch topic (no worker took it yet) only after the queued timeout (Airflow's
                  // task_queued_timeout): a backlog or a worker rebalance is not a lost run.
@@ -1952,9 +2015,16 @@ Result<SweepResult> PgStore::SweepRuns() {
                  "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => "
                  "greatest(heartbeat_timeout_ms, " +
                  std::to_string(kQueuedTimeout.count()) +
-                 ") / 1000.0)) "
+                 ") / 1000.0) "
+                 // Runs past their schedule's run_timeout: only schedules that set one.
+                 "UNION ALL SELECT r.run_id FROM schedules s JOIN runs r ON r.schedule_id = s.id AND r.state IN " +
+                 SqlIn(RunState::kLaunched, RunState::kRunning) +
+                 " WHERE s.run_timeout_ms IS NOT NULL "
+                 "AND r.attempt_launched_at <= now() - make_interval(secs => s.run_timeout_ms / 1000.0)) "
                  "ORDER BY last_seen_at LIMIT 1000 FOR UPDATE SKIP LOCKED")) {
-      ++out.lost;
+      const bool timed_out = r[11].as<bool>();
+      const char* why = timed_out ? "timeout" : "lost";
+      ++(timed_out ? out.timed_out : out.lost);
       std::string run_id = r[0].as<std::string>();
       int64_t attempt = r[1].as<int64_t>(), max_attempts = r[2].as<int64_t>();
       int64_t schedule_id = r[4].as<int64_t>();
@@ -1962,7 +2032,8 @@ Result<SweepResult> PgStore::SweepRuns() {
       // is not retried (its failure is final, as a worker's `failed` report is). The decision
       // is core/run_lifecycle.h's; this applies it (the rows were read locked, in their state).
       const std::optional<RunTransition> t =
-          OnSilence(pg_internal::RunStateOf(r[10]), attempt, max_attempts, !r[7].is_null());
+          timed_out ? OnRunTimeout(pg_internal::RunStateOf(r[10]), attempt, max_attempts, !r[7].is_null())
+                    : OnSilence(pg_internal::RunStateOf(r[10]), attempt, max_attempts, !r[7].is_null());
       TRIGD_CHECK_MSG(t.has_value(), "run " + run_id + " found silent in state " + r[10].as<std::string>());
       const bool retry = t->retry;
       // Every worker is told the attempt ended, so none starts its request later (the control
@@ -1971,7 +2042,7 @@ Result<SweepResult> PgStore::SweepRuns() {
         outbox.Add(
             topics_.control, run_id,
             pg_internal::ControlMessage(
-                {run_id, attempt, retry ? "lost" : "failed", "lost", !retry, pg_internal::StartByField(r[9])}, now));
+                {run_id, attempt, retry ? why : "failed", why, !retry, pg_internal::StartByField(r[9])}, now));
       }
       if (retry) {
         RetryPolicy retry;
@@ -1979,31 +2050,31 @@ Result<SweepResult> PgStore::SweepRuns() {
         const Millis wait = RetryWait(retry, attempt);
         tx.exec_params(
             "UPDATE runs SET state=" + Sql(t->next) +
-                ", reason='lost', "
+                ", reason=$4, "
                 "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
                 "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
                 ", "
-                "'status', 'lost', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id=$1",
-            run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait));
+                "'status', $4::text, 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id=$1",
+            run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait), std::string(why));
       } else {
-        ++out.failed;
+        if (!timed_out) ++out.failed;
         tx.exec_params(
             "UPDATE runs SET state=" + Sql(t->next) +
-                ", reason='lost', finished_at=now(), "
+                ", reason=$2, finished_at=now(), "
                 "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
                 ", "
-                "'status', 'failed', 'reason', 'lost', 'attempt', attempt))) WHERE run_id=$1",
-            run_id);
+                "'status', 'failed', 'reason', $2::text, 'attempt', attempt))) WHERE run_id=$1",
+            run_id, std::string(why));
         ended.push_back(
             {schedule_id, r[6].is_null() ? std::nullopt : std::optional<std::string>(r[6].as<std::string>())});
         if (!t->program_event) continue;
         Event e;
-        e.id = "lost:" + run_id + ":" + std::to_string(attempt);
+        e.id = std::string(why) + ":" + run_id + ":" + std::to_string(attempt);
         e.type = EventType::kProgram;
         e.time = now;
         std::string program = r[3].as<std::string>();
         e.payload = {{"program", program}, {"run_id", run_id}, {"status", "failed"},
-                     {"attempt", attempt}, {"reason", "lost"}, {"schedule", r[5].as<std::string>()}};
+                     {"attempt", attempt}, {"reason", why}, {"schedule", r[5].as<std::string>()}};
         outbox.Add(topics_.events_program, program, EnvelopeToJson(e).dump());
       }
     }
@@ -2212,6 +2283,8 @@ Result<PgStore::ChangeCounts> PgStore::TakeChangeCounts() {
     return out;
   });
 }
+
+Result<std::map<std::string, int64_t>> PgStore::TakeOperatorActions() { return trigd::TakeOperatorActions(*conn_->c); }
 
 Status PgStore::Prune(Millis keep) {
   Result<int> r = Guard([&]() -> Result<int> {
