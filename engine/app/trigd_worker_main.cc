@@ -270,8 +270,8 @@ class Worker {
     if (!trigd::StopsRunningAttempt(message)) return;
     for (auto& [pid, run] : running_) {
       if (run.request.run_id != message.run_id || run.request.attempt > message.attempt || run.kill_at) continue;
-      Log(run.request.Name() + ": " + message.status + " by trigd (" + message.reason +
-          "): SIGTERM to process group " + std::to_string(pid));
+      Log(run.request.Name() + ": " + message.status + " by trigd (" + message.reason + "): SIGTERM to process group " +
+          std::to_string(pid));
       kill(-pid, SIGTERM);
       run.kill_at = SteadyClock::now() + trigd::kCancelGrace;
     }

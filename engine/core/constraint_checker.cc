@@ -217,8 +217,8 @@ std::vector<ConstraintCheck> CheckConstraints(const Constraints& constraints, co
                             std::to_string(runs.active_runs) + " of " + std::to_string(max) + " runs active",
                             std::nullopt};
       if (runs.active_runs >= max) {
-        check.reason += "; on_unmet cancel_oldest cancels the oldest " +
-                        std::to_string(runs.active_runs - max + 1) + " to make room";
+        check.reason += "; on_unmet cancel_oldest cancels the oldest " + std::to_string(runs.active_runs - max + 1) +
+                        " to make room";
       }
       checks.push_back(std::move(check));
     } else {
@@ -380,8 +380,7 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
   }
   if (waiting.empty()) {
     outcome.decision = Decision::kLaunch;
-    if (schedule.constraints.max_concurrent_runs &&
-        schedule.constraints.on_overlap == OverlapPolicy::kCancelOldest) {
+    if (schedule.constraints.max_concurrent_runs && schedule.constraints.on_overlap == OverlapPolicy::kCancelOldest) {
       outcome.cancel_oldest = std::max<int64_t>(0, runs.active_runs - *schedule.constraints.max_concurrent_runs + 1);
     }
     size_t held = outcome.checks.size() - (schedule.timeout ? 1 : 0);

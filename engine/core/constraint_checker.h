@@ -54,7 +54,7 @@ const char* DecisionName(Decision d);  // "launch", "wait", "discard"
 
 struct CheckOutcome {
   Decision decision = Decision::kWait;
-  bool forced = false;                     // launched by timeout action "run", or by hand with --force
+  bool forced = false;  // launched by timeout action "run", or by hand with --force
   // For kLaunch under max_concurrent_runs {"on_unmet": "cancel_oldest"} at its limit: how many of
   // the schedule's oldest active runs the store cancels (reason overlap) in the launch's
   // transaction, under the run counter's lock, to make room.

@@ -102,7 +102,8 @@ std::vector<FieldChange> DiffDocuments(const nlohmann::json& before, const nlohm
 Millis JitteredBackoff(Millis backoff, int64_t jitter_percent, double u) {
   const double share = std::clamp<int64_t>(jitter_percent, 0, 100) / 100.0;
   const double factor = 1.0 + share * (2.0 * std::clamp(u, 0.0, 1.0) - 1.0);
-  const double ms = std::clamp(static_cast<double>(backoff.count()) * factor, 0.0, static_cast<double>(kMaxDuration.count()));
+  const double ms =
+      std::clamp(static_cast<double>(backoff.count()) * factor, 0.0, static_cast<double>(kMaxDuration.count()));
   return Millis(static_cast<int64_t>(std::llround(ms)));
 }
 

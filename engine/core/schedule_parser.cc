@@ -59,9 +59,9 @@ std::string NameOf(const EnumName<E> (&table)[N], E value) {
 }
 
 // Known fields of each object, in the order SPEC §4 lists them.
-constexpr std::string_view kScheduleFields[] = {"namespace", "name",     "program", "trigger",           "constraints",
-                                                "timeout",   "priority", "retry",   "heartbeat_timeout", "enabled",
-                                                "run_timeout", "active"};
+constexpr std::string_view kScheduleFields[] = {"namespace",         "name",    "program",     "trigger",
+                                                "constraints",       "timeout", "priority",    "retry",
+                                                "heartbeat_timeout", "enabled", "run_timeout", "active"};
 constexpr std::string_view kProgramFields[] = {"name", "args", "target"};
 constexpr std::string_view kTriggerKinds[] = {"time", "partition", "program", "all", "any"};
 constexpr std::string_view kTimeTriggerFields[] = {"cron", "every", "timezone", "catchup", "catchup_window"};
@@ -731,7 +731,8 @@ class DocumentParser {
       }
     }
     if (out.from && out.until && *out.until <= *out.from) {
-      Error(FieldPath(path, "until"), "must be after from (" + FormatTime(*out.from) + "), got " + FormatTime(*out.until));
+      Error(FieldPath(path, "until"),
+            "must be after from (" + FormatTime(*out.from) + "), got " + FormatTime(*out.until));
     }
   }
 
@@ -740,8 +741,9 @@ class DocumentParser {
     auto s = ReadString(value, path);
     if (!s) return std::nullopt;
     const std::string& t = *s;
-    bool shape = t.size() >= 2 && t.size() <= 4 && t.back() == '%' &&
-                 std::all_of(t.begin(), t.end() - 1, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    bool shape = t.size() >= 2 && t.size() <= 4 && t.back() == '%' && std::all_of(t.begin(), t.end() - 1, [](char c) {
+                   return std::isdigit(static_cast<unsigned char>(c));
+                 });
     int64_t n = shape ? std::stoll(t.substr(0, t.size() - 1)) : -1;
     if (!shape || n > 100) {
       Error(path, "invalid percentage " + Quote(t) + ": expected a whole percentage from \"0%\" to \"100%\"");
@@ -1174,7 +1176,8 @@ nlohmann::json ScheduleToJson(const Schedule& s) {
                 {"max_backoff", FormatDuration(s.retry.max_backoff)}};
   // Fields of SPEC §9 appear only when set or not at their default, for the same reason as the
   // number form of max_concurrent_runs.
-  if (s.retry.jitter_percent != kDefaultJitterPercent) j["retry"]["jitter"] = std::to_string(s.retry.jitter_percent) + "%";
+  if (s.retry.jitter_percent != kDefaultJitterPercent)
+    j["retry"]["jitter"] = std::to_string(s.retry.jitter_percent) + "%";
   j["heartbeat_timeout"] = FormatDuration(s.heartbeat_timeout);
   j["enabled"] = s.enabled;
   if (s.run_timeout) j["run_timeout"] = FormatDuration(*s.run_timeout);

@@ -49,8 +49,9 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   for (const char* t : {"jobs", "runs"}) HistoryPruned(t);
   operator_actions_ = &BuildCounter()
                            .Name("trigd_operator_actions_total")
-                           .Help("What operators did through trigctl: runs started by hand (start), rerun, "
-                                 "cancelled (cancel), and backfill ticks sent (backfill_tick)")
+                           .Help(
+                               "What operators did through trigctl: runs started by hand (start), rerun, "
+                               "cancelled (cancel), and backfill ticks sent (backfill_tick)")
                            .Register(*registry_);
   for (const char* a : {"start", "rerun", "cancel", "backfill_tick"}) OperatorAction(a);
   // The label sets SPEC §7 names are registered up front so a scrape shows them at zero.

@@ -237,7 +237,8 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
     if (!inserts.empty()) {
       for (const auto& r : tx.exec_params(
                "INSERT INTO schedules (name, version, doc_hash, document, state, concurrency_group, run_timeout_ms) "
-               "SELECT name, version, hash, document::jsonb, state, grp, run_timeout_ms FROM jsonb_to_recordset($1::jsonb) "
+               "SELECT name, version, hash, document::jsonb, state, grp, run_timeout_ms FROM "
+               "jsonb_to_recordset($1::jsonb) "
                "AS x(name text, version int, hash text, document text, state text, grp text, run_timeout_ms bigint) "
                "RETURNING name, id",
                inserts.dump())) {
@@ -536,7 +537,8 @@ Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& n
                    // Inside its active period (SPEC §9) now; outside it the schedule acts as suspended.
                    "coalesce((s.document->'active'->>'from')::timestamptz <= now(), true) AND "
                    "coalesce(now() < (s.document->'active'->>'until')::timestamptz, true) AS active_now, "
-                   "s.created_at, s.updated_at, " TRIGD_NEXT_FIRE_AT ", s.document "
+                   "s.created_at, s.updated_at, " TRIGD_NEXT_FIRE_AT
+                   ", s.document "
                    "FROM schedules s WHERE s.name = $1",
                    {name});
 }

@@ -45,9 +45,10 @@ struct ScheduleRow {
 
 // The schedule named `name`, its row share-locked when `lock` (a change waits for the verb).
 Result<ScheduleRow> ReadSchedule(pqxx::transaction_base& tx, const std::string& name, bool lock) {
-  auto r = tx.exec_params("SELECT id, version, state, document::text, concurrency_group FROM schedules WHERE name = $1" +
-                              std::string(lock ? " FOR SHARE" : ""),
-                          name);
+  auto r =
+      tx.exec_params("SELECT id, version, state, document::text, concurrency_group FROM schedules WHERE name = $1" +
+                         std::string(lock ? " FOR SHARE" : ""),
+                     name);
   if (r.empty()) return NotFound("no schedule named " + name);
   ScheduleRow row;
   row.id = r[0][0].as<int64_t>();
@@ -103,14 +104,21 @@ void CountAction(pqxx::transaction_base& tx, const char* action, int64_t count =
 json NextFireTimes::ToJson() const {
   json times_out = json::array();
   for (TimePoint t : times) times_out.push_back({{"utc", FormatTime(t)}, {"local", FormatLocalTime(t, timezone)}});
-  return {{"schedule", schedule}, {"state", state},       {"active_now", active_now},
-          {"timezone", timezone}, {"fire_times", times_out}};
+  return {{"schedule", schedule},
+          {"state", state},
+          {"active_now", active_now},
+          {"timezone", timezone},
+          {"fire_times", times_out}};
 }
 
 json DryRunEntry::ToJson() const {
   json d = json::array();
   for (const FieldChange& c : diff) d.push_back({{"path", c.path}, {"before", c.before}, {"after", c.after}});
-  return {{"schedule", schedule}, {"outcome", outcome}, {"version", version}, {"diff", d}, {"jobs_discarded", jobs_discarded}};
+  return {{"schedule", schedule},
+          {"outcome", outcome},
+          {"version", version},
+          {"diff", d},
+          {"jobs_discarded", jobs_discarded}};
 }
 
 json StartedJob::ToJson() const {
@@ -127,12 +135,9 @@ json CancelledRun::ToJson() const {
 }
 
 json BackfillPlan::ToJson() const {
-  return {{"schedule", schedule},
-          {"fire_times", Times(fire_times)},
-          {"produced", fire_times.size()},
-          {"already_done", already_done},
-          {"launched", launched},
-          {"waiting", waiting}};
+  return {{"schedule", schedule},          {"fire_times", Times(fire_times)},
+          {"produced", fire_times.size()}, {"already_done", already_done},
+          {"launched", launched},          {"waiting", waiting}};
 }
 
 Result<NextFireTimes> QueryNextFireTimes(const std::string& pg, const std::string& name, size_t count) {
@@ -171,9 +176,9 @@ Result<std::vector<DryRunEntry>> DryRunApply(const std::string& pg, const std::v
       e.schedule = s.id().value();
       const json doc = ScheduleToJson(s);
       auto r = tx.exec_params(
-          "SELECT s.version, s.document::text, (SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state IN " +
-              SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint) +
-              ") FROM schedules s WHERE s.name = $1",
+          "SELECT s.version, s.document::text, (SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state "
+          "IN " +
+              SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint) + ") FROM schedules s WHERE s.name = $1",
           e.schedule);
       if (r.empty()) {
         auto deleted = tx.exec_params("SELECT version FROM deleted_schedule_versions WHERE name = $1", e.schedule);
@@ -237,8 +242,8 @@ Result<StartedJob> RerunRun(const std::string& pg, const std::string& run_id, bo
     auto out = OpenCompleteJob(tx, *s, name, r[0][1].as<std::string>(), force, what, run_id);
     if (!out.ok()) return out.status();
     tx.exec_params(
-        "UPDATE runs SET history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
-        ", 'what', $2::text))) WHERE run_id = $1",
+        "UPDATE runs SET history = trigd_append_history(history, "
+        "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", 'what', $2::text))) WHERE run_id = $1",
         run_id, "rerun by " + actor.who + " as job " + std::to_string(out->job_id));
     CountAction(tx, "rerun");
     tx.commit();
@@ -291,7 +296,8 @@ Result<CancelledRun> CancelRun(const std::string& pg, const std::string& topic_p
     auto ended = tx.exec_params(
         "UPDATE runs SET state=" + Sql(RunState::kKilled) +
             ", reason='cancelled', finished_at=now(), next_attempt_at=NULL, "
-            "history = trigd_append_history(history, jsonb_build_array($2::jsonb || jsonb_build_object('at', " TRIGD_NOW_TEXT
+            "history = trigd_append_history(history, jsonb_build_array($2::jsonb || "
+            "jsonb_build_object('at', " TRIGD_NOW_TEXT
             ", 'attempt', attempt))) WHERE run_id = $1 "
             "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS,
         run_id, entry.dump());
@@ -332,8 +338,8 @@ Result<BackfillPlan> PlanBackfill(const std::string& pg, const std::string& name
     if (!tt.empty()) anchor = FromMillis(tt[0][0].as<int64_t>());
     FireTimes f = FireTimesBetween(s->schedule, anchor, from, to, max);
     if (f.more) {
-      return Invalid("the range holds more than " + std::to_string(max) +
-                     " fire times of schedule " + name + " (--max N raises the limit)");
+      return Invalid("the range holds more than " + std::to_string(max) + " fire times of schedule " + name +
+                     " (--max N raises the limit)");
     }
     BackfillPlan out;
     out.schedule = name;
@@ -355,9 +361,11 @@ Result<BackfillPlan> PlanBackfill(const std::string& pg, const std::string& name
               fires.dump(), ids.dump(), s->id)[0][0]
             .as<int64_t>();
     auto progress = tx.exec_params(
-        "SELECT j.state, count(DISTINCT e->'payload'->>'fire_time') FROM jobs j, jsonb_array_elements(j.triggered_by) e "
+        "SELECT j.state, count(DISTINCT e->'payload'->>'fire_time') FROM jobs j, jsonb_array_elements(j.triggered_by) "
+        "e "
         "WHERE j.schedule_id = $1 AND e->>'type' = 'tick' AND "
-        "(e->'payload'->>'fire_time')::timestamptz = ANY (SELECT x::timestamptz FROM jsonb_array_elements_text($2::jsonb) x) "
+        "(e->'payload'->>'fire_time')::timestamptz = ANY (SELECT x::timestamptz FROM "
+        "jsonb_array_elements_text($2::jsonb) x) "
         "GROUP BY j.state",
         s->id, fires.dump());
     for (const auto& row : progress) {
@@ -385,10 +393,10 @@ Result<std::map<std::string, int64_t>> TakeOperatorActions(pqxx::connection& c) 
   return Guard([&]() -> Result<std::map<std::string, int64_t>> {
     pqxx::work tx(c);
     std::map<std::string, int64_t> out;
-    for (const auto& r : tx.exec(
-             "WITH t AS (DELETE FROM operator_actions WHERE seq IN (SELECT seq FROM operator_actions ORDER BY seq "
-             "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING action, count) "
-             "SELECT action, sum(count)::bigint FROM t GROUP BY action")) {
+    for (const auto& r :
+         tx.exec("WITH t AS (DELETE FROM operator_actions WHERE seq IN (SELECT seq FROM operator_actions ORDER BY seq "
+                 "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING action, count) "
+                 "SELECT action, sum(count)::bigint FROM t GROUP BY action")) {
       out[r[0].as<std::string>()] = r[1].as<int64_t>();
     }
     tx.commit();

@@ -1020,13 +1020,13 @@ void PgStore::ApplyEvents(const TxContext& ctx, const IngestBatch& batch, Releva
         continue;
       }
       if (e.type == EventType::kProgram && !e.program.run_id.empty()) {
-        reports.push_back({e.program.run_id, e.program.program, e.program.status, e.program.attempt, i,
-                           (e.id.starts_with("lost:") && e.program.reason == "lost") ||
-                               (e.id.starts_with("unpublishable:") && e.program.reason == "unpublishable") ||
-                               (e.id.starts_with("timeout:") && e.program.reason == "timeout") ||
-                               (e.id.starts_with("killed:") &&
-                                (e.program.reason == "schedule_deleted" || e.program.reason == "cancelled" ||
-                                 e.program.reason == "overlap"))});
+        reports.push_back(
+            {e.program.run_id, e.program.program, e.program.status, e.program.attempt, i,
+             (e.id.starts_with("lost:") && e.program.reason == "lost") ||
+                 (e.id.starts_with("unpublishable:") && e.program.reason == "unpublishable") ||
+                 (e.id.starts_with("timeout:") && e.program.reason == "timeout") ||
+                 (e.id.starts_with("killed:") && (e.program.reason == "schedule_deleted" ||
+                                                  e.program.reason == "cancelled" || e.program.reason == "overlap"))});
       }
       if (!batch.schedule_ids[i].empty()) {
         inputs.push_back({&e, batch.schedule_ids[i]});
@@ -1679,11 +1679,11 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       // transaction, under the counter row lock (docs/adr/0112-cancel-oldest.md). Runs launched
       // earlier in this same claim are not rows yet: with too few to cancel, the job waits.
       if (out.decision == Decision::kLaunch && out.cancel_oldest > 0) {
-        const pqxx::result victims = tx.exec_params(
-            "SELECT run_id FROM runs WHERE schedule_id = $1 AND state IN " +
-                SqlIn(RunState::kLaunched, RunState::kRunning, RunState::kRetryWait) +
-                " ORDER BY launched_at, run_id LIMIT $2 FOR UPDATE",
-            d.schedule_id, out.cancel_oldest);
+        const pqxx::result victims =
+            tx.exec_params("SELECT run_id FROM runs WHERE schedule_id = $1 AND state IN " +
+                               SqlIn(RunState::kLaunched, RunState::kRunning, RunState::kRetryWait) +
+                               " ORDER BY launched_at, run_id LIMIT $2 FOR UPDATE",
+                           d.schedule_id, out.cancel_oldest);
         if (static_cast<int64_t>(victims.size()) < out.cancel_oldest) {
           out.decision = Decision::kWait;
           out.reason = "max_concurrent_runs: a run launched by this check holds the slot (cancel_oldest)";
@@ -1776,7 +1776,7 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         if (group) ++group_rt[*group];
         recent[d.schedule_id].push_back(now);
         std::string entry =
-            HistoryEntry(at, !out.forced                      ? "constraints hold: launching"
+            HistoryEntry(at, !out.forced                   ? "constraints hold: launching"
                              : out.reason == kForcedByHand ? "launched by hand with --force: constraints not applied"
                                                            : "launched by timeout (action run)")
                 .String("run_id", run_id)
@@ -2039,10 +2039,9 @@ Result<SweepResult> PgStore::SweepRuns() {
       // Every worker is told the attempt ended, so none starts its request later (the control
       // topic, control_message.h); a retry, attempt + 1, still runs.
       if (t->control_message) {
-        outbox.Add(
-            topics_.control, run_id,
-            pg_internal::ControlMessage(
-                {run_id, attempt, retry ? why : "failed", why, !retry, pg_internal::StartByField(r[9])}, now));
+        outbox.Add(topics_.control, run_id,
+                   pg_internal::ControlMessage(
+                       {run_id, attempt, retry ? why : "failed", why, !retry, pg_internal::StartByField(r[9])}, now));
       }
       if (retry) {
         RetryPolicy retry;
@@ -2074,7 +2073,7 @@ Result<SweepResult> PgStore::SweepRuns() {
         e.time = now;
         std::string program = r[3].as<std::string>();
         e.payload = {{"program", program}, {"run_id", run_id}, {"status", "failed"},
-                     {"attempt", attempt}, {"reason", why}, {"schedule", r[5].as<std::string>()}};
+                     {"attempt", attempt}, {"reason", why},    {"schedule", r[5].as<std::string>()}};
         outbox.Add(topics_.events_program, program, EnvelopeToJson(e).dump());
       }
     }

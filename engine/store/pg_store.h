@@ -151,10 +151,10 @@ struct EndedRun {
 };
 
 struct SweepResult {
-  int lost = 0;     // runs whose heartbeat timed out
-  int retried = 0;  // launch requests re-sent for a next attempt
-  int failed = 0;   // lost runs out of attempts: failed, with a `failed` program event
-  int killed = 0;   // runs waiting for a retry whose schedule was deleted
+  int lost = 0;       // runs whose heartbeat timed out
+  int retried = 0;    // launch requests re-sent for a next attempt
+  int failed = 0;     // lost runs out of attempts: failed, with a `failed` program event
+  int killed = 0;     // runs waiting for a retry whose schedule was deleted
   int timed_out = 0;  // runs past their schedule's run_timeout (retried or failed, reason timeout)
 };
 

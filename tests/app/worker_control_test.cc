@@ -86,8 +86,8 @@ TEST(WorkerControlTest, AMessageThatNamesNoAttemptIsRefusedWithTheReason) {
 // delete's kill only keep one from starting.
 TEST(WorkerControlTest, OnlyCancelsAndTimeoutsStopARunningAttempt) {
   auto stops = [](const char* reason) {
-    auto m = ParseControlMessage(std::string(R"({"run_id":"r","attempt":1,"status":"killed","reason":")") + reason +
-                                 "\"}");
+    auto m =
+        ParseControlMessage(std::string(R"({"run_id":"r","attempt":1,"status":"killed","reason":")") + reason + "\"}");
     return StopsRunningAttempt(std::get<ControlMessage>(m));
   };
   EXPECT_TRUE(stops("cancelled"));

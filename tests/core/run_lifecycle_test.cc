@@ -70,7 +70,6 @@ TEST(RunLifecycleTest, ADeleteKillsOnlyWhatNoWorkerHasTaken) {
   EXPECT_EQ(OnScheduleDeleted(S::kSucceeded, false), std::nullopt);
 }
 
-
 // A cancel ends every run not yet final, killed, announced and told to its worker, never retried;
 // a finished run cannot be cancelled.
 TEST(RunLifecycleTest, CancelKillsWhatIsNotFinal) {

@@ -104,8 +104,8 @@ void AddRuns(CLI::App& root, Context& ctx) {
   CLI::App* cancel = ctx.Verb(
       *runs, "cancel", "stop a run: it ends killed (reason cancelled) and its worker stops the command", [&ctx, f] {
         if (f->run_id.empty()) return ctx.Usage("expects one RUN_ID");
-        auto r = trigd::CancelRun(ctx.config.pg, ctx.config.topic_prefix, f->run_id, f->reason.value_or(""),
-                                  CurrentActor());
+        auto r =
+            trigd::CancelRun(ctx.config.pg, ctx.config.topic_prefix, f->run_id, f->reason.value_or(""), CurrentActor());
         if (!r.ok()) return Fail(r.status(), "runs cancel");
         std::cout << (ctx.as_json ? r->ToJson().dump()
                                   : "cancelled run " + r->run_id + " of " + r->schedule + " (was " + r->previous_state +
@@ -116,13 +116,13 @@ void AddRuns(CLI::App& root, Context& ctx) {
   cancel->add_option("RUN_ID", f->run_id, "run id");
   trigd::FlagValue(cancel->add_option("--reason", f->reason, "why, for the run's history")->type_name("TEXT"));
 
-  CLI::App* rerun = ctx.Verb(
-      *runs, "rerun", "a new run of the same job: same triggered_by, the schedule's current version", [&ctx, f] {
-        if (f->run_id.empty()) return ctx.Usage("expects one RUN_ID");
-        auto r = trigd::RerunRun(ctx.config.pg, f->run_id, f->force, CurrentActor());
-        if (!r.ok()) return Fail(r.status(), "runs rerun");
-        return PrintStarted(ctx, *r, "runs rerun");
-      });
+  CLI::App* rerun = ctx.Verb(*runs, "rerun",
+                             "a new run of the same job: same triggered_by, the schedule's current version", [&ctx, f] {
+                               if (f->run_id.empty()) return ctx.Usage("expects one RUN_ID");
+                               auto r = trigd::RerunRun(ctx.config.pg, f->run_id, f->force, CurrentActor());
+                               if (!r.ok()) return Fail(r.status(), "runs rerun");
+                               return PrintStarted(ctx, *r, "runs rerun");
+                             });
   rerun->add_option("RUN_ID", f->run_id, "run id");
   rerun->add_flag("--force", f->force, "launch regardless of the schedule's constraints");
 }

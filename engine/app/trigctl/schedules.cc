@@ -44,8 +44,8 @@ int PrintDryRun(const Context& ctx, const std::vector<trigd::Schedule>& schedule
     changed += e.outcome == "changed";
     fresh += e.outcome == "new";
     discarded += e.jobs_discarded;
-    std::cout << e.outcome << std::string(e.outcome.size() < 10 ? 10 - e.outcome.size() : 1, ' ') << e.schedule
-              << " v" << e.version;
+    std::cout << e.outcome << std::string(e.outcome.size() < 10 ? 10 - e.outcome.size() : 1, ' ') << e.schedule << " v"
+              << e.version;
     if (e.outcome == "changed") {
       std::cout << " (discards " << e.jobs_discarded << " open or waiting job" << (e.jobs_discarded == 1 ? "" : "s")
                 << ")";
@@ -163,7 +163,8 @@ int SchedulesNext(const Context& ctx, const std::string& name, const std::option
   if (name.empty()) return ctx.Usage("expects one NAME (namespace/name)");
   auto count = Limit(count_flag, 5);
   if (!count || *count > 1000) {
-    return Refuse("schedules next", "--count must be an integer from 1 to 1000, got \"" + count_flag.value_or("") + "\"");
+    return Refuse("schedules next",
+                  "--count must be an integer from 1 to 1000, got \"" + count_flag.value_or("") + "\"");
   }
   auto r = trigd::QueryNextFireTimes(ctx.config.pg, name, *count);
   if (!r.ok()) return Fail(r.status(), "schedules next");
@@ -175,7 +176,8 @@ int SchedulesNext(const Context& ctx, const std::string& name, const std::option
   if (!r->active_now) std::cout << name << " is outside its active period now\n";
   json rows = json::array();
   const json next = r->ToJson();
-  for (const auto& t : next["fire_times"]) rows.push_back({{"utc", t["utc"]}, {"local (" + r->timezone + ")", t["local"]}});
+  for (const auto& t : next["fire_times"])
+    rows.push_back({{"utc", t["utc"]}, {"local (" + r->timezone + ")", t["local"]}});
   if (rows.empty()) {
     std::cout << name << " has no further fire times\n";
     return 0;
@@ -197,8 +199,12 @@ int SchedulesBackfill(const Context& ctx, const std::string& name, const Backfil
   if (f.from.empty() || f.to.empty()) return ctx.Usage("needs --from T and --to T (RFC 3339)");
   auto from = trigd::ParseEnvelopeTime(f.from);
   auto to = trigd::ParseEnvelopeTime(f.to);
-  if (!from) return Refuse("schedules backfill", "--from: invalid time \"" + f.from + "\": expected RFC 3339, e.g. 2026-11-22T00:00:00Z");
-  if (!to) return Refuse("schedules backfill", "--to: invalid time \"" + f.to + "\": expected RFC 3339, e.g. 2026-11-23T00:00:00Z");
+  if (!from)
+    return Refuse("schedules backfill",
+                  "--from: invalid time \"" + f.from + "\": expected RFC 3339, e.g. 2026-11-22T00:00:00Z");
+  if (!to)
+    return Refuse("schedules backfill",
+                  "--to: invalid time \"" + f.to + "\": expected RFC 3339, e.g. 2026-11-23T00:00:00Z");
   auto max = Limit(f.max, 10000);
   if (!max) return Refuse("schedules backfill", "--max must be a positive integer, got \"" + f.max.value_or("") + "\"");
   auto plan = trigd::PlanBackfill(ctx.config.pg, name, *from, *to, *max);
@@ -224,7 +230,8 @@ int SchedulesBackfill(const Context& ctx, const std::string& name, const Backfil
     const size_t failed = static_cast<size_t>(std::count(ok.begin(), ok.end(), false));
     if (failed > 0) {
       std::cerr << "trigctl schedules backfill: " << failed << " of " << ticks.size() << " ticks not delivered to "
-                << topic << ": " << (*producer)->LastError() << " (running it again sends each once more, harmlessly)\n";
+                << topic << ": " << (*producer)->LastError()
+                << " (running it again sends each once more, harmlessly)\n";
       return 2;
     }
     if (auto counted = trigd::CountBackfill(ctx.config.pg, static_cast<int64_t>(ticks.size())); !counted.ok()) {
