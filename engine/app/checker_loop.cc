@@ -75,7 +75,8 @@ void CheckerLoop(Shared& sh, int index) {
         sh.metrics.RunOutcome("retried").Increment(sw->retried);
         sh.metrics.RunOutcome("failed").Increment(sw->failed);
         sh.metrics.RunOutcome("killed").Increment(sw->killed);
-        if (sw->retried > 0 || sw->failed > 0) sh.relay_wake.Wake();
+        sh.metrics.RunOutcome("timeout").Increment(sw->timed_out);
+        if (sw->retried > 0 || sw->failed > 0 || sw->timed_out > 0) sh.relay_wake.Wake();
       } else {
         store.Failed(sw.status());
         continue;
@@ -91,6 +92,13 @@ void CheckerLoop(Shared& sh, int index) {
         if (t->jobs_discarded > 0)
           sh.metrics.JobTransition("discarded").Increment(static_cast<double>(t->jobs_discarded));
         if (t->runs_killed > 0) sh.metrics.RunOutcome("killed").Increment(static_cast<double>(t->runs_killed));
+      }
+      // What operators did through trigctl (store/operate.h): a cancel is a run outcome too.
+      if (auto a = pg->TakeOperatorActions(); a.ok()) {
+        for (const auto& [action, n] : *a) {
+          sh.metrics.OperatorAction(action).Increment(static_cast<double>(n));
+          if (action == "cancel") sh.metrics.RunOutcome("cancelled").Increment(static_cast<double>(n));
+        }
       }
     }
     if (index == 0 && Clock::now() - last_prune > std::chrono::hours(1)) {

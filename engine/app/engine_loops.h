@@ -173,7 +173,9 @@ struct Shared {
 inline void RecordChecks(Shared& sh, const CheckerResult& r) {
   for (const auto& [key, n] : r.checks) sh.metrics.ConstraintCheck(key.first, key.second).Increment(n);
   sh.metrics.JobTransition("discarded").Increment(r.discarded);
-  if (r.launched > 0) sh.relay_wake.Wake();
+  // Runs cancelled by max_concurrent_runs on_unmet cancel_oldest (reason overlap).
+  sh.metrics.RunOutcome("cancelled").Increment(r.cancelled);
+  if (r.launched > 0 || r.cancelled > 0) sh.relay_wake.Wake();
 }
 
 // After a committed ingest batch or tick: metrics, and the loops that have work because of it.

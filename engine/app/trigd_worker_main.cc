@@ -22,7 +22,9 @@
 // one of its run (lost, failed as lost, killed by a schedule delete): the worker reads the
 // control topic <prefix>control whole, outside any group, to its end before it takes its first
 // request and then as it goes (worker_control.h, docs/adr/0060). One line says why; the
-// request is committed past.
+// request is committed past. A control message that cancels an attempt this worker is running
+// (trigctl runs cancel, an overlap policy, a run_timeout) stops it: SIGTERM to the command's
+// process group, SIGKILL 10 s later if it is still there (worker_control.h).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -196,6 +198,8 @@ pid_t Spawn(const Request& r) {
 struct Running {
   Request request;
   SteadyClock::time_point next_heartbeat;
+  // Set once trigd cancelled the attempt: when its process group gets SIGKILL.
+  std::optional<SteadyClock::time_point> kill_at;
 };
 
 class Worker {
@@ -261,7 +265,16 @@ class Worker {
           std::to_string(m.offset) + ": " + *error);
       return;
     }
-    ended_.Add(std::get<trigd::ControlMessage>(parsed), trigd::SystemClock::Get().Now());
+    const auto& message = std::get<trigd::ControlMessage>(parsed);
+    ended_.Add(message, trigd::SystemClock::Get().Now());
+    if (!trigd::StopsRunningAttempt(message)) return;
+    for (auto& [pid, run] : running_) {
+      if (run.request.run_id != message.run_id || run.request.attempt > message.attempt || run.kill_at) continue;
+      Log(run.request.Name() + ": " + message.status + " by trigd (" + message.reason + "): SIGTERM to process group " +
+          std::to_string(pid));
+      kill(-pid, SIGTERM);
+      run.kill_at = SteadyClock::now() + trigd::kCancelGrace;
+    }
   }
 
   // Forgets the ended attempts whose requests their own deadlines refuse by now.
@@ -290,6 +303,13 @@ class Worker {
     std::vector<trigd::OutMessage> beats;
     auto now = SteadyClock::now();
     for (auto& [pid, run] : running_) {
+      if (run.kill_at && now >= *run.kill_at) {
+        Log(run.request.Name() + ": still there " + std::to_string(trigd::kCancelGrace.count() / 1000) +
+            " s after SIGTERM: SIGKILL to process group " + std::to_string(pid));
+        kill(-pid, SIGKILL);
+        run.kill_at = now + trigd::kCancelGrace;  // again later, should the group outlive it
+      }
+      if (run.kill_at) continue;  // no heartbeats for an attempt trigd ended
       if (now < run.next_heartbeat) continue;
       beats.push_back(Report(events_topic_, run.request, "heartbeat"));
       run.next_heartbeat = now + run.request.heartbeat_every;

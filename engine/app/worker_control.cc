@@ -24,6 +24,10 @@ std::string StringField(const json& j, const char* key) {
 
 }  // namespace
 
+bool StopsRunningAttempt(const ControlMessage& m) {
+  return m.reason == "cancelled" || m.reason == "overlap" || m.reason == "timeout";
+}
+
 std::variant<ControlMessage, std::string> ParseControlMessage(std::string_view text) {
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return std::string("not a JSON object");

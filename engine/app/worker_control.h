@@ -30,6 +30,13 @@ struct ControlMessage {
   std::optional<TimePoint> time;      // when trigd ended it
 };
 
+// Whether the message ends an attempt that may be running, which its worker then stops (SIGTERM
+// to the command's process group, SIGKILL after kCancelGrace): trigd cancelled it (reasons
+// cancelled, overlap) or it ran past its schedule's run_timeout (timeout). Other messages
+// (lost, schedule_deleted) only keep an attempt from starting.
+bool StopsRunningAttempt(const ControlMessage& m);
+inline constexpr Millis kCancelGrace = std::chrono::seconds(10);
+
 // The message, or why it is not one (no run_id, no positive attempt, not JSON): skipped.
 std::variant<ControlMessage, std::string> ParseControlMessage(std::string_view text);
 

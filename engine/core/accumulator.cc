@@ -99,6 +99,8 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::m
       auto s = schedules.find(sid);
       if (s == schedules.end()) continue;
       const Schedule& schedule = *s->second.schedule;
+      // Outside its active period a schedule behaves as suspended: its events are ignored.
+      if (schedule.active && !schedule.active->Contains(now)) continue;
       auto it = open.find(sid);
       TriggerState probe;
       TriggerState* state;

@@ -210,8 +210,22 @@ std::vector<ConstraintCheck> CheckConstraints(const Constraints& constraints, co
                                               TimePoint now) {
   std::vector<ConstraintCheck> checks;
   if (constraints.max_concurrent_runs) {
-    checks.push_back(
-        CheckActiveRuns("max_concurrent_runs", runs.active_runs, *constraints.max_concurrent_runs, OnUnmet::kWait, ""));
+    const int64_t max = *constraints.max_concurrent_runs;
+    if (constraints.on_overlap == OverlapPolicy::kCancelOldest) {
+      // Never waits: the launch cancels the oldest runs over the limit (CheckJob).
+      ConstraintCheck check{"max_concurrent_runs", ConstraintResult::kSatisfied,
+                            std::to_string(runs.active_runs) + " of " + std::to_string(max) + " runs active",
+                            std::nullopt};
+      if (runs.active_runs >= max) {
+        check.reason += "; on_unmet cancel_oldest cancels the oldest " + std::to_string(runs.active_runs - max + 1) +
+                        " to make room";
+      }
+      checks.push_back(std::move(check));
+    } else {
+      checks.push_back(CheckActiveRuns("max_concurrent_runs", runs.active_runs, max,
+                                       constraints.on_overlap == OverlapPolicy::kSkip ? OnUnmet::kSkip : OnUnmet::kWait,
+                                       ""));
+    }
   }
   if (constraints.concurrency_group) {
     const ConcurrencyGroup& group = *constraints.concurrency_group;
@@ -269,6 +283,17 @@ TimePoint NextWindowOpening(const TimeWindow& window, TimePoint now) {
 CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigger_complete, const RunFacts& runs,
                       TimePoint now) {
   CheckOutcome outcome;
+  // Outside its active period a schedule behaves as suspended: its jobs are discarded.
+  if (schedule.active && !schedule.active->Contains(now)) {
+    outcome.decision = Decision::kDiscard;
+    outcome.reason = "schedule outside its active period";
+    if (schedule.active->until && now >= *schedule.active->until) {
+      outcome.reason += " (it ended at " + FormatTime(*schedule.active->until) + ")";
+    } else if (schedule.active->from) {
+      outcome.reason += " (it begins at " + FormatTime(*schedule.active->from) + ")";
+    }
+    return outcome;
+  }
 
   std::optional<TimePoint> deadline;
   bool timed_out = false;
@@ -319,6 +344,13 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
     return outcome;
   }
 
+  if (job.force && trigger_complete) {
+    outcome.decision = Decision::kLaunch;
+    outcome.forced = true;
+    outcome.reason = kForcedByHand;
+    return outcome;
+  }
+
   if (!trigger_complete) {
     outcome.decision = Decision::kWait;
     outcome.next_check_at = deadline;
@@ -348,6 +380,9 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
   }
   if (waiting.empty()) {
     outcome.decision = Decision::kLaunch;
+    if (schedule.constraints.max_concurrent_runs && schedule.constraints.on_overlap == OverlapPolicy::kCancelOldest) {
+      outcome.cancel_oldest = std::max<int64_t>(0, runs.active_runs - *schedule.constraints.max_concurrent_runs + 1);
+    }
     size_t held = outcome.checks.size() - (schedule.timeout ? 1 : 0);
     outcome.reason = held == 0 ? "trigger complete; no constraints"
                                : "trigger complete; all " + std::to_string(held) +

@@ -34,6 +34,8 @@ struct RunFacts {
 struct JobFacts {
   TimePoint opened_at;
   std::optional<TimePoint> ready_at;  // when the trigger completed; unset while open
+  // Started by hand with --force (trigctl runs start, runs rerun): its constraints do not apply.
+  bool force = false;
 };
 
 enum class ConstraintResult { kSatisfied, kWait, kSkip };
@@ -52,7 +54,11 @@ const char* DecisionName(Decision d);  // "launch", "wait", "discard"
 
 struct CheckOutcome {
   Decision decision = Decision::kWait;
-  bool forced = false;                     // launched by timeout action "run"
+  bool forced = false;  // launched by timeout action "run", or by hand with --force
+  // For kLaunch under max_concurrent_runs {"on_unmet": "cancel_oldest"} at its limit: how many of
+  // the schedule's oldest active runs the store cancels (reason overlap) in the launch's
+  // transaction, under the run counter's lock, to make room.
+  int64_t cancel_oldest = 0;
   std::vector<ConstraintCheck> checks;     // one per configured constraint (and timeout/trigger)
   std::optional<TimePoint> next_check_at;  // for kWait; nullopt: wake when a run ends
   // For kWait: a constraint waits for a run to end (concurrency), which wakes the job before
@@ -60,6 +66,10 @@ struct CheckOutcome {
   bool wakes_on_run_end = false;
   std::string reason;  // one line: why this decision
 };
+
+// The decision a job started by hand with --force is stored with (jobs.last_decision) until the
+// checker launches it: the checker reads it back as JobFacts::force.
+inline constexpr const char* kForcedByHand = "started by hand with --force: constraints not applied";
 
 // A job waiting for a run to end is woken by that end, and checked again after this at most
 // (a wake-up lost to a crash between the two).

@@ -31,4 +31,14 @@ std::optional<RunTransition> OnScheduleDeleted(RunState from, bool request_publi
   return std::nullopt;
 }
 
+std::optional<RunTransition> OnCancel(RunState from) {
+  if (IsFinal(from)) return std::nullopt;
+  return RunTransition{RunState::kKilled, false, true, true};
+}
+
+std::optional<RunTransition> OnRunTimeout(RunState from, int64_t attempt, int64_t max_attempts, bool schedule_exists) {
+  // The same answer as silence: the attempt is over in trigd's books and its worker is told.
+  return OnSilence(from, attempt, max_attempts, schedule_exists);
+}
+
 }  // namespace trigd

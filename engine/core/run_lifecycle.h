@@ -41,4 +41,14 @@ std::optional<RunTransition> OnSilence(RunState from, int64_t attempt, int64_t m
 // failure will be final.
 std::optional<RunTransition> OnScheduleDeleted(RunState from, bool request_published);
 
+// An operator's cancel (trigctl runs cancel) or an overlap policy's (cancel_oldest): a run not
+// yet final ends KILLED, announced by trigd's own program event and a control message so the
+// worker running it stops it; never retried. nullopt for a final run (the cancel is refused).
+std::optional<RunTransition> OnCancel(RunState from);
+
+// A run launched or running past its schedule's run_timeout: the attempt is cancelled (control
+// message) and the run retried while attempts are left and the schedule exists, else FAILED
+// (reason timeout) with a program event. nullopt for a run that is not going.
+std::optional<RunTransition> OnRunTimeout(RunState from, int64_t attempt, int64_t max_attempts, bool schedule_exists);
+
 }  // namespace trigd

@@ -45,6 +45,8 @@ constexpr EnumName<CatchupPolicy> kCatchupPolicies[] = {
 constexpr EnumName<UpstreamFailurePolicy> kUpstreamFailurePolicies[] = {{"wait", UpstreamFailurePolicy::kWait},
                                                                         {"discard", UpstreamFailurePolicy::kDiscard}};
 constexpr EnumName<OnUnmet> kOnUnmetPolicies[] = {{"wait", OnUnmet::kWait}, {"skip", OnUnmet::kSkip}};
+constexpr EnumName<OverlapPolicy> kOverlapPolicies[] = {
+    {"wait", OverlapPolicy::kWait}, {"skip", OverlapPolicy::kSkip}, {"cancel_oldest", OverlapPolicy::kCancelOldest}};
 constexpr EnumName<TimeoutAction> kTimeoutActions[] = {{"discard", TimeoutAction::kDiscard},
                                                        {"run", TimeoutAction::kRun}};
 
@@ -57,8 +59,9 @@ std::string NameOf(const EnumName<E> (&table)[N], E value) {
 }
 
 // Known fields of each object, in the order SPEC §4 lists them.
-constexpr std::string_view kScheduleFields[] = {"namespace", "name",     "program", "trigger",           "constraints",
-                                                "timeout",   "priority", "retry",   "heartbeat_timeout", "enabled"};
+constexpr std::string_view kScheduleFields[] = {"namespace",         "name",    "program",     "trigger",
+                                                "constraints",       "timeout", "priority",    "retry",
+                                                "heartbeat_timeout", "enabled", "run_timeout", "active"};
 constexpr std::string_view kProgramFields[] = {"name", "args", "target"};
 constexpr std::string_view kTriggerKinds[] = {"time", "partition", "program", "all", "any"};
 constexpr std::string_view kTimeTriggerFields[] = {"cron", "every", "timezone", "catchup", "catchup_window"};
@@ -71,7 +74,11 @@ constexpr std::string_view kTimeWindowFields[] = {"start", "end", "timezone", "o
 constexpr std::string_view kMinSinceLastRunFields[] = {"duration", "on_unmet"};
 constexpr std::string_view kMaxRunsPerFields[] = {"count", "period", "on_unmet"};
 constexpr std::string_view kTimeoutFields[] = {"after", "action"};
-constexpr std::string_view kRetryFields[] = {"max_attempts", "backoff", "max_backoff"};
+constexpr std::string_view kRetryFields[] = {"max_attempts", "backoff", "max_backoff", "jitter"};
+constexpr std::string_view kMaxConcurrentRunsFields[] = {"max", "on_unmet"};
+constexpr std::string_view kActiveFields[] = {"from", "until"};
+// retry.jitter when the document does not say (SPEC §9).
+constexpr int64_t kDefaultJitterPercent = 10;
 
 using FieldList = std::span<const std::string_view>;
 
@@ -223,6 +230,17 @@ class DocumentParser {
         }
       } else if (key == "enabled") {
         if (auto v = ReadBool(*value, path)) s.enabled = *v;
+      } else if (key == "run_timeout") {
+        // The sweep that enforces it runs every 500 ms; under a second is a typo ("1ms" for "1m").
+        if (auto v = ReadDuration(*value, path, /*allow_zero=*/false)) {
+          if (*v < std::chrono::seconds(1)) {
+            Error(path, "must be at least 1s, got " + FormatDuration(*v));
+          } else {
+            s.run_timeout = *v;
+          }
+        }
+      } else if (key == "active") {
+        ParseActive(*value, path, s.active.emplace());
       } else {
         UnknownField(key, path, kScheduleFields);
       }
@@ -653,7 +671,7 @@ class DocumentParser {
     for (const auto& [key, field] : Fields(value, kConstraintFields)) {
       std::string p = FieldPath(path, key);
       if (key == "max_concurrent_runs") {
-        if (auto v = ReadInteger(*field, p, kConcurrencyRange)) out.max_concurrent_runs = *v;
+        ParseMaxConcurrentRuns(*field, p, out);
       } else if (key == "concurrency_group") {
         ParseConcurrencyGroup(*field, p, out.concurrency_group.emplace());
       } else if (key == "delay") {
@@ -669,6 +687,69 @@ class DocumentParser {
         UnknownField(key, p, kConstraintFields);
       }
     }
+  }
+
+  // A number (wait for a slot) or {"max": N, "on_unmet": "wait|skip|cancel_oldest"}.
+  void ParseMaxConcurrentRuns(const Json& value, const std::string& path, Constraints& out) {
+    if (value.is_number()) {
+      if (auto v = ReadInteger(value, path, kConcurrencyRange)) out.max_concurrent_runs = *v;
+      return;
+    }
+    if (!value.is_object()) {
+      Error(path, std::string("expected an integer or an object {\"max\", \"on_unmet\"}, got ") + value.type_name());
+      return;
+    }
+    for (const auto& [key, field] : Fields(value, kMaxConcurrentRunsFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "max") {
+        if (auto v = ReadInteger(*field, p, kConcurrencyRange)) out.max_concurrent_runs = *v;
+      } else if (key == "on_unmet") {
+        if (auto v = ReadEnum(*field, p, "on_unmet", kOverlapPolicies)) out.on_overlap = *v;
+      } else {
+        UnknownField(key, p, kMaxConcurrentRunsFields);
+      }
+    }
+    Required(value, path, "max");
+  }
+
+  // {"from": RFC 3339, "until": RFC 3339}, either optional; until after from.
+  void ParseActive(const Json& value, const std::string& path, ActivePeriod& out) {
+    if (!ExpectObject(value, path)) return;
+    for (const auto& [key, field] : Fields(value, kActiveFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "from" || key == "until") {
+        auto text = ReadString(*field, p);
+        if (!text) continue;
+        Result<TimePoint> t = ParseTime(*text);
+        if (!t.ok()) {
+          Error(p, "invalid time " + Quote(*text) + ": expected RFC 3339 such as \"2026-12-01T00:00:00Z\"");
+          continue;
+        }
+        (key == "from" ? out.from : out.until) = *t;
+      } else {
+        UnknownField(key, p, kActiveFields);
+      }
+    }
+    if (out.from && out.until && *out.until <= *out.from) {
+      Error(FieldPath(path, "until"),
+            "must be after from (" + FormatTime(*out.from) + "), got " + FormatTime(*out.until));
+    }
+  }
+
+  // "10%": a whole percentage from 0 to 100.
+  std::optional<int64_t> ReadPercent(const Json& value, const std::string& path) {
+    auto s = ReadString(value, path);
+    if (!s) return std::nullopt;
+    const std::string& t = *s;
+    bool shape = t.size() >= 2 && t.size() <= 4 && t.back() == '%' && std::all_of(t.begin(), t.end() - 1, [](char c) {
+                   return std::isdigit(static_cast<unsigned char>(c));
+                 });
+    int64_t n = shape ? std::stoll(t.substr(0, t.size() - 1)) : -1;
+    if (!shape || n > 100) {
+      Error(path, "invalid percentage " + Quote(t) + ": expected a whole percentage from \"0%\" to \"100%\"");
+      return std::nullopt;
+    }
+    return n;
   }
 
   void ParseConcurrencyGroup(const Json& value, const std::string& path, ConcurrencyGroup& out) {
@@ -778,6 +859,8 @@ class DocumentParser {
       } else if (key == "max_backoff") {
         max_backoff = ReadDuration(*field, p, /*allow_zero=*/false);
         if (max_backoff) out.max_backoff = *max_backoff;
+      } else if (key == "jitter") {
+        if (auto v = ReadPercent(*field, p)) out.jitter_percent = *v;
       } else {
         UnknownField(key, p, kRetryFields);
       }
@@ -1050,7 +1133,16 @@ nlohmann::json ScheduleToJson(const Schedule& s) {
 
   nlohmann::json constraints = nlohmann::json::object();
   const Constraints& c = s.constraints;
-  if (c.max_concurrent_runs) constraints["max_concurrent_runs"] = *c.max_concurrent_runs;
+  // The number form for the default policy, so that documents applied before the object form
+  // existed keep their canonical text (and version) (docs/adr/0110-operate-fields.md).
+  if (c.max_concurrent_runs) {
+    if (c.on_overlap == OverlapPolicy::kWait) {
+      constraints["max_concurrent_runs"] = *c.max_concurrent_runs;
+    } else {
+      constraints["max_concurrent_runs"] = {{"max", *c.max_concurrent_runs},
+                                            {"on_unmet", NameOf(kOverlapPolicies, c.on_overlap)}};
+    }
+  }
   if (c.concurrency_group) {
     constraints["concurrency_group"] = {{"name", c.concurrency_group->name},
                                         {"max", c.concurrency_group->max},
@@ -1082,8 +1174,19 @@ nlohmann::json ScheduleToJson(const Schedule& s) {
   j["retry"] = {{"max_attempts", s.retry.max_attempts},
                 {"backoff", FormatDuration(s.retry.backoff)},
                 {"max_backoff", FormatDuration(s.retry.max_backoff)}};
+  // Fields of SPEC §9 appear only when set or not at their default, for the same reason as the
+  // number form of max_concurrent_runs.
+  if (s.retry.jitter_percent != kDefaultJitterPercent)
+    j["retry"]["jitter"] = std::to_string(s.retry.jitter_percent) + "%";
   j["heartbeat_timeout"] = FormatDuration(s.heartbeat_timeout);
   j["enabled"] = s.enabled;
+  if (s.run_timeout) j["run_timeout"] = FormatDuration(*s.run_timeout);
+  if (s.active) {
+    nlohmann::json active = nlohmann::json::object();
+    if (s.active->from) active["from"] = FormatTime(*s.active->from);
+    if (s.active->until) active["until"] = FormatTime(*s.active->until);
+    j["active"] = std::move(active);
+  }
   return j;
 }
 

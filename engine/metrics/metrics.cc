@@ -49,11 +49,18 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                  .Help("Finished jobs and runs deleted by the history retention (TRIGD_RETENTION), by table")
                  .Register(*registry_);
   for (const char* t : {"jobs", "runs"}) HistoryPruned(t);
+  operator_actions_ = &BuildCounter()
+                           .Name("trigd_operator_actions_total")
+                           .Help(
+                               "What operators did through trigctl: runs started by hand (start), rerun, "
+                               "cancelled (cancel), and backfill ticks sent (backfill_tick)")
+                           .Register(*registry_);
+  for (const char* a : {"start", "rerun", "cancel", "backfill_tick"}) OperatorAction(a);
   // The label sets SPEC §7 names are registered up front so a scrape shows them at zero.
   for (EventType t : {EventType::kPartition, EventType::kProgram, EventType::kTick})
     for (EventOutcome o : kCountedEventOutcomes) Event(t, o);
   for (const char* t : {"opened", "ready", "launched", "discarded"}) JobTransition(t);
-  for (const char* o : {"succeeded", "failed", "killed", "lost", "retried"}) RunOutcome(o);
+  for (const char* o : {"succeeded", "failed", "killed", "lost", "retried", "cancelled", "timeout"}) RunOutcome(o);
   for (DeadLetterReason r : kDeadLetterReasons) DeadLetter(r);
   for (const char* s : {"pending_trigger", "pending_constraint", "pending_launch"}) Jobs(s);
   for (const char* c : {"max_concurrent_runs", "concurrency_group", "delay", "time_window", "min_since_last_run",
@@ -98,6 +105,10 @@ prometheus::Counter& Metrics::JobTransition(const std::string& transition) {
   return Get(*jobs_total_, counter_cache_, {{"transition", transition}});
 }
 prometheus::Gauge& Metrics::Jobs(const std::string& state) { return Get(*jobs_, gauge_cache_, {{"state", state}}); }
+prometheus::Counter& Metrics::OperatorAction(const std::string& action) {
+  return Get(*operator_actions_, counter_cache_, {{"action", action}});
+}
+
 prometheus::Counter& Metrics::RunOutcome(const std::string& outcome) {
   return Get(*runs_, counter_cache_, {{"outcome", outcome}});
 }

@@ -39,6 +39,9 @@ class Metrics {
   prometheus::Counter& FireTimesSkipped() { return *fire_times_skipped_; }
   // Rows deleted by the history retention (TRIGD_RETENTION), by table: "jobs" or "runs".
   prometheus::Counter& HistoryPruned(const std::string& table);
+  // trigctl's operator actions (store/operate.h TakeOperatorActions): start, rerun, cancel,
+  // backfill_tick.
+  prometheus::Counter& OperatorAction(const std::string& action);
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
@@ -54,6 +57,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* jobs_total_;
   prometheus::Family<prometheus::Gauge>* jobs_;
   prometheus::Family<prometheus::Counter>* runs_;
+  prometheus::Family<prometheus::Counter>* operator_actions_;
   prometheus::Family<prometheus::Counter>* checks_;
   prometheus::Family<prometheus::Gauge>* lag_;
   prometheus::Histogram* event_to_launch_;

@@ -5,7 +5,8 @@
 //   LAUNCHED / RUNNING --failed report or silence, attempts left--> RETRY_WAIT
 //   LAUNCHED / RUNNING --silence, no attempt left--> FAILED (reason lost)
 //   RETRY_WAIT --its wait over--> LAUNCHED (the next attempt)
-//   LAUNCHED / RUNNING / RETRY_WAIT --schedule deleted--> KILLED
+//   LAUNCHED / RUNNING / RETRY_WAIT --schedule deleted, cancel (trigctl runs cancel, overlap)--> KILLED
+//   LAUNCHED / RUNNING --past run_timeout--> RETRY_WAIT (attempts left) or FAILED (reason timeout)
 //
 // A run is written LAUNCHED with its launch request, in the transaction that launches its job
 // (model/job.h). SUCCEEDED, FAILED and KILLED are final. "lost" is a reason, never a state.

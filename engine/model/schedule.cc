@@ -44,6 +44,15 @@ const char* TriggerKindName(TriggerKind k) {
   return "?";
 }
 
+const char* OverlapPolicyName(OverlapPolicy p) {
+  switch (p) {
+    case OverlapPolicy::kWait: return "wait";
+    case OverlapPolicy::kSkip: return "skip";
+    case OverlapPolicy::kCancelOldest: return "cancel_oldest";
+  }
+  return "?";
+}
+
 namespace {
 void CollectLeaves(const Trigger& t, std::vector<const Trigger*>& out) {
   if (t.kind == TriggerKind::kAll || t.kind == TriggerKind::kAny) {

@@ -52,6 +52,10 @@ enum class UpstreamFailurePolicy { kWait, kDiscard };
 enum class OnUnmet { kWait, kSkip };
 enum class TimeoutAction { kDiscard, kRun };
 enum class TriggerKind { kTime, kPartition, kProgram, kAll, kAny };
+// constraints.max_concurrent_runs.on_unmet (SPEC §9): wait for a slot, discard the job, or cancel
+// the schedule's oldest active run (reason overlap) to make room.
+enum class OverlapPolicy { kWait, kSkip, kCancelOldest };
+const char* OverlapPolicyName(OverlapPolicy p);
 
 const char* CatchupPolicyName(CatchupPolicy p);
 const char* ProgramStatusName(ProgramStatus s);
@@ -127,6 +131,9 @@ struct MaxRunsPer {
 
 struct Constraints {
   std::optional<int64_t> max_concurrent_runs;
+  // What the limit above does when it is reached (the object form {"max", "on_unmet"}; the
+  // number form is kWait).
+  OverlapPolicy on_overlap = OverlapPolicy::kWait;
   std::optional<ConcurrencyGroup> concurrency_group;
   std::optional<Millis> delay;
   std::optional<TimeWindow> time_window;
@@ -145,6 +152,9 @@ struct RetryPolicy {
   int64_t max_attempts = 1;  // 1 = no retry
   Millis backoff = std::chrono::minutes(1);
   Millis max_backoff = std::chrono::hours(1);
+  // Each backoff is spread by up to this share of itself (0..100 percent), so that runs that
+  // failed together do not retry together.
+  int64_t jitter_percent = 10;
   bool operator==(const RetryPolicy&) const = default;
 };
 
@@ -153,6 +163,15 @@ struct Program {
   nlohmann::json args = nlohmann::json::object();
   std::string target = "default";
   bool operator==(const Program&) const = default;
+};
+
+// The period a schedule is active in (SPEC §9), either end optional: [from, until). Outside it
+// the schedule behaves as suspended: no fire times, events ignored.
+struct ActivePeriod {
+  std::optional<TimePoint> from;
+  std::optional<TimePoint> until;
+  bool Contains(TimePoint t) const { return (!from || t >= *from) && (!until || t < *until); }
+  bool operator==(const ActivePeriod&) const = default;
 };
 
 struct Schedule {
@@ -166,6 +185,10 @@ struct Schedule {
   RetryPolicy retry;
   Millis heartbeat_timeout = std::chrono::minutes(5);
   bool enabled = true;
+  // A run still going after this is cancelled and ends failed (reason timeout), retried per
+  // `retry`. None: no limit.
+  std::optional<Millis> run_timeout;
+  std::optional<ActivePeriod> active;
 
   ScheduleName id() const { return ScheduleName(namespace_name + "/" + name); }
   bool operator==(const Schedule&) const = default;

@@ -212,7 +212,8 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
                   {"hash", hashes[i]},
                   {"document", texts[i]},
                   {"state", active[i] ? "active" : "suspended"},
-                  {"grp", s.constraints.concurrency_group ? json(s.constraints.concurrency_group->name) : json()}};
+                  {"grp", s.constraints.concurrency_group ? json(s.constraints.concurrency_group->name) : json()},
+                  {"run_timeout_ms", s.run_timeout ? json(s.run_timeout->count()) : json()}};
       if (it == current.end()) {
         auto deleted = deleted_versions.find(name);
         const int version = deleted == deleted_versions.end() ? 1 : deleted->second + 1;
@@ -235,9 +236,11 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
     int64_t discarded = 0;  // open and waiting jobs of the updated schedules
     if (!inserts.empty()) {
       for (const auto& r : tx.exec_params(
-               "INSERT INTO schedules (name, version, doc_hash, document, state, concurrency_group) "
-               "SELECT name, version, hash, document::jsonb, state, grp FROM jsonb_to_recordset($1::jsonb) "
-               "AS x(name text, version int, hash text, document text, state text, grp text) RETURNING name, id",
+               "INSERT INTO schedules (name, version, doc_hash, document, state, concurrency_group, run_timeout_ms) "
+               "SELECT name, version, hash, document::jsonb, state, grp, run_timeout_ms FROM "
+               "jsonb_to_recordset($1::jsonb) "
+               "AS x(name text, version int, hash text, document text, state text, grp text, run_timeout_ms bigint) "
+               "RETURNING name, id",
                inserts.dump())) {
         ids[r[0].as<std::string>()] = r[1].as<int64_t>();
       }
@@ -245,8 +248,9 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
     if (!updates.empty()) {
       tx.exec_params(
           "UPDATE schedules s SET version = x.version, doc_hash = x.hash, document = x.document::jsonb, "
-          "state = x.state, concurrency_group = x.grp, updated_at = now() FROM jsonb_to_recordset($1::jsonb) "
-          "AS x(id bigint, version int, name text, hash text, document text, state text, grp text) WHERE s.id = x.id",
+          "state = x.state, concurrency_group = x.grp, run_timeout_ms = x.run_timeout_ms, updated_at = now() "
+          "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int, name text, hash text, document text, "
+          "state text, grp text, run_timeout_ms bigint) WHERE s.id = x.id",
           updates.dump());
       std::vector<int64_t> updated;
       for (const auto& u : updates) updated.push_back(u["id"].get<int64_t>());
@@ -511,7 +515,16 @@ Result<nlohmann::json> QueryRuns(const std::string& pg, const std::optional<std:
 }
 
 Result<nlohmann::json> QueryRun(const std::string& pg, const std::string& run_id) {
-  return QueryJson(pg, "SELECT * FROM runs WHERE run_id = $1", {run_id});
+  // How it started (by hand: the manual entry of its job's triggered_by, who), and its reruns
+  // both ways (trigctl runs rerun).
+  return QueryJson(pg,
+                   "SELECT r.*, "
+                   "(SELECT e->'payload'->>'by' FROM jsonb_array_elements(j.triggered_by) e "
+                   "WHERE e->>'type' = 'manual' LIMIT 1) AS started_by_hand, "
+                   "j.rerun_of, (SELECT coalesce(json_agg(r2.run_id ORDER BY j2.id), '[]'::json) FROM jobs j2 "
+                   "JOIN runs r2 ON r2.job_id = j2.id WHERE j2.rerun_of = r.run_id) AS reruns "
+                   "FROM runs r LEFT JOIN jobs j ON j.id = r.job_id WHERE r.run_id = $1",
+                   {run_id});
 }
 
 Result<nlohmann::json> QuerySchedules(const std::string& pg, std::optional<size_t> limit) {
@@ -521,7 +534,11 @@ Result<nlohmann::json> QuerySchedules(const std::string& pg, std::optional<size_
 
 Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name) {
   return QueryJson(pg,
-                   "SELECT s.name, s.version, s.state, s.created_at, s.updated_at, " TRIGD_NEXT_FIRE_AT
+                   "SELECT s.name, s.version, s.state, "
+                   // Inside its active period (SPEC §9) now; outside it the schedule acts as suspended.
+                   "coalesce((s.document->'active'->>'from')::timestamptz <= now(), true) AND "
+                   "coalesce(now() < (s.document->'active'->>'until')::timestamptz, true) AS active_now, "
+                   "s.created_at, s.updated_at, " TRIGD_NEXT_FIRE_AT
                    ", s.document "
                    "FROM schedules s WHERE s.name = $1",
                    {name});

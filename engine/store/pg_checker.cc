@@ -364,7 +364,10 @@ class PgStore::CheckStep {
     }
     const bool complete = d.state == JobState::kPendingConstraint ||
                           IsComplete(s.trigger, TriggerStateFromJson(json::parse(d.trigger_state)));
-    CheckOutcome out = CheckJob(s, {d.opened_at, d.ready_at}, complete, facts, now_);
+    JobFacts job_facts{d.opened_at, d.ready_at};
+    job_facts.force = d.last_decision == kForcedByHand;  // trigctl runs start --force
+    CheckOutcome out = CheckJob(s, job_facts, complete, facts, now_);
+    if (out.decision == Decision::kLaunch && out.cancel_oldest > 0) CancelOldest(d, s, out);
     JsonArrayText check_list;
     for (const ConstraintCheck& c : out.checks) {
       ++result_.checks[{c.constraint, ConstraintResultName(c.result)}];
@@ -402,6 +405,49 @@ class PgStore::CheckStep {
     }
   }
 
+  // cancel_oldest: the oldest active runs over the limit end (reason overlap) in this
+  // transaction, under the counter row lock (docs/adr/0112-cancel-oldest.md). Runs launched
+  // earlier in this same check are not rows yet: with too few to cancel, the job waits.
+  void CancelOldest(const Due& d, const Schedule& s, CheckOutcome& out) {
+    const pqxx::result victims =
+        tx_.exec_params("SELECT run_id FROM runs WHERE schedule_id = $1 AND state IN " +
+                            SqlIn(RunState::kLaunched, RunState::kRunning, RunState::kRetryWait) +
+                            " ORDER BY launched_at, run_id LIMIT $2 FOR UPDATE",
+                        d.schedule_id, out.cancel_oldest);
+    if (static_cast<int64_t>(victims.size()) < out.cancel_oldest) {
+      out.decision = Decision::kWait;
+      out.reason = "max_concurrent_runs: a run launched by this check holds the slot (cancel_oldest)";
+      out.next_check_at = now_ + std::chrono::seconds(1);
+      return;
+    }
+    SqlArray victim_ids;
+    for (const auto& v : victims) victim_ids.AddText(v[0].as<std::string>());
+    const pqxx::result ended = tx_.exec_params(
+        "UPDATE runs SET state=" + Sql(RunState::kKilled) +
+            ", reason='overlap', finished_at=now(), next_attempt_at=NULL, "
+            "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+            ", 'status', 'killed', 'reason', 'overlap', 'attempt', attempt, 'what', "
+            "'cancelled by max_concurrent_runs on_unmet cancel_oldest for job ' || $2::text))) "
+            "WHERE run_id = ANY($1::text[]) "
+            "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS,
+        victim_ids.Take(), std::to_string(d.id));
+    pg_internal::AnnounceEndedRuns(tx_, store_.topics_, ended, 1, {"killed", "overlap", "killed"});
+    const std::optional<std::string> group = s.constraints.concurrency_group
+                                                 ? std::optional<std::string>(s.constraints.concurrency_group->name)
+                                                 : std::nullopt;
+    for (const auto& e : ended) {
+      --sched_rt_[d.schedule_id].active;
+      if (e[0].is_null()) continue;
+      const std::string g = e[0].as<std::string>();
+      if (group && g == *group) {
+        --group_rt_[g];
+      } else {
+        pg_internal::DecrementRunCounters(tx_, {EndedRun{0, g}});
+      }
+    }
+    result_.cancelled += static_cast<int>(ended.size());
+  }
+
   // A launch: the run row, its launch request in the outbox, the counters moved.
   void Launch(Due& d, const Schedule& s, bool forced, const std::string& checks) {
     ++result_.launched;
@@ -409,6 +455,12 @@ class PgStore::CheckStep {
     auto [program, fresh] = program_json_.try_emplace(d.schedule_id);
     if (fresh) program->second = ProgramJson(s.program);  // serialised once per schedule and check
     LaunchRequest req{program->second, run_id, s.id().value(), d.version, {}, false};
+    // A run started by hand with --args: merged key by key over program.args, this run only.
+    if (std::optional<json> manual = ManualArgs(d.triggered_by)) {
+      Program with_args = s.program;
+      with_args.args = MergeArgs(s.program.args, *manual);
+      req.program_json = ProgramJson(with_args);
+    }
     const LaunchAttempt first{1, s.heartbeat_timeout, now_};
     // Within kMaxLaunchRequestBytes once the relay has placed the attempt's fields: a longer
     // list of triggering events is cut to fit (TriggeredByWithin) and the request says so.
@@ -449,10 +501,13 @@ class PgStore::CheckStep {
     rt.last_launch = now_;
     if (group) ++group_rt_[*group];
     recent_[d.schedule_id].push_back(now_);
-    std::string entry = HistoryEntry(at_, forced ? "launched by timeout (action run)" : "constraints hold: launching")
-                            .String("run_id", run_id)
-                            .Raw("checks", checks)
-                            .Take();
+    std::string entry =
+        HistoryEntry(at_, !forced                            ? "constraints hold: launching"
+                          : d.last_decision == kForcedByHand ? "launched by hand with --force: constraints not applied"
+                                                             : "launched by timeout (action run)")
+            .String("run_id", run_id)
+            .Raw("checks", checks)
+            .Take();
     WriteJob(d, JobState::kLaunched, {.forced = forced, .history = &entry});
   }
 

@@ -263,10 +263,13 @@ class PgStore::IngestStep {
         continue;
       }
       if (e.type == EventType::kProgram && !e.program.run_id.empty()) {
-        reports_.push_back({e.program.run_id, e.program.program, e.program.status, e.program.attempt, i,
-                            (e.id.starts_with("lost:") && e.program.reason == "lost") ||
-                                (e.id.starts_with("unpublishable:") && e.program.reason == "unpublishable") ||
-                                (e.id.starts_with("killed:") && e.program.reason == "schedule_deleted")});
+        reports_.push_back(
+            {e.program.run_id, e.program.program, e.program.status, e.program.attempt, i,
+             (e.id.starts_with("lost:") && e.program.reason == "lost") ||
+                 (e.id.starts_with("unpublishable:") && e.program.reason == "unpublishable") ||
+                 (e.id.starts_with("timeout:") && e.program.reason == "timeout") ||
+                 (e.id.starts_with("killed:") && (e.program.reason == "schedule_deleted" ||
+                                                  e.program.reason == "cancelled" || e.program.reason == "overlap"))});
       }
       if (!batch_.schedule_ids[i].empty()) {
         built_->inputs.push_back({&e, batch_.schedule_ids[i]});

@@ -135,7 +135,10 @@ Result<SweepResult> PgStore::SweepRuns() {
          tx.exec("SELECT run_id, attempt, max_attempts, program, schedule_id, schedule_name, concurrency_group, "
                  "(SELECT version FROM schedules s WHERE s.id = runs.schedule_id), "
                  "(SELECT document::text FROM schedules s WHERE s.id = runs.schedule_id), " TRIGD_RUN_START_BY_MS
-                 ", state FROM runs "
+                 ", state, "
+                 // Past its schedule's run_timeout (docs/adr/0113-run-timeout.md), rather than silent.
+                 "coalesce(attempt_launched_at <= now() - make_interval(secs => (SELECT run_timeout_ms FROM schedules "
+                 "s WHERE s.id = runs.schedule_id) / 1000.0), false) FROM runs "
                  // A started run is lost after heartbeat_timeout of silence; one still queued on the
                  // launch topic (no worker took it yet) only after the queued timeout (Airflow's
                  // task_queued_timeout): a backlog or a worker rebalance is not a lost run.
@@ -158,9 +161,16 @@ Result<SweepResult> PgStore::SweepRuns() {
                  "AND last_seen_at < (SELECT t FROM w) - make_interval(secs => "
                  "greatest(heartbeat_timeout_ms, " +
                  std::to_string(kQueuedTimeout.count()) +
-                 ") / 1000.0)) "
+                 ") / 1000.0) "
+                 // Runs past their schedule's run_timeout: only schedules that set one.
+                 "UNION ALL SELECT r.run_id FROM schedules s JOIN runs r ON r.schedule_id = s.id AND r.state IN " +
+                 SqlIn(RunState::kLaunched, RunState::kRunning) +
+                 " WHERE s.run_timeout_ms IS NOT NULL "
+                 "AND r.attempt_launched_at <= now() - make_interval(secs => s.run_timeout_ms / 1000.0)) "
                  "ORDER BY last_seen_at LIMIT 1000 FOR UPDATE SKIP LOCKED")) {
-      ++out.lost;
+      const bool timed_out = r[11].as<bool>();
+      const char* why = timed_out ? "timeout" : "lost";
+      ++(timed_out ? out.timed_out : out.lost);
       std::string run_id = r[0].as<std::string>();
       int64_t attempt = r[1].as<int64_t>(), max_attempts = r[2].as<int64_t>();
       int64_t schedule_id = r[4].as<int64_t>();
@@ -168,16 +178,16 @@ Result<SweepResult> PgStore::SweepRuns() {
       // is not retried (its failure is final, as a worker's `failed` report is). The decision
       // is core/run_lifecycle.h's; this applies it (the rows were read locked, in their state).
       const std::optional<RunTransition> t =
-          OnSilence(pg_internal::RunStateOf(r[10]), attempt, max_attempts, !r[7].is_null());
+          timed_out ? OnRunTimeout(pg_internal::RunStateOf(r[10]), attempt, max_attempts, !r[7].is_null())
+                    : OnSilence(pg_internal::RunStateOf(r[10]), attempt, max_attempts, !r[7].is_null());
       TRIGD_CHECK_MSG(t.has_value(), "run " + run_id + " found silent in state " + r[10].as<std::string>());
       const bool retry = t->retry;
       // Every worker is told the attempt ended, so none starts its request later (the control
       // topic, control_message.h); a retry, attempt + 1, still runs.
       if (t->control_message) {
-        outbox.Add(
-            topics_.control, run_id,
-            pg_internal::ControlMessage(
-                {run_id, attempt, retry ? "lost" : "failed", "lost", !retry, pg_internal::StartByField(r[9])}, now));
+        outbox.Add(topics_.control, run_id,
+                   pg_internal::ControlMessage(
+                       {run_id, attempt, retry ? why : "failed", why, !retry, pg_internal::StartByField(r[9])}, now));
       }
       if (retry) {
         RetryPolicy retry;
@@ -185,31 +195,31 @@ Result<SweepResult> PgStore::SweepRuns() {
         const Millis wait = RetryWait(retry, attempt);
         tx.exec_params(
             "UPDATE runs SET state=" + Sql(t->next) +
-                ", reason='lost', "
+                ", reason=$4, "
                 "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
                 "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
                 ", "
-                "'status', 'lost', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id=$1",
-            run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait));
+                "'status', $4::text, 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id=$1",
+            run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait), std::string(why));
       } else {
-        ++out.failed;
+        if (!timed_out) ++out.failed;
         tx.exec_params(
             "UPDATE runs SET state=" + Sql(t->next) +
-                ", reason='lost', finished_at=now(), "
+                ", reason=$2, finished_at=now(), "
                 "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
                 ", "
-                "'status', 'failed', 'reason', 'lost', 'attempt', attempt))) WHERE run_id=$1",
-            run_id);
+                "'status', 'failed', 'reason', $2::text, 'attempt', attempt))) WHERE run_id=$1",
+            run_id, std::string(why));
         ended.push_back(
             {schedule_id, r[6].is_null() ? std::nullopt : std::optional<std::string>(r[6].as<std::string>())});
         if (!t->program_event) continue;
         Event e;
-        e.id = "lost:" + run_id + ":" + std::to_string(attempt);
+        e.id = std::string(why) + ":" + run_id + ":" + std::to_string(attempt);
         e.type = EventType::kProgram;
         e.time = now;
         std::string program = r[3].as<std::string>();
         e.payload = {{"program", program}, {"run_id", run_id}, {"status", "failed"},
-                     {"attempt", attempt}, {"reason", "lost"}, {"schedule", r[5].as<std::string>()}};
+                     {"attempt", attempt}, {"reason", why},    {"schedule", r[5].as<std::string>()}};
         outbox.Add(topics_.events_program, program, EnvelopeToJson(e).dump());
       }
     }

@@ -168,6 +168,8 @@ Result<PgStore::ChangeCounts> PgStore::TakeChangeCounts() {
   });
 }
 
+Result<std::map<std::string, int64_t>> PgStore::TakeOperatorActions() { return trigd::TakeOperatorActions(*conn_->c); }
+
 Status PgStore::Prune(Millis keep) {
   Result<int> r = Guard([&]() -> Result<int> {
     pqxx::work tx(*conn_->c);

@@ -107,6 +107,7 @@ struct CheckerResult {
   int launched = 0;
   int discarded = 0;
   int waiting = 0;
+  int cancelled = 0;  // runs cancelled by max_concurrent_runs on_unmet cancel_oldest (reason overlap)
   // (constraint, result) -> count, for trigd_constraint_checks_total.
   std::map<std::pair<std::string, std::string>, int> checks;
 };
@@ -150,10 +151,11 @@ struct EndedRun {
 };
 
 struct SweepResult {
-  int lost = 0;     // runs whose heartbeat timed out
-  int retried = 0;  // launch requests re-sent for a next attempt
-  int failed = 0;   // lost runs out of attempts: failed, with a `failed` program event
-  int killed = 0;   // runs waiting for a retry whose schedule was deleted
+  int lost = 0;       // runs whose heartbeat timed out
+  int retried = 0;    // launch requests re-sent for a next attempt
+  int failed = 0;     // lost runs out of attempts: failed, with a `failed` program event
+  int killed = 0;     // runs waiting for a retry whose schedule was deleted
+  int timed_out = 0;  // runs past their schedule's run_timeout (retried or failed, reason timeout)
 };
 
 class PgStore {
@@ -252,6 +254,8 @@ class PgStore {
     int64_t runs_killed = 0;
   };
   Result<ChangeCounts> TakeChangeCounts();
+  // trigctl's operator actions since the last take (store/operate.h TakeOperatorActions).
+  Result<std::map<std::string, int64_t>> TakeOperatorActions();
 
   // Housekeeping: drops de-duplication ids older than `keep` and old change-log rows.
   Status Prune(Millis keep);

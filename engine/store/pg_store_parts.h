@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -22,9 +23,11 @@
 #include "core/cron.h"
 #include "core/envelope.h"
 #include "core/launch_request.h"
+#include "core/operate.h"
 #include "core/run_lifecycle.h"
 #include "core/schedule_parser.h"
 #include "core/trigger_eval.h"
+#include "store/operate.h"
 #include "store/outbox_bundle.h"
 #include "store/pg_internal.h"
 #include "store/sql_array.h"

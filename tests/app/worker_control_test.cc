@@ -82,5 +82,20 @@ TEST(WorkerControlTest, AMessageThatNamesNoAttemptIsRefusedWithTheReason) {
   EXPECT_EQ(why(R"({"run_id":"r","attempt":1,"type":"something_new"})"), "parsed");  // unknown types still count
 }
 
+// A cancel, an overlap's cancel and a run timeout stop a running attempt; a lost attempt or a
+// delete's kill only keep one from starting.
+TEST(WorkerControlTest, OnlyCancelsAndTimeoutsStopARunningAttempt) {
+  auto stops = [](const char* reason) {
+    auto m =
+        ParseControlMessage(std::string(R"({"run_id":"r","attempt":1,"status":"killed","reason":")") + reason + "\"}");
+    return StopsRunningAttempt(std::get<ControlMessage>(m));
+  };
+  EXPECT_TRUE(stops("cancelled"));
+  EXPECT_TRUE(stops("overlap"));
+  EXPECT_TRUE(stops("timeout"));
+  EXPECT_FALSE(stops("lost"));
+  EXPECT_FALSE(stops("schedule_deleted"));
+}
+
 }  // namespace
 }  // namespace trigd

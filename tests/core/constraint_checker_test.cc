@@ -803,5 +803,57 @@ TEST(ConstraintCheckerTest, SkipConstraintThatHoldsDoesNotDiscard) {
   EXPECT_EQ(outcome.next_check_at, At("2026-11-22T10:10:00Z"));
 }
 
+// max_concurrent_runs {"on_unmet": ...}: skip discards the job at the limit; cancel_oldest
+// launches and names how many of the oldest runs to cancel; wait (the number form) waits.
+TEST(ConstraintCheckerTest, OverlapPolicies) {
+  const TimePoint now = At("2026-11-27T10:00:00Z");
+  Schedule s = Named();
+  s.constraints.max_concurrent_runs = 2;
+  RunFacts full;
+  full.active_runs = 2;
+  EXPECT_EQ(CheckJob(s, Job(now, now), true, full, now).decision, Decision::kWait);
+  s.constraints.on_overlap = OverlapPolicy::kSkip;
+  EXPECT_EQ(CheckJob(s, Job(now, now), true, full, now).decision, Decision::kDiscard);
+  s.constraints.on_overlap = OverlapPolicy::kCancelOldest;
+  CheckOutcome o = CheckJob(s, Job(now, now), true, full, now);
+  EXPECT_EQ(o.decision, Decision::kLaunch);
+  EXPECT_EQ(o.cancel_oldest, 1);
+  RunFacts room;
+  room.active_runs = 1;
+  EXPECT_EQ(CheckJob(s, Job(now, now), true, room, now).cancel_oldest, 0);
+  // Another constraint that waits keeps the job waiting, and nothing is cancelled.
+  s.constraints.delay = minutes(5);
+  o = CheckJob(s, Job(now, now), true, full, now);
+  EXPECT_EQ(o.decision, Decision::kWait);
+  EXPECT_EQ(o.cancel_oldest, 0);
+}
+
+// A job started by hand with --force launches whatever its constraints say.
+TEST(ConstraintCheckerTest, ForcedManualJobIgnoresConstraints) {
+  const TimePoint now = At("2026-11-27T10:00:00Z");
+  Schedule s = Named();
+  s.constraints.max_concurrent_runs = 1;
+  RunFacts full;
+  full.active_runs = 1;
+  JobFacts job = Job(now, now);
+  EXPECT_EQ(CheckJob(s, job, true, full, now).decision, Decision::kWait);
+  job.force = true;
+  CheckOutcome o = CheckJob(s, job, true, full, now);
+  EXPECT_EQ(o.decision, Decision::kLaunch);
+  EXPECT_TRUE(o.forced);
+}
+
+// Outside its active period a schedule's jobs are discarded, as a suspend discards them.
+TEST(ConstraintCheckerTest, OutsideTheActivePeriodJobsAreDiscarded) {
+  Schedule s = Named();
+  s.active = ActivePeriod{At("2026-12-01T00:00:00Z"), At("2027-01-01T00:00:00Z")};
+  const TimePoint inside = At("2026-12-15T00:00:00Z");
+  EXPECT_EQ(CheckJob(s, Job(inside, inside), true, {}, inside).decision, Decision::kLaunch);
+  const TimePoint after = At("2027-01-01T00:00:00Z");
+  CheckOutcome o = CheckJob(s, Job(inside, inside), true, {}, after);
+  EXPECT_EQ(o.decision, Decision::kDiscard);
+  EXPECT_EQ(o.reason, "schedule outside its active period (it ended at 2027-01-01T00:00:00Z)");
+}
+
 }  // namespace
 }  // namespace trigd

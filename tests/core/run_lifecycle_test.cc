@@ -25,6 +25,14 @@ TEST(RunLifecycleTest, EveryAnswerIsAnAllowedTransition) {
       if (auto t = OnScheduleDeleted(from, exists)) {
         EXPECT_TRUE(IsAllowedTransition(from, t->next));
       }
+      if (auto t = OnCancel(from)) {
+        EXPECT_TRUE(IsAllowedTransition(from, t->next));
+      }
+      for (int64_t attempt : {1, 3}) {
+        if (auto t = OnRunTimeout(from, attempt, 3, exists)) {
+          EXPECT_TRUE(IsAllowedTransition(from, t->next));
+        }
+      }
     }
   }
 }
@@ -60,6 +68,25 @@ TEST(RunLifecycleTest, ADeleteKillsOnlyWhatNoWorkerHasTaken) {
   EXPECT_EQ(OnScheduleDeleted(S::kLaunched, true), std::nullopt);
   EXPECT_EQ(OnScheduleDeleted(S::kRunning, true), std::nullopt);
   EXPECT_EQ(OnScheduleDeleted(S::kSucceeded, false), std::nullopt);
+}
+
+// A cancel ends every run not yet final, killed, announced and told to its worker, never retried;
+// a finished run cannot be cancelled.
+TEST(RunLifecycleTest, CancelKillsWhatIsNotFinal) {
+  for (S from : {S::kLaunched, S::kRunning, S::kRetryWait}) {
+    EXPECT_EQ(OnCancel(from), (RunTransition{S::kKilled, false, true, true})) << RunStateName(from);
+  }
+  for (S from : {S::kSucceeded, S::kFailed, S::kKilled}) EXPECT_FALSE(OnCancel(from)) << RunStateName(from);
+}
+
+// A run past its run_timeout is retried while attempts are left, else fails with an event; the
+// worker is told either way.
+TEST(RunLifecycleTest, RunTimeoutRetriesThenFails) {
+  EXPECT_EQ(OnRunTimeout(S::kRunning, 1, 2, true), (RunTransition{S::kRetryWait, true, false, true}));
+  EXPECT_EQ(OnRunTimeout(S::kRunning, 2, 2, true), (RunTransition{S::kFailed, false, true, true}));
+  EXPECT_EQ(OnRunTimeout(S::kLaunched, 1, 2, false), (RunTransition{S::kFailed, false, true, true}));
+  EXPECT_FALSE(OnRunTimeout(S::kRetryWait, 1, 2, true));
+  EXPECT_FALSE(OnRunTimeout(S::kSucceeded, 1, 2, true));
 }
 
 }  // namespace

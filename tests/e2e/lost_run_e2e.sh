@@ -159,7 +159,7 @@ echo "failed attempt retried: run $flaky $story"
 # attempt is launched (docs/adr/0020-delete-kills-and-announces.md).
 cat >"$tmp/doomed.json" <<'EOF'
 {"namespace": "default", "name": "doomed", "program": {"name": "doomed.job", "args": {"command": "exit 1"}},
- "trigger": {"partition": {"dataset": "doomed.raw"}}, "retry": {"max_attempts": 3, "backoff": "3s"}}
+ "trigger": {"partition": {"dataset": "doomed.raw"}}, "retry": {"max_attempts": 3, "backoff": "3s", "jitter": "0%"}}
 EOF
 "$bin/trigctl" schedules apply -f "$tmp/doomed.json" >/dev/null || fail "apply doomed"
 "$bin/trigctl" events emit partition doomed.raw dt=1 >/dev/null || fail "emit doomed.raw"

@@ -2226,5 +2226,56 @@ TEST_F(PgStoreTest, PruneDropsOnlyDeduplicationIdsOlderThanTheKeepPeriod) {
   EXPECT_EQ(again->outcome, std::vector<EventOutcome>{EventOutcome::kDuplicate});
 }
 
+// max_concurrent_runs {"max": 2, "on_unmet": "cancel_oldest"} under three racing checkers: every
+// job launches, the oldest runs are cancelled (killed, reason overlap, each with its control
+// message and killed event), and no snapshot ever shows more than 2 active runs
+// (docs/adr/0112-cancel-oldest.md).
+TEST_F(PgStoreTest, CancelOldestNeverExceedsTheLimitWithThreeRacingCheckers) {
+  Apply({PartitionSchedule("co", "d", {{"max_concurrent_runs", {{"max", 2}, {"on_unmet", "cancel_oldest"}}}})});
+  const int kJobs = 30;
+  std::vector<Event> events;
+  for (int j = 0; j < kJobs; ++j) events.push_back(PartitionEvent("e" + std::to_string(j), "d", std::to_string(j)));
+  // One event each, so each opens a job that completes at once.
+  for (int j = 0; j < kJobs; ++j) ASSERT_TRUE(store_->ApplyBatch(Batch({events[j]}, j)).ok());
+  std::atomic<bool> done{false};
+  std::atomic<int> violations{0}, observations{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      auto s = NewStore();
+      while (!done) {
+        auto r = s->CheckDueJobs(3);
+        if (!r.ok() && r.status().code() != StatusCode::kAborted) ADD_FAILURE() << r.status().ToString();
+      }
+    });
+  }
+  std::thread observer([&] {
+    pqxx::connection c(conn_);
+    while (!done) {
+      pqxx::read_transaction tx(c);
+      if (tx.exec1("SELECT count(*) FROM runs WHERE state IN ('launched','running','retry_wait')")[0].as<int64_t>() > 2)
+        ++violations;
+      ++observations;
+    }
+  });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (Count("SELECT count(*) FROM jobs WHERE state = 'launched'") < kJobs &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  done = true;
+  for (auto& t : threads) t.join();
+  observer.join();
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'launched'"), kJobs);
+  EXPECT_EQ(violations.load(), 0);
+  EXPECT_GT(observations.load(), 10);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state IN ('launched','running','retry_wait')"), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'killed' AND reason = 'overlap'"), kJobs - 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE payload LIKE '%\"reason\":\"overlap\"%' AND payload LIKE "
+                  "'%attempt_ended%'"),
+            kJobs - 2);
+  EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime"), 2);
+}
+
 }  // namespace
 }  // namespace trigd

@@ -1,8 +1,16 @@
-// trigctl runs: list, show.
+// trigctl runs: list, show, start, cancel, rerun.
+#include <pwd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
 #include <memory>
+#include <thread>
 
 #include "app/trigctl/context.h"
 #include "store/admin.h"
+#include "store/operate.h"
 
 namespace trigctl {
 namespace {
@@ -20,13 +28,47 @@ int RunsList(const Context& ctx, const std::optional<std::string>& schedule,
   return 0;
 }
 
+// How long `runs start` and `runs rerun` wait for the checker to launch the job before they print
+// it as waiting (its constraints may hold it for hours).
+constexpr auto kWaitForLaunch = std::chrono::seconds(5);
+
+// Prints a job started by hand: its run once launched, else why it waits.
+int PrintStarted(const Context& ctx, trigd::StartedJob job, const std::string& command) {
+  const auto deadline = std::chrono::steady_clock::now() + kWaitForLaunch;
+  while (!job.run_id && job.state == "pending_constraint" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto again = trigd::QueryStartedJob(ctx.config.pg, job.job_id);
+    if (!again.ok()) return Fail(again.status(), command);
+    job = *again;
+  }
+  if (ctx.as_json) {
+    std::cout << job.ToJson().dump() << "\n";
+    return 0;
+  }
+  std::cout << "job " << job.job_id << " of " << job.schedule;
+  if (job.run_id) {
+    std::cout << ": launched as run " << *job.run_id << "\n";
+  } else {
+    std::cout << ": " << job.state << " (trigctl jobs why " << job.job_id << " says why)\n";
+  }
+  return 0;
+}
+
+// Who asks, for the histories: trigctl and the OS user.
+trigd::Actor CurrentActor() {
+  const passwd* pw = getpwuid(geteuid());
+  const char* user = pw != nullptr ? pw->pw_name : std::getenv("USER");
+  return trigd::Actor{std::string("trigctl (") + (user != nullptr ? user : "uid " + std::to_string(geteuid())) + ")"};
+}
+
 }  // namespace
 
 void AddRuns(CLI::App& root, Context& ctx) {
   CLI::App* runs = Noun(root, "runs", "runs of launched jobs");
   struct Flags {
-    std::optional<std::string> schedule, limit;
-    std::string run_id;
+    std::optional<std::string> schedule, limit, args, reason;
+    std::string run_id, name;
+    bool force = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* list =
@@ -41,6 +83,52 @@ void AddRuns(CLI::App& root, Context& ctx) {
                             "runs show", "run " + f->run_id, ctx.as_json);
            })
       ->add_option("RUN_ID", f->run_id, "run id");
+
+  CLI::App* start = ctx.Verb(
+      *runs, "start", "run a schedule now: a job whose trigger counts as complete (constraints apply unless --force)",
+      [&ctx, f] {
+        if (f->name.empty()) return ctx.Usage("expects one NAME (namespace/name)");
+        json args = json::object();
+        if (f->args) {
+          args = json::parse(*f->args, nullptr, false);
+          if (args.is_discarded() || !args.is_object()) {
+            return Refuse("runs start", "--args must be a JSON object, e.g. '{\"mode\": \"delta\"}', got " + *f->args);
+          }
+        }
+        auto r = trigd::StartRun(ctx.config.pg, f->name, args, f->force, CurrentActor());
+        if (!r.ok()) return Fail(r.status(), "runs start");
+        return PrintStarted(ctx, *r, "runs start");
+      });
+  start->add_option("NAME", f->name, "namespace/name");
+  trigd::FlagValue(
+      start->add_option("--args", f->args, "a JSON object merged key by key over program.args, for this run only")
+          ->type_name("JSON"));
+  start->add_flag("--force", f->force, "launch regardless of the schedule's constraints");
+
+  CLI::App* cancel = ctx.Verb(
+      *runs, "cancel", "stop a run: it ends killed (reason cancelled) and its worker stops the command", [&ctx, f] {
+        if (f->run_id.empty()) return ctx.Usage("expects one RUN_ID");
+        auto r =
+            trigd::CancelRun(ctx.config.pg, ctx.config.topic_prefix, f->run_id, f->reason.value_or(""), CurrentActor());
+        if (!r.ok()) return Fail(r.status(), "runs cancel");
+        std::cout << (ctx.as_json ? r->ToJson().dump()
+                                  : "cancelled run " + r->run_id + " of " + r->schedule + " (was " + r->previous_state +
+                                        ", attempt " + std::to_string(r->attempt) + ")")
+                  << "\n";
+        return 0;
+      });
+  cancel->add_option("RUN_ID", f->run_id, "run id");
+  trigd::FlagValue(cancel->add_option("--reason", f->reason, "why, for the run's history")->type_name("TEXT"));
+
+  CLI::App* rerun = ctx.Verb(*runs, "rerun",
+                             "a new run of the same job: same triggered_by, the schedule's current version", [&ctx, f] {
+                               if (f->run_id.empty()) return ctx.Usage("expects one RUN_ID");
+                               auto r = trigd::RerunRun(ctx.config.pg, f->run_id, f->force, CurrentActor());
+                               if (!r.ok()) return Fail(r.status(), "runs rerun");
+                               return PrintStarted(ctx, *r, "runs rerun");
+                             });
+  rerun->add_option("RUN_ID", f->run_id, "run id");
+  rerun->add_flag("--force", f->force, "launch regardless of the schedule's constraints");
 }
 
 }  // namespace trigctl

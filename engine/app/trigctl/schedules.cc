@@ -1,4 +1,4 @@
-// trigctl schedules: apply, list, show, delete, suspend, resume.
+// trigctl schedules: apply, list, show, delete, suspend, resume, next, backfill.
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -10,8 +10,14 @@
 #include <sstream>
 
 #include "app/trigctl/context.h"
+#include "common/time.h"
+#include "common/topic_names.h"
+#include "core/envelope_time.h"
 #include "core/schedule_parser.h"
+#include "log/kafka.h"
+#include "log/topics.h"
 #include "store/admin.h"
+#include "store/operate.h"
 
 namespace trigctl {
 namespace {
@@ -32,11 +38,45 @@ trigd::Result<std::vector<trigd::ApplyOutcome>> ApplyThroughApi(const Context& c
   return out;
 }
 
+// `apply --dry-run`: what applying would do; nothing is written.
+int PrintDryRun(const Context& ctx, const std::vector<trigd::Schedule>& schedules) {
+  auto r = trigd::DryRunApply(ctx.config.pg, schedules);
+  if (!r.ok()) return Fail(r.status(), "schedules apply");
+  if (ctx.as_json) {
+    json out = json::array();
+    for (const auto& e : *r) out.push_back(e.ToJson());
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  size_t changed = 0, fresh = 0;
+  int64_t discarded = 0;
+  for (const auto& e : *r) {
+    changed += e.outcome == "changed";
+    fresh += e.outcome == "new";
+    discarded += e.jobs_discarded;
+    std::cout << e.outcome << std::string(e.outcome.size() < 10 ? 10 - e.outcome.size() : 1, ' ') << e.schedule << " v"
+              << e.version;
+    if (e.outcome == "changed") {
+      std::cout << " (discards " << e.jobs_discarded << " open or waiting job" << (e.jobs_discarded == 1 ? "" : "s")
+                << ")";
+    }
+    std::cout << "\n";
+    for (const auto& c : e.diff) {
+      std::cout << "    " << c.path << ": " << (c.before.is_null() ? "(none)" : c.before.dump()) << " -> "
+                << (c.after.is_null() ? "(none)" : c.after.dump()) << "\n";
+    }
+  }
+  std::cout << "dry run: " << fresh << " new, " << changed << " changed, " << r->size() - fresh - changed
+            << " unchanged; " << discarded << " open or waiting job" << (discarded == 1 ? "" : "s")
+            << " would be discarded; nothing applied\n";
+  return 0;
+}
+
+}  // namespace
+
 // Every document of the files and folders (-f, once or more, as kubectl apply; "-" is standard
 // input) is validated first; any problem refuses them all, and they are applied in one
 // transaction. A file named twice (directly or through a folder) is read once.
-}  // namespace
-
 int ReadScheduleDocuments(const std::vector<std::string>& paths, const std::string& command,
                           std::vector<trigd::Schedule>& schedules) {
   std::vector<std::filesystem::path> files;
@@ -102,11 +142,12 @@ int ReadScheduleDocuments(const std::vector<std::string>& paths, const std::stri
 
 namespace {
 
-int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
+int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths, bool dry_run) {
   const trigd::Config& config = ctx.config;
   const bool as_json = ctx.as_json;
   std::vector<trigd::Schedule> schedules;
   if (int refused = ReadScheduleDocuments(paths, "schedules apply", schedules); refused != 0) return refused;
+  if (dry_run) return PrintDryRun(ctx, schedules);
   auto r = ctx.api ? ApplyThroughApi(ctx, schedules) : trigd::ApplySchedules(config.pg, schedules);
   if (!r.ok()) return Fail(r.status(), "schedules apply");
   if (as_json) {
@@ -153,6 +194,101 @@ std::string SchedulePath(const std::string& name) {
          trigd::ApiClient::Encode(name.substr(slash + 1));
 }
 
+int SchedulesNext(const Context& ctx, const std::string& name, const std::optional<std::string>& count_flag) {
+  if (name.empty()) return ctx.Usage("expects one NAME (namespace/name)");
+  auto count = Limit(count_flag, 5);
+  if (!count || *count > 1000) {
+    return Refuse("schedules next",
+                  "--count must be an integer from 1 to 1000, got \"" + count_flag.value_or("") + "\"");
+  }
+  auto r = trigd::QueryNextFireTimes(ctx.config.pg, name, *count);
+  if (!r.ok()) return Fail(r.status(), "schedules next");
+  if (ctx.as_json) {
+    std::cout << r->ToJson().dump() << "\n";
+    return 0;
+  }
+  if (r->state != "active") std::cout << name << " is " << r->state << ": none of these fire until it is resumed\n";
+  if (!r->active_now) std::cout << name << " is outside its active period now\n";
+  json rows = json::array();
+  const json next = r->ToJson();
+  for (const auto& t : next["fire_times"])
+    rows.push_back({{"utc", t["utc"]}, {"local (" + r->timezone + ")", t["local"]}});
+  if (rows.empty()) {
+    std::cout << name << " has no further fire times\n";
+    return 0;
+  }
+  PrintRows(rows, {"utc", "local (" + r->timezone + ")"}, false);
+  return 0;
+}
+
+struct BackfillFlags {
+  std::string from, to;
+  std::optional<std::string> max;
+  bool dry_run = false;
+};
+
+// The ticks of every fire time in [from, to), each with a fire time's one identity: trigd
+// launches each fire time once, however often a backfill sends it (docs/semantics.md).
+int SchedulesBackfill(const Context& ctx, const std::string& name, const BackfillFlags& f) {
+  if (name.empty()) return ctx.Usage("expects one NAME (namespace/name)");
+  if (f.from.empty() || f.to.empty()) return ctx.Usage("needs --from T and --to T (RFC 3339)");
+  auto from = trigd::ParseEnvelopeTime(f.from);
+  auto to = trigd::ParseEnvelopeTime(f.to);
+  if (!from)
+    return Refuse("schedules backfill",
+                  "--from: invalid time \"" + f.from + "\": expected RFC 3339, e.g. 2026-11-22T00:00:00Z");
+  if (!to)
+    return Refuse("schedules backfill",
+                  "--to: invalid time \"" + f.to + "\": expected RFC 3339, e.g. 2026-11-23T00:00:00Z");
+  auto max = Limit(f.max, 10000);
+  if (!max) return Refuse("schedules backfill", "--max must be a positive integer, got \"" + f.max.value_or("") + "\"");
+  auto plan = trigd::PlanBackfill(ctx.config.pg, name, *from, *to, *max);
+  if (!plan.ok()) return Fail(plan.status(), "schedules backfill");
+  if (!f.dry_run && !plan->fire_times.empty()) {
+    const std::string topic = trigd::TopicNames(ctx.config.topic_prefix).events_time;
+    auto missing = trigd::MissingTopics(ctx.config.kafka, {topic});
+    if (!missing.ok()) return Fail(missing.status(), "schedules backfill");
+    if (!missing->empty()) return Refuse("schedules backfill", trigd::NoSuchTopics(*missing, ctx.config.kafka));
+    auto producer = trigd::Producer::Create(ctx.config.kafka);
+    if (!producer.ok()) return Fail(producer.status(), "schedules backfill");
+    const std::string now = trigd::FormatTime(trigd::SystemClock::Get().Now());
+    std::vector<trigd::OutMessage> ticks;
+    for (trigd::TimePoint t : plan->fire_times) {
+      const std::string fire = trigd::FormatTime(t);
+      json e = {{"id", "backfill:" + name + ":" + fire},
+                {"type", "tick"},
+                {"time", now},
+                {"payload", {{"schedule", name}, {"fire_time", fire}}}};
+      ticks.push_back({topic, name, e.dump()});
+    }
+    auto ok = (*producer)->ProduceAndWait(ticks, 30000);
+    const size_t failed = static_cast<size_t>(std::count(ok.begin(), ok.end(), false));
+    if (failed > 0) {
+      std::cerr << "trigctl schedules backfill: " << failed << " of " << ticks.size() << " ticks not delivered to "
+                << topic << ": " << (*producer)->LastError()
+                << " (running it again sends each once more, harmlessly)\n";
+      return 2;
+    }
+    if (auto counted = trigd::CountBackfill(ctx.config.pg, static_cast<int64_t>(ticks.size())); !counted.ok()) {
+      return Fail(counted, "schedules backfill");
+    }
+  }
+  if (ctx.as_json) {
+    json out = plan->ToJson();
+    out["dry_run"] = f.dry_run;
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  if (f.dry_run) {
+    for (trigd::TimePoint t : plan->fire_times) std::cout << trigd::FormatTime(t) << "\n";
+  }
+  std::cout << name << ": " << plan->fire_times.size() << " fire time" << (plan->fire_times.size() == 1 ? "" : "s")
+            << " in [" << trigd::FormatTime(*from) << ", " << trigd::FormatTime(*to) << ")"
+            << (f.dry_run ? " (dry run: nothing sent)" : " sent") << "; " << plan->already_done << " already done, "
+            << plan->launched << " launched so far, " << plan->waiting << " waiting on constraints\n";
+  return 0;
+}
+
 int SchedulesChange(const Context& ctx, const std::string& verb, const std::string& name) {
   if (name.empty()) return ctx.Usage("expects one NAME");
   auto action = verb == "delete"    ? trigd::ScheduleAction::kDelete
@@ -182,15 +318,18 @@ void AddSchedules(CLI::App& root, Context& ctx) {
   CLI::App* schedules = Noun(root, "schedules", "schedule documents");
   struct Flags {
     std::vector<std::string> files;
-    std::optional<std::string> limit;
+    std::optional<std::string> limit, count;
     std::string name;
+    bool dry_run = false;
+    BackfillFlags backfill;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* apply =
       ctx.Verb(*schedules, "apply", "validate every document, then apply them all in one transaction", [&ctx, f] {
         if (f->files.empty()) return ctx.Usage("needs -f FILE|DIR");
-        return SchedulesApply(ctx, f->files);
+        return SchedulesApply(ctx, f->files, f->dry_run);
       });
+  apply->add_flag("--dry-run", f->dry_run, "validate and print what would change; write nothing");
   // Repeatable, one file or folder each (as kubectl apply): `-f a.json b.json` leaves b.json
   // unexpected, said with the form.
   trigd::FlagValue(
@@ -206,6 +345,18 @@ void AddSchedules(CLI::App& root, Context& ctx) {
                    "schedules show", "schedule " + f->name, ctx.as_json);
   });
   show->add_option("NAME", f->name, "namespace/name");
+  CLI::App* next = ctx.Verb(*schedules, "next", "the next fire times of a schedule's time trigger, UTC and local",
+                            [&ctx, f] { return SchedulesNext(ctx, f->name, f->count); });
+  next->add_option("NAME", f->name, "namespace/name");
+  trigd::FlagValue(next->add_option("--count", f->count, "how many (default 5)")->type_name("N"));
+  CLI::App* backfill = ctx.Verb(*schedules, "backfill", "tick every fire time in [--from, --to): each runs once",
+                                [&ctx, f] { return SchedulesBackfill(ctx, f->name, f->backfill); });
+  backfill->add_option("NAME", f->name, "namespace/name");
+  trigd::FlagValue(backfill->add_option("--from", f->backfill.from, "RFC 3339, inclusive")->type_name("T"));
+  trigd::FlagValue(backfill->add_option("--to", f->backfill.to, "RFC 3339, exclusive")->type_name("T"));
+  trigd::FlagValue(backfill->add_option("--max", f->backfill.max, "refuse a range of more fire times (default 10000)")
+                       ->type_name("N"));
+  backfill->add_flag("--dry-run", f->backfill.dry_run, "list the fire times; send nothing");
   for (const char* verb : {"delete", "suspend", "resume"}) {
     const std::string v = verb;
     const std::string what = v == "delete"    ? "delete a schedule; its waiting jobs are discarded, its runs killed"
