@@ -11,6 +11,7 @@
 #include <set>
 
 #include "common/time.h"
+#include "core/launch_request.h"
 
 namespace trigd {
 namespace {
@@ -197,6 +198,25 @@ TemplateValues JobTemplateValues(const Schedule& schedule, std::string_view run_
 
 nlohmann::json RenderArgs(const nlohmann::json& args, const TemplateValues& values) {
   return RenderValue(args, values);
+}
+
+nlohmann::json TemplateValuesJson(const TemplateValues& values) {
+  nlohmann::json out = nlohmann::json::object();
+  for (std::string_view name : kArgPlaceholders) out[std::string(name)] = values.Get(name);
+  return out;
+}
+
+RenderedProgram RenderProgram(const Schedule& schedule, std::string_view run_id, std::string_view triggered_by_json) {
+  const nlohmann::json triggered_by = nlohmann::json::parse(triggered_by_json, nullptr, false);
+  const TemplateValues values = JobTemplateValues(schedule, run_id, triggered_by);
+  Program program = schedule.program;
+  program.args = RenderArgs(schedule.program.args, values);
+  const auto dump = [](const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  return {nlohmann::json{{"name", program.name}, {"args", program.args}, {"target", program.target}}.dump(
+              -1, ' ', false, nlohmann::json::error_handler_t::replace),
+          dump(TemplateValuesJson(values))};
 }
 
 }  // namespace trigd

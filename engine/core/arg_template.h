@@ -66,6 +66,18 @@ struct TemplateValues {
 // any, gives fire_date's zone.
 TemplateValues JobTemplateValues(const Schedule& schedule, std::string_view run_id, const nlohmann::json& triggered_by);
 
+// The values as a JSON object by placeholder name (attempt a string, as it renders).
+nlohmann::json TemplateValuesJson(const TemplateValues& values);
+
+// A templated schedule's program for one launch: ProgramJson with the args rendered, and the
+// values rendered (TemplateValuesJson, dumped) for the request's `placeholders`.
+// `triggered_by_json`: the job's triggered_by array as stored.
+struct RenderedProgram {
+  std::string program_json;
+  std::string placeholders_json;
+};
+RenderedProgram RenderProgram(const Schedule& schedule, std::string_view run_id, std::string_view triggered_by_json);
+
 // `args` with every placeholder of every string value replaced. Unknown placeholders (none
 // after CheckArgTemplates) are left as they are.
 nlohmann::json RenderArgs(const nlohmann::json& args, const TemplateValues& values);

@@ -48,7 +48,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                  .Register(*registry_);
   for (const char* t : {"jobs", "runs"}) HistoryPruned(t);
   // The label sets SPEC §7 names are registered up front so a scrape shows them at zero.
-  for (EventType t : {EventType::kPartition, EventType::kProgram, EventType::kTick})
+  for (EventType t : kEventTypes)
     for (EventOutcome o : kCountedEventOutcomes) Event(t, o);
   for (const char* t : {"opened", "ready", "launched", "discarded"}) JobTransition(t);
   for (const char* o : {"succeeded", "failed", "killed", "lost", "retried"}) RunOutcome(o);

@@ -10,6 +10,7 @@
 #include "core/envelope.h"
 #include "core/event_router.h"
 #include "core/glob.h"
+#include "core/launch_request.h"
 #include "core/schedule_index.h"
 #include "core/schedule_parser.h"
 #include "core/trigger_eval.h"
@@ -226,6 +227,25 @@ TEST(ArgTemplate, RendersFromTheTriggeringEvents) {
   EXPECT_EQ(RenderArgs(json{{"w", "[{{fire_time}}]"}}, JobTemplateValues(s, "r", json::array()))["w"], "[]");
   // The stored schedule keeps the template.
   EXPECT_EQ(s.program.args["cmd"], "load {{partitions}} of {{datasets}}");
+}
+
+TEST(ArgTemplate, RenderProgramGivesTheRequestsProgramAndPlaceholders) {
+  Schedule s = Parse(R"({"namespace":"ns","name":"x","program":{"name":"p","args":{"command":"echo {{partitions}}"},
+    "target":"spark"},"trigger":{"partition":{"dataset":"d"}}})");
+  RenderedProgram r = RenderProgram(
+      s, "run-7", R"([{"id":"1","type":"partition","payload":{"dataset":"d","partitions":["b","a"]}}])");
+  EXPECT_EQ(json::parse(r.program_json),
+            json::parse(R"({"name":"p","args":{"command":"echo a b"},"target":"spark"})"));
+  json placeholders = json::parse(r.placeholders_json);
+  EXPECT_EQ(placeholders["partitions"], "a b");
+  EXPECT_EQ(placeholders["run_id"], "run-7");
+  EXPECT_EQ(placeholders["attempt"], "1");
+  EXPECT_EQ(placeholders["fire_time"], "");
+  // The request carries the values in front of its other fields.
+  LaunchRequest req{r.program_json, "run-7", "ns/x", 1, "[]", false, r.placeholders_json};
+  EXPECT_EQ(json::parse(LaunchRequestTemplate(req))["placeholders"]["datasets"], "d");
+  req.placeholders_json.clear();
+  EXPECT_FALSE(json::parse(LaunchRequestTemplate(req)).contains("placeholders"));
 }
 
 }  // namespace
