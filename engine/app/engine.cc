@@ -191,7 +191,7 @@ void RecordApplied(Shared& sh, const IngestResult& r) {
 class EventCounters {
  public:
   explicit EventCounters(Metrics& metrics) {
-    for (EventType type : {EventType::kPartition, EventType::kProgram, EventType::kTick}) {
+    for (EventType type : kEventTypes) {
       for (EventOutcome o : kCountedEventOutcomes) {
         counters_[static_cast<size_t>(type)][static_cast<size_t>(o)] = &metrics.Event(type, o);
       }
@@ -203,7 +203,7 @@ class EventCounters {
   }
 
  private:
-  std::array<std::array<prometheus::Counter*, std::size(kCountedEventOutcomes)>, 3> counters_{};
+  std::array<std::array<prometheus::Counter*, std::size(kCountedEventOutcomes)>, std::size(kEventTypes)> counters_{};
 };
 
 // Consumed messages made ready for one transaction. Events that match no schedule and report
@@ -217,7 +217,7 @@ struct PreparedBatch {
   IngestBatch in;                        // positions filled by Finish
   std::vector<Position> positions;       // a handful: linear search beats a map keyed by strings
   std::vector<PartitionOffset> offsets;  // for Kafka's group once committed (Finish)
-  std::array<int64_t, 3> no_match{};     // by EventType
+  std::array<int64_t, std::size(kEventTypes)> no_match{};  // by EventType
   int64_t own_ticks = 0;                 // trigd's own ticks (IsOwnTick): applied when published
   std::vector<DeadLetterReason> dead_reasons;
   size_t messages = 0;
@@ -368,7 +368,7 @@ class IngestCommitter {
       // A dead letter is counted as one (above), not as an event.
       if (r->outcome[i] != EventOutcome::kDead) counters_.Get(batch.in.events[i].type, r->outcome[i]).Increment();
     }
-    for (EventType type : {EventType::kPartition, EventType::kProgram, EventType::kTick}) {
+    for (EventType type : kEventTypes) {
       if (int64_t n = batch.no_match[static_cast<size_t>(type)])
         counters_.Get(type, EventOutcome::kNoMatch).Increment(static_cast<double>(n));
     }

@@ -14,6 +14,7 @@
 
 #include "common/check.h"
 #include "common/json_text.h"
+#include "core/arg_template.h"
 #include "core/constraint_checker.h"
 #include "core/cron.h"
 #include "core/envelope.h"
@@ -1608,11 +1609,12 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
       fresh_rows.AddInt(f.priority);
       fresh_rows.AddText(f.trigger_state);
       fresh_rows.AddText(f.triggered_by);
-      // The history so far and the decision's entry, the newest kMaxJobHistory of them (as
-      // trigd_append_history keeps a stored job's).
+      // The history so far and the decision's entry: the first and the newest, kMaxJobHistory
+      // in all (as trigd_append_history keeps a stored job's, schema/019).
       const size_t total = f.history.size() + (history ? 1 : 0);
       JsonArrayText h;
-      for (size_t i = total > kMaxJobHistory ? total - kMaxJobHistory : 0; i < f.history.size(); ++i)
+      if (total > kMaxJobHistory && !f.history.empty()) h.Raw(f.history.front());
+      for (size_t i = total > kMaxJobHistory ? total - kMaxJobHistory + 1 : 0; i < f.history.size(); ++i)
         h.Raw(f.history[i]);
       if (history) h.Raw(*history);
       fresh_rows.AddText(h.Take());
@@ -1681,6 +1683,13 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
         auto [program, fresh] = program_json.try_emplace(d.schedule_id);
         if (fresh) program->second = ProgramJson(s.program);
         LaunchRequest req{program->second, run_id, s.id().value(), d.version, {}, false};
+        // Templated args are rendered per job, once: retries publish this template again
+        // (docs/adr/0121).
+        if (program->second.find("{{") != std::string::npos && HasArgTemplates(s.program.args)) {
+          RenderedProgram rendered = RenderProgram(s, run_id, d.triggered_by);
+          req.program_json = std::move(rendered.program_json);
+          req.placeholders_json = std::move(rendered.placeholders_json);
+        }
         const LaunchAttempt first{1, s.heartbeat_timeout, now};
         // Within kMaxLaunchRequestBytes once the relay has placed the attempt's fields: a longer
         // list of triggering events is cut to fit (TriggeredByWithin) and the request says so.
