@@ -48,6 +48,8 @@ constexpr EnumName<CatchupPolicy> kCatchupPolicies[] = {
 constexpr EnumName<UpstreamFailurePolicy> kUpstreamFailurePolicies[] = {{"wait", UpstreamFailurePolicy::kWait},
                                                                         {"discard", UpstreamFailurePolicy::kDiscard}};
 constexpr EnumName<OnUnmet> kOnUnmetPolicies[] = {{"wait", OnUnmet::kWait}, {"skip", OnUnmet::kSkip}};
+constexpr EnumName<OnUpdate> kOnUpdatePolicies[] = {
+    {"discard", OnUpdate::kDiscard}, {"keep", OnUpdate::kKeep}, {"reevaluate", OnUpdate::kReevaluate}};
 constexpr EnumName<TimeoutAction> kTimeoutActions[] = {{"discard", TimeoutAction::kDiscard},
                                                        {"run", TimeoutAction::kRun}};
 
@@ -61,7 +63,8 @@ std::string NameOf(const EnumName<E> (&table)[N], E value) {
 
 // Known fields of each object, in the order SPEC §4 lists them.
 constexpr std::string_view kScheduleFields[] = {"namespace", "name",     "program", "trigger",           "constraints",
-                                                "timeout",   "priority", "retry",   "heartbeat_timeout", "enabled"};
+                                                "timeout",   "priority", "retry",   "heartbeat_timeout", "enabled",
+                                                "on_update"};
 constexpr std::string_view kProgramFields[] = {"name", "args", "target"};
 constexpr std::string_view kTriggerKinds[] = {"time", "partition", "program", "all", "any", "event"};
 constexpr std::string_view kTimeTriggerFields[] = {"cron", "every", "timezone", "catchup", "catchup_window"};
@@ -227,6 +230,8 @@ class DocumentParser {
         }
       } else if (key == "enabled") {
         if (auto v = ReadBool(*value, path)) s.enabled = *v;
+      } else if (key == "on_update") {
+        if (auto v = ReadEnum(*value, path, "on_update", kOnUpdatePolicies)) s.on_update = *v;
       } else {
         UnknownField(key, path, kScheduleFields);
       }
@@ -1207,6 +1212,8 @@ nlohmann::json ScheduleToJson(const Schedule& s) {
                 {"max_backoff", FormatDuration(s.retry.max_backoff)}};
   j["heartbeat_timeout"] = FormatDuration(s.heartbeat_timeout);
   j["enabled"] = s.enabled;
+  // Absent when the default, so documents from before the field keep their canonical text.
+  if (s.on_update != OnUpdate::kDiscard) j["on_update"] = NameOf(kOnUpdatePolicies, s.on_update);
   return j;
 }
 

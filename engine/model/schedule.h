@@ -51,6 +51,9 @@ enum class ProgramStatus { kStarted, kHeartbeat, kSucceeded, kFailed, kKilled };
 enum class UpstreamFailurePolicy { kWait, kDiscard };
 enum class OnUnmet { kWait, kSkip };
 enum class TimeoutAction { kDiscard, kRun };
+// What an update of a schedule does to its pending jobs (SPEC §11): discard them (§5), keep
+// them as collected under the new version, or evaluate their collected events again.
+enum class OnUpdate { kDiscard, kKeep, kReevaluate };
 enum class TriggerKind { kTime, kPartition, kProgram, kAll, kAny, kEvent };
 
 const char* CatchupPolicyName(CatchupPolicy p);
@@ -189,6 +192,7 @@ struct Schedule {
   RetryPolicy retry;
   Millis heartbeat_timeout = std::chrono::minutes(5);
   bool enabled = true;
+  OnUpdate on_update = OnUpdate::kDiscard;
 
   ScheduleName id() const { return ScheduleName(namespace_name + "/" + name); }
   bool operator==(const Schedule&) const = default;

@@ -3,7 +3,8 @@
 # `where` does not match opens no job, one that matches launches once, with {{keys}} rendered;
 # a partition leaf's `match` glob counts only matching partitions and {{partitions}} renders
 # them (the request also carries `placeholders`, the worker exports TRIGD_PARTITIONS); a
-# custom event without a name is dead-lettered.
+# custom event without a name is dead-lettered; an update with on_update keep half-way through a
+# count keeps what the job collected and launches under the new version.
 set -euo pipefail
 src=$1; bin=$2
 source "$src/tests/e2e/lib.sh"
@@ -40,7 +41,9 @@ cat >"$tmp/schedules.json" <<'DOC'
    "trigger": {"event": {"name": "model.published", "where": {"attrs.stage": "prod"}}}},
   {"name": "early-hours", "program": {"name": "sales.load",
      "args": {"command": "test \"$TRIGD_PARTITIONS\" = 'dt=1/h=01 dt=1/h=02' && echo load {{partitions}}"}},
-   "trigger": {"partition": {"dataset": "sales.raw", "count": 2, "match": "dt=*/h=0?"}}}
+   "trigger": {"partition": {"dataset": "sales.raw", "count": 2, "match": "dt=*/h=0?"}}},
+  {"name": "counting", "program": {"name": "count.v1"}, "on_update": "keep",
+   "trigger": {"partition": {"dataset": "counts", "count": 4}}}
 ]
 DOC
 "$bin/trigctl" schedules apply -f "$tmp/schedules.json" >/dev/null || fail "apply"
@@ -89,6 +92,22 @@ echo "$launch" | grep -qF '"partitions":"dt=1/h=01 dt=1/h=02"' || fail "no place
 rid=$(echo "$launch" | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["run_id"])')
 # The worker's command checks TRIGD_PARTITIONS: it succeeds only when the variable is right.
 wait_for 30 "${run}.events.program" "\"run_id\":\"$rid\",\"status\":\"succeeded\"" >/dev/null || fail "TRIGD_PARTITIONS not exported"
+
+# on_update keep, half-way through a count of 4.
+count() { emit counts "{\"id\":\"$1\",\"type\":\"partition\",\"time\":\"2026-11-22T10:00:00Z\",\"payload\":{\"dataset\":\"counts\",\"partitions\":[\"$1\"]}}"; }
+count n-1
+count n-2
+consumed 9
+sed 's/"count.v1"/"count.v2"/' "$tmp/schedules.json" >"$tmp/v2.json"
+"$bin/trigctl" schedules apply -f "$tmp/v2.json" >/dev/null || fail "apply v2"
+count n-3
+count n-4
+launch=$(wait_for 30 "${run}.launch.default" '"schedule":"default/counting"') || fail "no launch after keep: $(psql "$TRIGD_PG" -tAc "SELECT state, history FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/counting'")"
+echo "$launch" | grep -qF '"schedule_version":2' || fail "not launched under v2: $launch"
+echo "$launch" | grep -qF '"name":"count.v2"' || fail "not the v2 program: $launch"
+for n in n-1 n-2 n-3 n-4; do echo "$launch" | grep -qF "\"$n\"" || fail "$n missing from the kept job's events: $launch"; done
+history=$(psql "$TRIGD_PG" -tAc "SELECT history FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/counting'")
+echo "$history" | grep -qF 'kept: schedule updated to v2' || fail "history does not say the update kept the job: $history"
 
 launches=$(kcat -C -b "$TRIGD_KAFKA" -t "${run}.launch.default" -e -q | grep -cF '"schedule":"default/promote"')
 [[ $launches == 1 ]] || fail "expected 1 launch of promote, got $launches"
