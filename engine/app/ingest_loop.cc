@@ -33,11 +33,11 @@ struct PreparedBatch {
     int partition = 0;
     int64_t first_offset = 0, next_offset = 0;
   };
-  IngestBatch in;                        // positions filled by Finish
-  std::vector<Position> positions;       // a handful: linear search beats a map keyed by strings
-  std::vector<PartitionOffset> offsets;  // for Kafka's group once committed (Finish)
+  IngestBatch in;                                          // positions filled by Finish
+  std::vector<Position> positions;                         // a handful: linear search beats a map keyed by strings
+  std::vector<PartitionOffset> offsets;                    // for Kafka's group once committed (Finish)
   std::array<int64_t, std::size(kEventTypes)> no_match{};  // by EventType
-  int64_t own_ticks = 0;                 // trigd's own ticks (IsOwnTick): applied when published
+  int64_t own_ticks = 0;                                   // trigd's own ticks (IsOwnTick): applied when published
   std::vector<DeadLetterReason> dead_reasons;
   size_t messages = 0;
 

@@ -125,7 +125,9 @@ std::vector<TemplateProblem> CheckArgTemplates(const nlohmann::json& args, const
     if (text.find("{{") == std::string::npos) return;
     Scan(
         text, [](std::string_view) { return std::string(); },
-        [&](const std::string& reason) { problems.push_back({at, reason}); });
+        [&](const std::string& reason) {
+          problems.push_back({at, reason});
+        });
   });
   return problems;
 }
@@ -163,7 +165,8 @@ TemplateValues JobTemplateValues(const Schedule& schedule, std::string_view run_
       auto payload = e.find("payload");
       if (payload == e.end() || !payload->is_object()) continue;
       if (type == "partition") {
-        if (auto d = payload->find("dataset"); d != payload->end() && d->is_string()) datasets.insert(d->get<std::string>());
+        if (auto d = payload->find("dataset"); d != payload->end() && d->is_string())
+          datasets.insert(d->get<std::string>());
         if (auto ps = payload->find("partitions"); ps != payload->end() && ps->is_array()) {
           for (const nlohmann::json& p : *ps) {
             if (p.is_string()) partitions.insert(p.get<std::string>());

@@ -28,7 +28,7 @@
 
 namespace trigd {
 
-inline constexpr std::string_view kArgPlaceholders[] = {"run_id",    "attempt",   "schedule",   "lineage", "fire_time",
+inline constexpr std::string_view kArgPlaceholders[] = {"run_id",    "attempt",    "schedule", "lineage", "fire_time",
                                                         "fire_date", "partitions", "datasets", "keys"};
 // A rendered list placeholder (partitions, datasets, keys) keeps at most this many bytes, cut
 // at a separator: a launch request must stay within Kafka's message size.

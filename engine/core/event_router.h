@@ -31,9 +31,9 @@ struct RoutedEvent {
     kInvalid,  // refused by ParseEnvelope: `error` says why
   };
   Kind kind = Kind::kNoMatch;
-  EventType type = EventType::kPartition;                // kOwnTick, kNoMatch, kMatch
-  std::optional<Event> event;                            // kMatch
-  std::span<const int64_t> schedules;                    // kMatch: valid until the index changes
+  EventType type = EventType::kPartition;  // kOwnTick, kNoMatch, kMatch
+  std::optional<Event> event;              // kMatch
+  std::span<const int64_t> schedules;      // kMatch: valid until the index changes
   // A custom event's schedules (ScheduleIndex::LookupCustom), which `schedules` then views: it
   // stays valid when the RoutedEvent is moved, not when it is copied.
   std::vector<int64_t> custom_schedules;

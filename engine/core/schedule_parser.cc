@@ -62,9 +62,9 @@ std::string NameOf(const EnumName<E> (&table)[N], E value) {
 }
 
 // Known fields of each object, in the order SPEC §4 lists them.
-constexpr std::string_view kScheduleFields[] = {"namespace", "name",     "program", "trigger",           "constraints",
-                                                "timeout",   "priority", "retry",   "heartbeat_timeout", "enabled",
-                                                "on_update"};
+constexpr std::string_view kScheduleFields[] = {"namespace",         "name",    "program",  "trigger",
+                                                "constraints",       "timeout", "priority", "retry",
+                                                "heartbeat_timeout", "enabled", "on_update"};
 constexpr std::string_view kProgramFields[] = {"name", "args", "target"};
 constexpr std::string_view kTriggerKinds[] = {"time", "partition", "program", "all", "any", "event"};
 constexpr std::string_view kTimeTriggerFields[] = {"cron", "every", "timezone", "catchup", "catchup_window"};
@@ -507,8 +507,8 @@ class DocumentParser {
       kinds.push_back(key);
     }
     if (kinds.size() > 1) {
-      Error(path,
-            "a trigger has exactly one of time, partition, program, event, all or any, got " + JoinAlternatives(kinds, "and"));
+      Error(path, "a trigger has exactly one of time, partition, program, event, all or any, got " +
+                      JoinAlternatives(kinds, "and"));
     } else if (value.empty()) {
       Error(path, "expected one of time, partition, program, event, all or any");
     }
@@ -673,8 +673,8 @@ class DocumentParser {
         for (size_t i = 0; i < in->size(); ++i) {
           const Json& e = (*in)[i];
           if (e.is_structured() || e.is_null()) {
-            Error(ElementPath(FieldPath(p, "in"), i), std::string("expected a string, number or boolean, got ") +
-                                                          e.type_name());
+            Error(ElementPath(FieldPath(p, "in"), i),
+                  std::string("expected a string, number or boolean, got ") + e.type_name());
             ok = false;
           } else {
             c.values.push_back(nlohmann::json(e));
@@ -690,8 +690,8 @@ class DocumentParser {
       out.push_back(std::move(c));
     }
     if (value.size() > kMaxWhereConditions) {
-      Error(path, "at most " + std::to_string(kMaxWhereConditions) + " conditions, got " +
-                      std::to_string(value.size()));
+      Error(path,
+            "at most " + std::to_string(kMaxWhereConditions) + " conditions, got " + std::to_string(value.size()));
     }
     std::sort(out.begin(), out.end(), [](const WhereCondition& a, const WhereCondition& b) { return a.path < b.path; });
   }

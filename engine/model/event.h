@@ -16,7 +16,7 @@ namespace trigd {
 
 enum class EventType { kPartition, kProgram, kTick, kCustom };
 inline constexpr EventType kEventTypes[] = {EventType::kPartition, EventType::kProgram, EventType::kTick,
-                                           EventType::kCustom};
+                                            EventType::kCustom};
 const char* EventTypeName(EventType t);
 
 // What ingestion did with one event (trigd_events_total's `outcome` label, SPEC §7): it changed

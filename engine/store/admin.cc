@@ -39,9 +39,10 @@ namespace {
 // back to collecting, model/job.h). Its history says which.
 template <class Tx>
 void ReevaluateJobs(Tx& tx, int64_t schedule_id, const Schedule& schedule) {
-  const pqxx::result rows = tx.exec_params("SELECT id, triggered_by::text FROM jobs WHERE schedule_id = $1 AND state = " +
-                                               Sql(JobState::kPendingTrigger) + " FOR UPDATE",
-                                           schedule_id);
+  const pqxx::result rows = tx.exec_params(
+      "SELECT id, triggered_by::text FROM jobs WHERE schedule_id = $1 AND state = " + Sql(JobState::kPendingTrigger) +
+          " FOR UPDATE",
+      schedule_id);
   for (const auto& r : rows) {
     const json events = json::parse(r[1].as<std::string>(), nullptr, false);
     TriggerState state = NewTriggerState(schedule.trigger);
@@ -60,13 +61,13 @@ void ReevaluateJobs(Tx& tx, int64_t schedule_id, const Schedule& schedule) {
     const bool complete = IsComplete(schedule.trigger, state);
     const std::string what = complete ? "reevaluated: trigger complete under the new version"
                                       : "reevaluated: collecting under the new version";
-    tx.exec_params("UPDATE jobs SET trigger_state = $2::jsonb, state = $3, ready_at = CASE WHEN $4 THEN now() END, "
-                   "next_check_at = CASE WHEN $4 THEN now() ELSE next_check_at END, "
-                   "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
-                   ", 'what', $5::text))) WHERE id = $1",
-                   r[0].as<int64_t>(), TriggerStateToJson(state).dump(),
-                   std::string(JobStateName(complete ? JobState::kPendingConstraint : JobState::kPendingTrigger)),
-                   complete, what);
+    tx.exec_params(
+        "UPDATE jobs SET trigger_state = $2::jsonb, state = $3, ready_at = CASE WHEN $4 THEN now() END, "
+        "next_check_at = CASE WHEN $4 THEN now() ELSE next_check_at END, "
+        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+        ", 'what', $5::text))) WHERE id = $1",
+        r[0].as<int64_t>(), TriggerStateToJson(state).dump(),
+        std::string(JobStateName(complete ? JobState::kPendingConstraint : JobState::kPendingTrigger)), complete, what);
   }
 }
 
@@ -304,13 +305,14 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
         }
       }
       if (!kept.empty()) {
-        tx.exec_params("UPDATE jobs j SET schedule_version = x.version, history = trigd_append_history(j.history, "
-                       "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
-                       ", 'what', 'kept: schedule updated to v' || x.version))) "
-                       "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int) "
-                       "WHERE j.schedule_id = x.id AND j.state IN " +
-                           SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
-                       kept.dump());
+        tx.exec_params(
+            "UPDATE jobs j SET schedule_version = x.version, history = trigd_append_history(j.history, "
+            "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+            ", 'what', 'kept: schedule updated to v' || x.version))) "
+            "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int) "
+            "WHERE j.schedule_id = x.id AND j.state IN " +
+                SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
+            kept.dump());
       }
       for (size_t i : reevaluated) ReevaluateJobs(tx, ids.at(schedules[i].id().value()), schedules[i]);
       std::string list = "{";

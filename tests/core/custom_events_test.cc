@@ -62,8 +62,8 @@ TEST(CustomEnvelope, ParsesNameKeyAndAttrs) {
 }
 
 TEST(CustomEnvelope, KeyDefaultsToTheEventId) {
-  Result<Event> e = ParseEnvelope(
-      R"({"id":"c-9","type":"custom","time":"2026-11-22T10:00:00Z","payload":{"name":"file.landed"}})");
+  Result<Event> e =
+      ParseEnvelope(R"({"id":"c-9","type":"custom","time":"2026-11-22T10:00:00Z","payload":{"name":"file.landed"}})");
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ(e->custom.key, "c-9");
 }
@@ -79,9 +79,9 @@ TEST(CustomEnvelope, RefusesWithTheFieldAndReason) {
   ASSERT_FALSE(bad_attrs.ok());
   EXPECT_EQ(reason, DeadLetterReason::kBadField);
   EXPECT_THAT(bad_attrs.status().message(), HasSubstr("payload.attrs: expected an object, got array"));
-  Result<Event> bad_key = ParseEnvelope(
-      R"({"id":"c","type":"custom","time":"2026-11-22T10:00:00Z","payload":{"name":"n","key":7}})", kMaxEventBytes,
-      &reason);
+  Result<Event> bad_key =
+      ParseEnvelope(R"({"id":"c","type":"custom","time":"2026-11-22T10:00:00Z","payload":{"name":"n","key":7}})",
+                    kMaxEventBytes, &reason);
   ASSERT_FALSE(bad_key.ok());
   EXPECT_THAT(bad_key.status().message(), HasSubstr("payload.key: expected a string"));
 }
@@ -115,14 +115,15 @@ TEST(EventLeaf, ParsesWhereAndRoundTrips) {
 }
 
 TEST(EventLeaf, RefusesBadWhereWithItsPath) {
-  EXPECT_THAT(Errors(R"({"name":"x","program":{"name":"p"},
+  EXPECT_THAT(
+      Errors(R"({"name":"x","program":{"name":"p"},
     "trigger":{"event":{"name":"a?b","where":{"attrs..x":1,"attrs.y":[1],"attrs.z":{"in":[]},"attrs.w":{"in":[{}]}}}}})"),
-              ElementsAre("trigger.event.name: invalid event name \"a?b\": must not contain \"?\"",
-                          "trigger.event.where.attrs..x: invalid path \"attrs..x\": expected dotted field names such "
-                          "as \"attrs.stage\"",
-                          "trigger.event.where.attrs.y: expected a string, number, boolean or {\"in\": [...]}, got array",
-                          "trigger.event.where.attrs.z.in: expected a non-empty array of JSON scalars",
-                          "trigger.event.where.attrs.w.in[0]: expected a string, number or boolean, got object"));
+      ElementsAre("trigger.event.name: invalid event name \"a?b\": must not contain \"?\"",
+                  "trigger.event.where.attrs..x: invalid path \"attrs..x\": expected dotted field names such "
+                  "as \"attrs.stage\"",
+                  "trigger.event.where.attrs.y: expected a string, number, boolean or {\"in\": [...]}, got array",
+                  "trigger.event.where.attrs.z.in: expected a non-empty array of JSON scalars",
+                  "trigger.event.where.attrs.w.in[0]: expected a string, number or boolean, got object"));
   EXPECT_THAT(Errors(R"({"name":"x","program":{"name":"p"},"trigger":{"event":{"count":0}}})"),
               ElementsAre("trigger.event.count: must be at least 1, got 0", "trigger.event.name: required"));
 }
@@ -195,10 +196,12 @@ TEST(CustomIndex, RoutesByNameAndFirstWhereValue) {
 }
 
 TEST(ArgTemplate, RefusesUnknownPlaceholdersWithTheirPath) {
-  EXPECT_THAT(Errors(R"({"name":"x","program":{"name":"p","args":{"cmd":"run {{partition}}","files":["ok {{keys}}","{{ run_id"]}},
+  EXPECT_THAT(
+      Errors(
+          R"({"name":"x","program":{"name":"p","args":{"cmd":"run {{partition}}","files":["ok {{keys}}","{{ run_id"]}},
     "trigger":{"partition":{"dataset":"d"}}})"),
-              ElementsAre(HasSubstr("program.args.cmd: unknown placeholder \"{{partition}}\" (expected one of: run_id"),
-                          "program.args.files[1]: unclosed placeholder at character 0 (\"{{\" without \"}}\")"));
+      ElementsAre(HasSubstr("program.args.cmd: unknown placeholder \"{{partition}}\" (expected one of: run_id"),
+                  "program.args.files[1]: unclosed placeholder at character 0 (\"{{\" without \"}}\")"));
   // fire_time without a time leaf is allowed (it renders empty).
   Parse(R"({"name":"x","program":{"name":"p","args":{"cmd":"{{fire_time}} {{ partitions }}"}},
     "trigger":{"partition":{"dataset":"d"}}})");
@@ -232,10 +235,9 @@ TEST(ArgTemplate, RendersFromTheTriggeringEvents) {
 TEST(ArgTemplate, RenderProgramGivesTheRequestsProgramAndPlaceholders) {
   Schedule s = Parse(R"({"namespace":"ns","name":"x","program":{"name":"p","args":{"command":"echo {{partitions}}"},
     "target":"spark"},"trigger":{"partition":{"dataset":"d"}}})");
-  RenderedProgram r = RenderProgram(
-      s, "run-7", R"([{"id":"1","type":"partition","payload":{"dataset":"d","partitions":["b","a"]}}])");
-  EXPECT_EQ(json::parse(r.program_json),
-            json::parse(R"({"name":"p","args":{"command":"echo a b"},"target":"spark"})"));
+  RenderedProgram r =
+      RenderProgram(s, "run-7", R"([{"id":"1","type":"partition","payload":{"dataset":"d","partitions":["b","a"]}}])");
+  EXPECT_EQ(json::parse(r.program_json), json::parse(R"({"name":"p","args":{"command":"echo a b"},"target":"spark"})"));
   json placeholders = json::parse(r.placeholders_json);
   EXPECT_EQ(placeholders["partitions"], "a b");
   EXPECT_EQ(placeholders["run_id"], "run-7");

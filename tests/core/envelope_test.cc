@@ -317,7 +317,8 @@ TEST(EnvelopeTest, RejectsAnIdLongerThanTheLimit) {
 }
 
 TEST(EnvelopeTest, RejectsUnknownType) {
-  EXPECT_EQ(Rejection(Envelope("parquet", "{}")), "unknown_type: \"parquet\" (expected partition, program, tick or custom)");
+  EXPECT_EQ(Rejection(Envelope("parquet", "{}")),
+            "unknown_type: \"parquet\" (expected partition, program, tick or custom)");
   EXPECT_EQ(Rejection(Envelope("Partition", "{}")),
             "unknown_type: \"Partition\" (expected partition, program, tick or custom)");
   EXPECT_EQ(Rejection(Envelope("", "{}")), "unknown_type: \"\" (expected partition, program, tick or custom)");

@@ -439,7 +439,8 @@ double CustomWhereEventNs(size_t n, const Options& options) {
     const size_t s = random() % n;
     events.push_back("{\"id\":\"c-" + std::to_string(i) +
                      "\",\"type\":\"custom\",\"time\":\"2026-11-22T10:00:00Z\",\"payload\":{\"name\":\"name" +
-                     std::to_string(s % names) + "\",\"key\":\"k\",\"attrs\":{\"stage\":\"v" + std::to_string(s) + "\"}}}");
+                     std::to_string(s % names) + "\",\"key\":\"k\",\"attrs\":{\"stage\":\"v" + std::to_string(s) +
+                     "\"}}}");
   }
   std::vector<double> rounds;
   for (int r = 0; r < options.rounds; ++r) {
@@ -494,9 +495,10 @@ int main(int argc, char** argv) {
   const double custom_small = CustomWhereEventNs(small.schedules, options);
   const double custom_large = CustomWhereEventNs(large.schedules, options);
   const double custom_ratio = custom_large / custom_small;
-  std::printf("per custom event with where (1k names), matching one schedule: %s %.0f ns, %s %.0f ns, ratio %.2f "
-              "(target <= 1.2: %s)\n",
-              s.c_str(), custom_small, l.c_str(), custom_large, custom_ratio, custom_ratio <= 1.2 ? "met" : "NOT met");
+  std::printf(
+      "per custom event with where (1k names), matching one schedule: %s %.0f ns, %s %.0f ns, ratio %.2f "
+      "(target <= 1.2: %s)\n",
+      s.c_str(), custom_small, l.c_str(), custom_large, custom_ratio, custom_ratio <= 1.2 ? "met" : "NOT met");
 
   std::string json = "{\"scenario\":\"index\"";
   auto field = [&json](const std::string& name, const std::string& value) { json += ",\"" + name + "\":" + value; };
