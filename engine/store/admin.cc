@@ -327,8 +327,12 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
                                      SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
                                  list)
                       .affected_rows();
-      tx.exec_params("DELETE FROM schedule_triggers WHERE schedule_id = ANY($1::bigint[])", list);
-      tx.exec_params("DELETE FROM time_triggers WHERE schedule_id = ANY($1::bigint[])", list);
+      // Every updated schedule's leaves are written again below, whatever its on_update.
+      std::string all = "{";
+      for (const auto& u : updates) all += (all.size() > 1 ? "," : "") + std::to_string(u["id"].get<int64_t>());
+      all += "}";
+      tx.exec_params("DELETE FROM schedule_triggers WHERE schedule_id = ANY($1::bigint[])", all);
+      tx.exec_params("DELETE FROM time_triggers WHERE schedule_id = ANY($1::bigint[])", all);
     }
     json triggers = json::array(), ticks = json::array(), changes = json::array();
     for (size_t i : changed) {
