@@ -10,7 +10,7 @@ using nlohmann::json;
 // and ticks (both SKIP LOCKED, so checkers, in one process or several, never take the same).
 void CheckerLoop(Shared& sh, int index) {
   const std::string name = index == 0 ? "checker" : "checker-" + std::to_string(index + 1);
-  StoreHandle store(sh.config, name.c_str(), index, sh.config.checkers);
+  StoreHandle store(sh.config, sh.store_factory, name.c_str(), index, sh.config.checkers);
   constexpr auto kTickInterval = std::chrono::milliseconds(100), kSweepInterval = std::chrono::milliseconds(500);
   auto last_tick = Clock::time_point{}, last_sweep = Clock::time_point{}, last_gauge = Clock::time_point{},
        last_prune = Clock::now();
@@ -18,7 +18,7 @@ void CheckerLoop(Shared& sh, int index) {
   constexpr size_t kTickBatch = PgStore::kFastPathLimit;
   bool ticks_pending = false;
   while (!sh.Stopping()) {
-    PgStore* pg = store.Get();
+    EngineStore* pg = store.Get();
     if (!pg) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
       continue;

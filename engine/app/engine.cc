@@ -43,7 +43,7 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
   if (Status s = CheckTopics(config, stop); !s.ok() || stop.load()) return s;
   Metrics metrics;
   if (Status s = metrics.Serve(config.metrics); !s.ok()) return s;
-  Shared shared{config, stop, metrics, {}, {}};
+  Shared shared{config, stop, metrics, PgEngineStoreFactory(config.pg, config.topic_prefix), {}, {}};
   Log("running: kafka " + config.kafka + ", group " + config.group + ", topics " + config.topic_prefix +
       "*, metrics http://" + config.metrics + "/metrics" +
       (config.retention.count() > 0 ? ", retention " + FormatDuration(config.retention) : ""));

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/engine.h"
+#include "app/engine_store.h"
 #include "common/check.h"
 #include "common/log.h"
 #include "common/topic_names.h"
@@ -68,11 +69,11 @@ inline void Log(const std::string& what) { LogLine(what); }
 // the Kafka adapter says as much for Kafka).
 class StoreHandle {
  public:
-  StoreHandle(const Config& config, const char* name, int shard = 0, int shards = 1)
-      : config_(config), name_(name), shard_(shard), shards_(shards) {}
-  PgStore* Get() {
+  StoreHandle(const Config& config, const EngineStoreFactory& factory, const char* name, int shard = 0, int shards = 1)
+      : config_(config), factory_(factory), name_(name), shard_(shard), shards_(shards) {}
+  EngineStore* Get() {
     if (store_) return store_.get();
-    auto s = PgStore::Connect(config_.pg, config_.topic_prefix);
+    auto s = factory_(EngineStoreOptions{config_.fast_path, shard_, shards_, config_.group});
     if (!s.ok()) {
       Unreachable(s.status().message());
       return nullptr;
@@ -80,9 +81,6 @@ class StoreHandle {
     if (unreachable_) Log(std::string(name_) + ": PostgreSQL reachable again");
     unreachable_ = false;
     store_ = std::move(*s);
-    store_->SetFastPath(config_.fast_path);
-    store_->SetCheckerShard(shard_, shards_);
-    store_->SetConsumerGroup(config_.group);
     return store_.get();
   }
   // Called with a failed status: drops the connection when it is gone.
@@ -106,9 +104,10 @@ class StoreHandle {
     unreachable_ = true;
   }
   const Config& config_;
+  const EngineStoreFactory& factory_;
   const char* name_;
   int shard_, shards_;
-  std::unique_ptr<PgStore> store_;
+  std::unique_ptr<EngineStore> store_;
   bool unreachable_ = false;
   Clock::time_point said_{};
 };
@@ -149,6 +148,8 @@ struct Shared {
   const Config& config;
   const std::atomic<bool>& stop;  // set by a signal
   Metrics& metrics;
+  // Opens each loop's store connection (PgEngineStoreFactory; a fake in tests/app).
+  EngineStoreFactory store_factory;
   Waker checker_wake;
   Waker relay_wake;
   ReportWatch report_watch;

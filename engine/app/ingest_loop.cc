@@ -97,7 +97,7 @@ class IngestCommitter {
  public:
   enum class Outcome { kCommitted, kFenced, kStaleIndex, kFailed };
 
-  explicit IngestCommitter(Shared& sh) : sh_(sh), store_(sh.config, "ingest"), counters_(sh.metrics) {
+  explicit IngestCommitter(Shared& sh) : sh_(sh), store_(sh.config, sh.store_factory, "ingest"), counters_(sh.metrics) {
     thread_ = std::thread([this] { Run(); });
   }
   ~IngestCommitter() {
@@ -163,7 +163,7 @@ class IngestCommitter {
   Outcome Commit(const PreparedBatch& batch) {
     Result<IngestResult> r = Aborted("not run");
     for (int attempt = 0; attempt < 20 && !sh_.Stopping(); ++attempt) {
-      PgStore* pg = store_.Get();
+      EngineStore* pg = store_.Get();
       if (!pg) return Outcome::kFailed;
       r = pg->ApplyBatch(batch.in);
       if (r.ok() || r.status().code() != StatusCode::kAborted) break;
@@ -244,6 +244,115 @@ class KafkaCommits {
   Clock::time_point last_{};
 };
 
+// The reverse index, following the schedule change log (apply, update, delete, suspend).
+struct IndexFollower {
+  ScheduleIndex index;
+  int64_t seq = 0;
+  bool loaded = false;
+  Clock::time_point last_refresh{};
+
+  // Every 200 ms, and at once when a batch met a change its routing had not seen (Expire).
+  // False when the store failed (reported to `store`).
+  bool Refresh(EngineStore& pg, StoreHandle& store) {
+    if (loaded && Clock::now() - last_refresh <= std::chrono::milliseconds(200)) return true;
+    auto changes = pg.LoadScheduleChanges(loaded ? seq : 0);
+    if (!changes.ok()) {
+      store.Failed(changes.status());
+      return false;
+    }
+    for (const ScheduleKeys& k : changes->schedules) {
+      if (k.active)
+        index.Put(k.id, k.event_keys);
+      else
+        index.Remove(k.id);
+    }
+    if (!loaded) Log("reverse index loaded: " + std::to_string(index.schedule_count()) + " schedules");
+    seq = changes->last_seq;
+    loaded = true;
+    last_refresh = Clock::now();
+    return true;
+  }
+  void Expire() { last_refresh = Clock::time_point{}; }
+};
+
+// The event consumer, positioned from PostgreSQL's positions (committed with the jobs), after
+// the batch in flight so they include it. Null (logged) when Kafka refused to make one.
+std::unique_ptr<Consumer> MakeConsumer(Shared& sh, const TopicNames& topics, IngestCommitter& committer,
+                                       StoreHandle& store) {
+  // What librdkafka may queue ahead (see Consumer::Create): about a second of events at the
+  // rates a backlog is consumed at (~1M small events/s), 128 MiB at most.
+  constexpr size_t kPrefetchMessages = 500000, kPrefetchKbytes = 128 * 1024;
+  ConsumerOptions options;
+  options.prefetch_messages = kPrefetchMessages;
+  options.prefetch_kbytes = kPrefetchKbytes;
+  options.instance_id = sh.config.instance_id;
+  auto c = Consumer::Create(
+      sh.config.kafka, sh.config.group, topics.Events(),
+      [&sh, &committer, &store](const std::vector<std::pair<std::string, int>>& parts) {
+        committer.WaitIdle();
+        for (int attempt = 0; attempt < 30 && !sh.Stopping(); ++attempt) {
+          if (EngineStore* p = store.Get()) {
+            auto r = p->LoadOffsets(sh.config.group, parts);
+            if (r.ok()) return *r;
+            store.Failed(r.status());
+          }
+          std::this_thread::sleep_for(std::chrono::seconds(1));
+        }
+        TRIGD_FAIL("cannot load the consumer positions: restart to position safely");
+      },
+      options);
+  if (!c.ok()) {
+    Log("consumer: " + c.status().ToString());
+    return nullptr;
+  }
+  return std::move(*c);
+}
+
+// What the consumer reports besides messages: the program topic's ends for the sweep
+// (ReportWatch), once a second, and the lag gauges, every 2 s.
+class ConsumerWatch {
+ public:
+  explicit ConsumerWatch(std::string program) : program_(std::move(program)) {}
+  void Observe(Shared& sh, Consumer& consumer) {
+    // Asked of the broker: while it cannot be reached, no observation, and no run is declared
+    // lost for silence.
+    if (Clock::now() - last_watch_ >= std::chrono::seconds(1)) {
+      last_watch_ = Clock::now();
+      if (auto ranges = consumer.AssignedRanges(program_, 1000); ranges.ok()) {
+        if (!ranges->empty()) sh.report_watch.Add({last_watch_, std::move(*ranges)});
+      }
+    }
+    if (Clock::now() - last_lag_ > std::chrono::seconds(2)) {
+      // A partition this instance no longer holds (a rebalance gave it to another) reads 0 here,
+      // not its last value for good: the sum over instances is the group's lag.
+      std::set<std::pair<std::string, int>> reported;
+      for (const PartitionLag& l : consumer.Lag()) {
+        sh.metrics.ConsumerLag(l.topic, l.partition).Set(static_cast<double>(l.lag));
+        reported.emplace(l.topic, l.partition);
+      }
+      for (const auto& [topic, partition] : lag_reported_) {
+        if (!reported.count({topic, partition})) sh.metrics.ConsumerLag(topic, partition).Set(0);
+      }
+      lag_reported_ = std::move(reported);
+      last_lag_ = Clock::now();
+    }
+  }
+
+ private:
+  std::string program_;
+  Clock::time_point last_watch_{}, last_lag_{};
+  std::set<std::pair<std::string, int>> lag_reported_;
+};
+
+// Fenced: a newer member joined with this instance id. Re-joining would fence it in turn, so
+// this process stops (what is in flight commits first, in IngestLoop).
+void HaltFenced(Shared& sh, const std::string& fatal) {
+  sh.Halt(Invalid("consumer: " + fatal +
+                  (sh.config.instance_id.empty()
+                       ? ""
+                       : " (is another trigd running with --instance-id " + sh.config.instance_id + "?)")));
+}
+
 // The consumer loop: event topics -> jobs, in one transaction per batch with the offsets.
 // While one batch commits (IngestCommitter), the next is polled and parsed; if the commit
 // fails or is fenced, that next batch is dropped too and the consumer re-reads from
@@ -251,14 +360,9 @@ class KafkaCommits {
 void IngestLoop(Shared& sh) {
   constexpr size_t kMaxPoll = 5000;    // messages per poll
   constexpr size_t kMaxBatch = 20000;  // messages per transaction
-  // What librdkafka may queue ahead (see Consumer::Create): about a second of events at the
-  // rates a backlog is consumed at (~1M small events/s), 128 MiB at most.
-  constexpr size_t kPrefetchMessages = 500000, kPrefetchKbytes = 128 * 1024;
-  StoreHandle store(sh.config, "ingest index");
+  StoreHandle store(sh.config, sh.store_factory, "ingest index");
   IngestCommitter committer(sh);
-  ScheduleIndex index;
-  int64_t index_seq = 0;
-  bool index_loaded = false;
+  IndexFollower follower;
   // Batches refused in a row because a schedule changed after they were routed. Under a stream
   // of changes faster than batches commit, the next batch goes without the check rather than
   // never (its events then meet the index as it was, at most 200 ms old).
@@ -266,68 +370,24 @@ void IngestLoop(Shared& sh) {
   int stale_in_a_row = 0;
   std::unique_ptr<Consumer> consumer;
   const TopicNames topics(sh.config.topic_prefix);
-  const std::string& program = topics.events_program;
-  auto last_refresh = Clock::time_point{};
-  auto last_lag = Clock::time_point{};
-  auto last_watch = Clock::time_point{};
-  std::set<std::pair<std::string, int>> lag_reported;
+  ConsumerWatch watch(topics.events_program);
   MessageBatch messages;
   PreparedBatch next;  // polled, waiting for the batch in flight
   std::vector<PartitionOffset> in_flight_offsets;
   KafkaCommits kafka_commits;
   while (!sh.Stopping()) {
-    PgStore* pg = store.Get();
+    EngineStore* pg = store.Get();
     if (!pg) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
       continue;
     }
-    // The reverse index follows the schedule change log (apply, update, delete, suspend): every
-    // 200 ms, and at once when a batch met a change its routing had not seen.
-    if (!index_loaded || Clock::now() - last_refresh > std::chrono::milliseconds(200)) {
-      auto changes = pg->LoadScheduleChanges(index_loaded ? index_seq : 0);
-      if (!changes.ok()) {
-        store.Failed(changes.status());
-        continue;
-      }
-      for (const ScheduleKeys& k : changes->schedules) {
-        if (k.active)
-          index.Put(k.id, k.event_keys);
-        else
-          index.Remove(k.id);
-      }
-      if (!index_loaded) Log("reverse index loaded: " + std::to_string(index.schedule_count()) + " schedules");
-      index_seq = changes->last_seq;
-      index_loaded = true;
-      last_refresh = Clock::now();
-    }
+    if (!follower.Refresh(*pg, store)) continue;
     if (!consumer) {
-      ConsumerOptions options;
-      options.prefetch_messages = kPrefetchMessages;
-      options.prefetch_kbytes = kPrefetchKbytes;
-      options.instance_id = sh.config.instance_id;
-      auto c = Consumer::Create(
-          sh.config.kafka, sh.config.group, topics.Events(),
-          [&](const std::vector<std::pair<std::string, int>>& parts) {
-            // Positions come from PostgreSQL, where they are committed with the jobs;
-            // after the batch in flight, so they include it.
-            committer.WaitIdle();
-            for (int attempt = 0; attempt < 30 && !sh.Stopping(); ++attempt) {
-              if (PgStore* p = store.Get()) {
-                auto r = p->LoadOffsets(sh.config.group, parts);
-                if (r.ok()) return *r;
-                store.Failed(r.status());
-              }
-              std::this_thread::sleep_for(std::chrono::seconds(1));
-            }
-            TRIGD_FAIL("cannot load the consumer positions: restart to position safely");
-          },
-          options);
-      if (!c.ok()) {
-        Log("consumer: " + c.status().ToString());
+      consumer = MakeConsumer(sh, topics, committer, store);
+      if (!consumer) {
         std::this_thread::sleep_for(std::chrono::seconds(1));
         continue;
       }
-      consumer = std::move(*c);
     }
     // While a batch commits, what arrives meanwhile is polled and parsed into the next one, up
     // to kMaxBatch; and while the consumer is behind (polls come back full), the next batch
@@ -338,40 +398,14 @@ void IngestLoop(Shared& sh) {
     consumer->PollBatch(messages, kMaxPoll, committer.InFlight() || !next.empty() ? 1 : 100, 0);
     if (messages.empty()) {
       if (std::string fatal = consumer->FatalError(); !fatal.empty()) {
-        // Fenced: a newer member joined with this instance id. Re-joining would fence it in
-        // turn, so this process stops (what is in flight commits first, below).
-        sh.Halt(Invalid("consumer: " + fatal +
-                        (sh.config.instance_id.empty()
-                             ? ""
-                             : " (is another trigd running with --instance-id " + sh.config.instance_id + "?)")));
+        HaltFenced(sh, fatal);
         break;
       }
     }
     const bool behind = messages.size() == kMaxPoll;
-    // The program topic's ends, once a second, for the sweep (ReportWatch). Asked of the broker:
-    // while it cannot be reached, no observation, and no run is declared lost for silence.
-    if (Clock::now() - last_watch >= std::chrono::seconds(1)) {
-      last_watch = Clock::now();
-      if (auto ranges = consumer->AssignedRanges(program, 1000); ranges.ok()) {
-        if (!ranges->empty()) sh.report_watch.Add({last_watch, std::move(*ranges)});
-      }
-    }
-    if (Clock::now() - last_lag > std::chrono::seconds(2)) {
-      // A partition this instance no longer holds (a rebalance gave it to another) reads 0 here,
-      // not its last value for good: the sum over instances is the group's lag.
-      std::set<std::pair<std::string, int>> reported;
-      for (const PartitionLag& l : consumer->Lag()) {
-        sh.metrics.ConsumerLag(l.topic, l.partition).Set(static_cast<double>(l.lag));
-        reported.emplace(l.topic, l.partition);
-      }
-      for (const auto& [topic, partition] : lag_reported) {
-        if (!reported.count({topic, partition})) sh.metrics.ConsumerLag(topic, partition).Set(0);
-      }
-      lag_reported = std::move(reported);
-      last_lag = Clock::now();
-    }
-    if (next.empty()) next.in.index_seq = stale_in_a_row < kMaxStale ? index_seq : -1;
-    Prepare(messages, index, next);
+    watch.Observe(sh, *consumer);
+    if (next.empty()) next.in.index_seq = stale_in_a_row < kMaxStale ? follower.seq : -1;
+    Prepare(messages, follower.index, next);
     messages.Clear();
     if (committer.InFlight()) {
       if (!committer.Done() && next.messages + kMaxPoll <= kMaxBatch) continue;
@@ -381,13 +415,14 @@ void IngestLoop(Shared& sh) {
         if (outcome == IngestCommitter::Outcome::kFenced) {
           Log("batch refused: another consumer moved a position first; re-reading from PostgreSQL");
         }
-        if (outcome == IngestCommitter::Outcome::kStaleIndex) last_refresh = Clock::time_point{};
+        if (outcome == IngestCommitter::Outcome::kStaleIndex) follower.Expire();
         // What was polled meanwhile goes too: everything after PostgreSQL's positions is read again.
         next = PreparedBatch();
         consumer->Rewind();
         if (outcome == IngestCommitter::Outcome::kFailed) std::this_thread::sleep_for(std::chrono::milliseconds(200));
         continue;
       }
+      // Kafka's group gets a batch's positions only once PostgreSQL committed them.
       kafka_commits.Add(in_flight_offsets);
     }
     kafka_commits.MaybeSend(*consumer);

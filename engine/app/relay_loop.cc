@@ -37,7 +37,7 @@ class RefusedSends {
 // The relay: publishes what committed transactions decided, deletes a row only once the
 // broker confirmed it (a crash in between re-sends it: same run id).
 void RelayLoop(Shared& sh) {
-  StoreHandle store(sh.config, "relay");
+  StoreHandle store(sh.config, sh.store_factory, "relay");
   std::unique_ptr<Producer> producer;
   std::set<std::string> known_topics;
   RefusedSends refused_sends;
@@ -51,7 +51,7 @@ void RelayLoop(Shared& sh) {
       }
       producer = std::move(*p);
     }
-    PgStore* pg = store.Get();
+    EngineStore* pg = store.Get();
     if (!pg) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
       continue;

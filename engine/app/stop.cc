@@ -29,4 +29,18 @@ void StopOnSignals(std::atomic<bool>& stop) {
   }).detach();
 }
 
+void ReloadOnHangup(std::function<void()> reload) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::thread([signals, reload = std::move(reload)] {
+    for (;;) {
+      int signal = 0;
+      if (sigwait(&signals, &signal) != 0) return;
+      reload();
+    }
+  }).detach();
+}
+
 }  // namespace trigd

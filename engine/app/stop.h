@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 
 namespace trigd {
 
@@ -17,5 +18,9 @@ inline constexpr std::chrono::milliseconds kStopGrace{1200};
 // Call before any thread is started: the signals are blocked in every thread and taken by one
 // of their own.
 void StopOnSignals(std::atomic<bool>& stop);
+
+// SIGHUP calls `reload` (on a thread of its own, once per signal) instead of ending the process.
+// Call before any thread is started, as StopOnSignals.
+void ReloadOnHangup(std::function<void()> reload);
 
 }  // namespace trigd

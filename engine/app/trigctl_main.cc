@@ -1,6 +1,7 @@
 // trigctl: the inspection and administration CLI (SPEC §6), as `trigctl NOUN VERB`: one file
 // per noun in trigctl/. Human tables by default, --json for scripts. Exit codes: 0 ok, 1 refused
 // input (a command line it cannot take included), 2 cannot reach Kafka or PostgreSQL.
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -66,6 +67,10 @@ int main(int argc, char** argv) {
   }
   app.add_flag("--json", ctx.as_json, "JSON for scripts instead of tables");
   trigd::AddConfigFlags(app, ctx.config, trigd::ConfigFlags::kClient);
+  trigd::FlagValue(app.add_option("--api", ctx.api_url,
+                                  "http://HOST:PORT of trigd's API: use it instead of PostgreSQL (token: TRIGD_TOKEN)")
+                       ->envname("TRIGD_API_URL")
+                       ->group("Connection (flag, else environment variable, else default)"));
   app.require_subcommand(0, 1);
   trigctl::AddSchedules(app, ctx);
   trigctl::AddJobs(app, ctx);
@@ -88,5 +93,11 @@ int main(int argc, char** argv) {
   }
   trigd::ReadEnvironmentSettings(ctx.config);
   if (trigd::Status s = trigd::FinishConfig(ctx.config); !s.ok()) return trigd::RefuseSetting(app, s.message());
+  if (!ctx.api_url.empty()) {
+    const char* token = std::getenv("TRIGD_TOKEN");
+    auto client = trigd::ApiClient::Create(ctx.api_url, token ? token : "");
+    if (!client.ok()) return trigd::RefuseSetting(app, client.status().message());
+    ctx.api = std::move(*client);
+  }
   return command->second();
 }

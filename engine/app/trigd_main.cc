@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "api/server.h"
 #include "app/cli.h"
 #include "app/config.h"
 #include "app/engine.h"
@@ -40,6 +41,17 @@ int main(int argc, char** argv) {
   trigd::FlagValue(app.add_option("--retention", retention,
                                   "delete finished jobs and runs older than this (at least 1d; 0 keeps everything)")
                        ->envname("TRIGD_RETENTION"));
+  trigd::ApiOptions api;
+  trigd::FlagValue(
+      app.add_option("--api", api.listen, "HOST:PORT to serve the HTTP API (/api/v1) and the web console on; off: none")
+          ->envname("TRIGD_API")
+          ->capture_default_str());
+  trigd::FlagValue(app.add_option("--tokens", api.tokens_file,
+                                  "the API's token file (JSON: sha256, role, namespaces), re-read on SIGHUP; "
+                                  "without one the API binds to loopback only")
+                       ->envname("TRIGD_TOKENS"));
+  trigd::FlagValue(app.add_option("--web-dir", api.web_dir, "the console's files (default: the source tree's web/)")
+                       ->envname("TRIGD_WEB_DIR"));
   CLI::App* migrate = app.add_subcommand("migrate", "apply the SQL migrations of schema/ and exit");
   migrate->allow_extras();
   app.require_subcommand(0, 1);
@@ -59,8 +71,23 @@ int main(int argc, char** argv) {
     return trigd::RefuseCommandLine(app, keep.status().message());
   }
   if (migrate->parsed()) return Migrate(config);
+  // The API: threads and PostgreSQL connections of its own, started before the engine's loops
+  // (a refused address or token file stops trigd before it consumes anything).
+  trigd::ApiServer server;
+  trigd::ReloadOnHangup([&server] { (void)server.ReloadTokens(); });
   trigd::StopOnSignals(g_stop);
+  if (api.listen != "off") {
+    api.pg = config.pg;
+    api.kafka = config.kafka;
+    api.topic_prefix = config.topic_prefix;
+    api.group = config.group;
+    if (trigd::Status st = server.Start(api); !st.ok()) {
+      std::cerr << "trigd: " << st.message() << "\n";
+      return st.code() == trigd::StatusCode::kUnavailable ? 2 : 1;
+    }
+  }
   trigd::Status s = trigd::RunEngine(config, g_stop);
+  server.Stop();
   if (!s.ok()) {
     std::cerr << "trigd: " << s.ToString() << "\n";
     return s.code() == trigd::StatusCode::kUnavailable ? 2 : 1;

@@ -1223,4 +1223,10 @@ Status CheckTarget(std::string_view target) {
   return Invalid("invalid target \"" + std::string(target) + "\"" + problem);
 }
 
+Status CheckIdentifier(std::string_view what, std::string_view value) {
+  std::string problem = IdentifierProblem(value, false);
+  if (problem.empty()) return Status();
+  return Invalid("invalid " + std::string(what) + " \"" + std::string(value) + "\"" + problem);
+}
+
 }  // namespace trigd

@@ -44,4 +44,9 @@ nlohmann::json ScheduleToJson(const Schedule& schedule);
 // waited forever on a topic no schedule can reach.
 Status CheckTarget(std::string_view target);
 
+// Whether `value` is a namespace or schedule name a document may hold; an error as the parser
+// words it ("invalid name \"a/b\": use 1 to ...") when not. For names that arrive outside a
+// document (the HTTP API's paths).
+Status CheckIdentifier(std::string_view what, std::string_view value);
+
 }  // namespace trigd

@@ -21,7 +21,9 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   lag_ = &BuildGauge().Name("trigd_consumer_lag").Help("Messages behind the partition's end").Register(*registry_);
   event_to_launch_ = &prometheus::BuildHistogram()
                           .Name("trigd_event_to_launch_seconds")
-                          .Help("From a job becoming ready (trigger complete) to its launch request being published")
+                          .Help(
+                              "From a job becoming ready (trigger complete: the clock of the transaction that made it "
+                              "ready) to the broker's confirmation of its launch request")
                           .Register(*registry_)
                           .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                                            0.25, 0.5, 1, 2.5, 5, 10, 30, 60});

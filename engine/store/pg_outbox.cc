@@ -16,6 +16,7 @@ Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
     claim_ = std::make_unique<OpenTransaction>(*conn_->c);
     std::vector<OutboxRow> rows;
     claim_ages_.clear();
+    claim_started_ = std::chrono::steady_clock::now();
     const size_t bundles = (limit + kBundleMessages - 1) / kBundleMessages;
     for (const auto& r : claim_->Begin("outbox_claim", {std::to_string(limit), std::to_string(bundles)})) {
       const int64_t id = r[0].as<int64_t>();
@@ -46,6 +47,8 @@ Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
 
 Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& confirmed) {
   if (!claim_) return std::vector<double>{};
+  // The broker confirmed the publication before this call: the time since the claim began.
+  const double since_claim = std::chrono::duration<double>(std::chrono::steady_clock::now() - claim_started_).count();
   auto result = Guard([&]() -> Result<std::vector<double>> {
     // Committed without waiting for the WAL flush: if PostgreSQL crashes before the flush, the
     // delete is lost and the relay publishes those requests again, with the same run ids,
@@ -54,11 +57,13 @@ Result<std::vector<double>> PgStore::CompleteOutbox(const std::vector<int64_t>& 
     claim_->Commit(confirmed.empty() ? std::string()
                                      : "SET LOCAL synchronous_commit = off; DELETE FROM outbox WHERE id = ANY('" +
                                            IntArray(confirmed) + "'::bigint[])");
-    // Event to launch: a launch request's age when claimed (now(), the claim transaction's start).
+    // Event to launch (trigd_event_to_launch_seconds): a launch request's age when claimed
+    // (now(), the claim transaction's start, minus the ready_at its job was made ready with)
+    // plus the time from the claim to the broker's confirmation.
     std::vector<double> ages;
     for (int64_t id : confirmed) {
       auto it = std::lower_bound(claim_ages_.begin(), claim_ages_.end(), std::pair<int64_t, double>{id, -1e300});
-      if (it != claim_ages_.end() && it->first == id) ages.push_back(it->second);
+      if (it != claim_ages_.end() && it->first == id) ages.push_back(it->second + since_claim);
     }
     return ages;
   });

@@ -33,7 +33,7 @@ Result<std::unique_ptr<PgStore>> PgStore::Connect(const std::string& pg, const s
   auto c = pg_internal::Connect(pg);
   if (!c.ok()) return c.status();
   for (const auto& [name, sql] : PreparedStatements()) (*c)->prepare(name, sql);
-  // The prepared statements run on one generic plan each, made anew every kPlanLifetime
+  // The prepared statements run on one generic plan each, made anew every plan_lifetime_ (a second)
   // (RenewPlans) for the tables as they are then. Planning every execution for its own
   // arguments (force_custom_plan) costs 0.1-0.4 ms per statement, a large share of a single
   // event's ingest transaction. A plan kept for good goes wrong: PostgreSQL's own choice (auto)
@@ -47,7 +47,7 @@ Result<std::unique_ptr<PgStore>> PgStore::Connect(const std::string& pg, const s
 
 void PgStore::RenewPlans() {
   const auto now = std::chrono::steady_clock::now();
-  if (now - plans_made_ < kPlanLifetime) return;
+  if (now - plans_made_ < plan_lifetime_) return;
   // Drops every cached plan of this connection; the statements stay prepared.
   pqxx::nontransaction(*conn_->c).exec("DISCARD PLANS");
   plans_made_ = now;

@@ -182,6 +182,8 @@ class PgStore {
   // now. Unset (tests, tools): up to now.
   void SetConsumerGroup(std::string group) { consumer_group_ = std::move(group); }
 
+  // How long a generic plan lives before RenewPlans drops it (1 s; tests set it).
+  void SetPlanLifetime(std::chrono::milliseconds lifetime) { plan_lifetime_ = lifetime; }
   // Changes after `after_seq` (0: every active schedule, for start-up).
   Result<ScheduleChanges> LoadScheduleChanges(int64_t after_seq);
 
@@ -292,6 +294,7 @@ class PgStore {
   // The relay's claim: its open transaction, and its launch requests' ages by id (id order).
   std::unique_ptr<pg_internal::OpenTransaction> claim_;
   std::vector<std::pair<int64_t, double>> claim_ages_;
+  std::chrono::steady_clock::time_point claim_started_;  // when the claim's transaction began
   TopicNames topics_;
   ScheduleCache cache_;
   // The last claim of due jobs was full: a backlog (e.g. a storm of schedules due at once).
@@ -302,10 +305,10 @@ class PgStore {
   static constexpr int kOnConflictBatches = 100;
   int shard_index_ = 0, shard_count_ = 1;
   std::string consumer_group_;  // SetConsumerGroup
-  // Drops this connection's cached plans when they are kPlanLifetime old (see Connect); called
+  // Drops this connection's cached plans when they are plan_lifetime_ old (see Connect); called
   // before the transactions that run the prepared statements.
   void RenewPlans();
-  static constexpr auto kPlanLifetime = std::chrono::seconds(1);
+  std::chrono::milliseconds plan_lifetime_ = std::chrono::seconds(1);
   std::chrono::steady_clock::time_point plans_made_{};
 };
 

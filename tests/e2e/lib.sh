@@ -16,7 +16,8 @@ PY
 
 # e2e_run NAME: this run's own database and topics on the services tools/services starts.
 # Sets run (NAME, the process id and the time) and db (trigd_$run), creates the database, and
-# exports TRIGD_PG (pointing at it), TRIGD_TOPIC_PREFIX ("$run.") and TRIGD_GROUP ($run).
+# exports TRIGD_PG (pointing at it), TRIGD_TOPIC_PREFIX ("$run."), TRIGD_GROUP ($run) and
+# TRIGD_API (any free loopback port).
 e2e_run() {
   : "${TRIGD_PG:?TRIGD_PG must point at the PostgreSQL that tools/services starts}"
   : "${TRIGD_KAFKA:?TRIGD_KAFKA must point at the Kafka broker that tools/services starts}"
@@ -24,6 +25,8 @@ e2e_run() {
   db=trigd_$run
   psql "$TRIGD_PG" -qc "CREATE DATABASE $db" >/dev/null
   export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run"
+  # Each trigd's HTTP API on a port of its own (any free one): tests run side by side.
+  export TRIGD_API=127.0.0.1:0
 }
 
 # e2e_tmp: a temporary folder ($tmp) and a list of process ids ($pids, append to it) that are

@@ -38,7 +38,7 @@ prom="http://127.0.0.1:$prom_port"
 
 psql "$admin_pg" -qc "CREATE DATABASE $db" >/dev/null
 export TRIGD_PG="$TRIGD_PG dbname=$db" TRIGD_TOPIC_PREFIX="$run." TRIGD_GROUP="$run"
-export TRIGD_METRICS="127.0.0.1:$metrics_port"
+export TRIGD_METRICS="127.0.0.1:$metrics_port" TRIGD_API=127.0.0.1:0
 
 cat >"$tmp/prometheus.yml" <<YML
 global:

@@ -21,7 +21,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- trigd log"; tail -50 "$tmp/trigd.log"; exit 1; }
 eval "$("$src/tools/services" start)"
-export TRIGD_PG TRIGD_KAFKA TRIGD_METRICS=127.0.0.1:$(free_port)
+export TRIGD_PG TRIGD_KAFKA TRIGD_METRICS=127.0.0.1:$(free_port) TRIGD_API=127.0.0.1:0
 "$bin/trigctl" topics create >/dev/null
 "$bin/trigd" migrate >/dev/null
 cat >"$tmp/s.json" <<'DOC'

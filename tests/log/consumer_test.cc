@@ -9,6 +9,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "log/kafka.h"
+#include "log/time_range.h"
 #include "log/topics.h"
 
 namespace trigd {
@@ -237,6 +238,46 @@ TEST(ConsumerTest, SecondMemberWithTheSameInstanceIdFencesTheFirst) {
       {second.get(), first.get()}, [&] { return !first->FatalError().empty(); }, [] {}))
       << "the older member with the same instance id was not fenced";
   EXPECT_NE(first->FatalError().find("ence"), std::string::npos) << first->FatalError();
+}
+
+// ReadTimeRange (the what-if replay's reader): every record from Kafka's offset for `from`, and a
+// beginning lost to retention named with the earliest time left.
+TEST(TimeRangeTest, ReadsTheRangeAndNamesABeginningLostToRetention) {
+  const std::string topic = UniqueTopic("range");
+  ASSERT_NO_FATAL_FAILURE(CreateWithTenRecords(topic));
+  const TimePoint now = std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
+  const TimePoint long_ago = now - std::chrono::hours(1);
+  auto whole = ReadTimeRange(Kafka(), {topic}, long_ago, now + std::chrono::minutes(1));
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  ASSERT_EQ(whole->messages.size(), 10u);
+  EXPECT_EQ(whole->messages[0].value, "m0");
+  EXPECT_TRUE(whole->cut.empty());
+
+  DeleteRecordsBefore(topic, 3);
+  auto cut = ReadTimeRange(Kafka(), {topic}, long_ago, now + std::chrono::minutes(1));
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  ASSERT_EQ(cut->messages.size(), 7u);
+  EXPECT_EQ(cut->messages[0].value, "m3");
+  ASSERT_EQ(cut->cut.size(), 1u);
+  EXPECT_EQ(cut->cut[0].topic, topic);
+  EXPECT_EQ(cut->cut[0].earliest, cut->messages[0].log_time);
+
+  // A range after the last record holds nothing; `to` before `from`'s records stops at once.
+  auto later = ReadTimeRange(Kafka(), {topic}, now + std::chrono::minutes(1), now + std::chrono::minutes(2));
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  EXPECT_TRUE(later->messages.empty());
+  auto before = ReadTimeRange(Kafka(), {topic}, long_ago, long_ago + std::chrono::minutes(1));
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_TRUE(before->messages.empty());
+}
+
+TEST(TimeRangeTest, AMissingTopicIsNamed) {
+  const std::string topic = UniqueTopic("missing");
+  const TimePoint now = std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
+  auto r = ReadTimeRange(Kafka(), {topic}, now - std::chrono::hours(1), now);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find(topic), std::string::npos) << r.status().message();
 }
 
 }  // namespace

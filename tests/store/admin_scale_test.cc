@@ -299,9 +299,12 @@ TEST_F(AdminListsTest, ListsReadThroughIndexesOnALongHistory) {
   uses(JobsListStatement(std::string("pending_constraint"), std::nullopt, 100),
        {{"jobs_by_state", "jobs_waiting", "jobs_due"}});
   uses(SchedulesListStatement(std::nullopt),
-       {{"jobs_one_open", "jobs_by_state"}, {"jobs_waiting_by_schedule", "jobs_by_state"}, {"runs_active_by_schedule"}},
-       {"jobs_by_schedule"});
+       {{"jobs_one_open", "jobs_by_state"}, {"jobs_waiting_by_schedule", "jobs_by_state"}},
+       {"jobs_by_schedule", " on runs"});  // active runs: the run counters (docs/adr/0095)
   uses(SchedulesListStatement(10), {{"Limit"}}, {"jobs_by_schedule"});
+  // A schedule delete's kill of its runs waiting for a retry (admin.cc): not every run of the
+  // schedule's history (docs/adr/0095).
+  uses({"SELECT run_id FROM runs WHERE schedule_id = $1 AND state = 'retry_wait'", {lo}}, {{"runs_retry"}});
   // And the lists read what they should from it.
   auto runs = QueryRuns(conn_, "default/p7", 1000);
   ASSERT_TRUE(runs.ok());
@@ -314,6 +317,26 @@ TEST_F(AdminListsTest, ListsReadThroughIndexesOnALongHistory) {
   ASSERT_TRUE(open.ok());
   ASSERT_EQ(open->size(), 1u);
   EXPECT_EQ((*open)[0]["open_jobs"], 3);
+}
+
+// Each index of runs costs every launch about as much as the run row itself: runs has those a
+// query needs and no other (docs/adr/0095 names the query of each).
+TEST_F(AdminListsTest, RunsHasOnlyTheIndexesAQueryNeeds) {
+  Migrate();
+  EXPECT_EQ(One("SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes WHERE tablename = 'runs'"),
+            "runs_active_by_group,runs_by_schedule_time,runs_job_id_key,runs_pkey,runs_queued,runs_retry,runs_running");
+}
+
+// The active runs `schedules list` shows are the schedule's run counter.
+TEST_F(AdminListsTest, SchedulesListShowsTheRunCounter) {
+  Migrate();
+  Apply({Parse("a"), Parse("b")});
+  Exec("INSERT INTO schedule_runtime (schedule_id, active_runs) SELECT id, 2 FROM schedules WHERE name = 'default/a'");
+  auto all = QuerySchedules(conn_);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0]["active_runs"], 2);
+  EXPECT_EQ((*all)[1]["active_runs"], 0);
 }
 
 TEST_F(AdminListsTest, SchedulesListIsByNameAndTakesALimit) {

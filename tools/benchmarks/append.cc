@@ -10,8 +10,11 @@
 // the event ids for de-duplication, the reached schedules share-locked, their open jobs locked,
 // and one new job per event (each schedule has a single-partition trigger, so every event opens
 // a job and completes it: PENDING_CONSTRAINT, due now). synchronous_commit is on: durable.
-// Baseline: COPY (pqxx::stream_to) of the same number of rows, with the same column values as
-// the engine wrote, into the same jobs table (same indexes) in one transaction.
+// Limit baseline (limit_ratio): the same durable writes in raw SQL, batched as the engine: per
+// --batch events one transaction of the positions' compare-and-set, COPY of the event ids into
+// seen_events (de-duplication) and COPY of the job rows the engine wrote.
+// Bare baseline (ratio, kept for continuity): COPY (pqxx::stream_to) of the same rows, with the
+// same column values as the engine wrote, into the same jobs table in one transaction.
 // Both run against a private database on the local PostgreSQL, tables emptied before each
 // round; figures are medians over --rounds.
 //
@@ -98,11 +101,12 @@ int main(int argc, char** argv) {
   for (const auto& [id, name] : name_of) id_of_k[std::stoll(name.substr(name.find("/s") + 2))] = id;
 
   const std::string topic = trigd::TopicNames(run.prefix).events_data;
-  std::vector<double> engine_rate, copy_rate, engine_db_cpu, engine_client_cpu, copy_db_cpu;
+  std::vector<double> engine_rate, copy_rate, limit_rate, engine_db_cpu, engine_client_cpu, copy_db_cpu, limit_db_cpu,
+      loads;
   const double per_1000 = 1e6 / static_cast<double>(events);
   // CPU (ms per 1000 jobs): what the work costs, however busy the shared machine was.
-  std::printf("\n%6s %14s %14s %10s   %s\n", "round", "engine jobs/s", "COPY rows/s", "ratio",
-              "CPU ms per 1000: engine db + trigd; COPY db");
+  std::printf("\n%6s %14s %14s %14s %8s %8s %5s   %s\n", "round", "engine jobs/s", "limit jobs/s", "COPY rows/s",
+              "limit", "COPY", "load", "CPU ms per 1000: engine db + trigd; limit db; COPY db");
   for (int round = 0; round < rounds; ++round) {
     // Engine: the events of this round (ids unique per round), parsed inside the timed loop.
     std::vector<std::string> payloads;
@@ -198,28 +202,70 @@ int main(int argc, char** argv) {
       copy_db_cpu.push_back((bench::ProcessCpuSeconds(copy_backend) - copy_cpu0) * per_1000);
     }
     double copy_s = SecondsSince(start);
+
+    // Limit baseline: per batch of the engine's size, one transaction with the same durable
+    // writes: the positions' compare-and-set, COPY of the batch's event ids into seen_events and
+    // COPY of its job rows.
+    Reset(run.pg);
+    start = Clock::now();
+    {
+      pqxx::connection c(run.pg);
+      const pid_t backend = static_cast<pid_t>(c.backendpid());
+      const double cpu0 = bench::ProcessCpuSeconds(backend);
+      c.prepare("cas",
+                "INSERT INTO consumer_offsets AS o (group_id, topic, partition, next_offset) VALUES ($1, $2, 0, $4) "
+                "ON CONFLICT (group_id, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, "
+                "updated_at = now() WHERE o.next_offset <= $3");
+      for (int64_t first = 0; first < events; first += batch_size) {
+        const int64_t end = std::min(events, first + batch_size);
+        pqxx::work tx(c);
+        if (tx.exec_prepared("cas", run.group, topic, first, end).affected_rows() != 1)
+          run.Fail("the limit baseline's compare-and-set failed");
+        {
+          pqxx::stream_to ids(tx, "seen_events", std::vector<std::string>{"id"});
+          for (int64_t i = first; i < end; ++i)
+            ids << std::make_tuple("r" + std::to_string(round) + "-e" + std::to_string(i));
+          ids.complete();
+        }
+        pqxx::stream_to copy(tx, "jobs", columns);
+        for (int64_t i = first; i < end; ++i) copy << rows[static_cast<size_t>(i)];
+        copy.complete();
+        tx.commit();
+      }
+      limit_db_cpu.push_back((bench::ProcessCpuSeconds(backend) - cpu0) * per_1000);
+    }
+    const double limit_s = SecondsSince(start);
     engine_rate.push_back(static_cast<double>(events) / engine_s);
     copy_rate.push_back(static_cast<double>(events) / copy_s);
-    std::printf("%6d %14.0f %14.0f %10.2f   %.0f + %.0f; %.0f\n", round + 1, engine_rate.back(), copy_rate.back(),
-                engine_rate.back() / copy_rate.back(), engine_db_cpu.back(), engine_client_cpu.back(),
-                copy_db_cpu.back());
+    limit_rate.push_back(static_cast<double>(events) / limit_s);
+    loads.push_back(bench::LoadAverage());
+    std::printf("%6d %14.0f %14.0f %14.0f %8.2f %8.2f %5.1f   %.0f + %.0f; %.0f; %.0f\n", round + 1, engine_rate.back(),
+                limit_rate.back(), copy_rate.back(), engine_rate.back() / limit_rate.back(),
+                engine_rate.back() / copy_rate.back(), loads.back(), engine_db_cpu.back(), engine_client_cpu.back(),
+                limit_db_cpu.back(), copy_db_cpu.back());
     std::fflush(stdout);
   }
-  double engine = bench::Median(engine_rate), copy = bench::Median(copy_rate);
-  double ratio = engine / copy;
-  std::printf("%6s %14.0f %14.0f %10.2f   %.0f + %.0f; %.0f\n", "median", engine, copy, ratio,
-              bench::Median(engine_db_cpu), bench::Median(engine_client_cpu), bench::Median(copy_db_cpu));
-  std::printf("\ntargets: ratio >= 0.7 (%s), >= 50,000 jobs/s (%s)\n", ratio >= 0.7 ? "met" : "NOT met",
-              engine >= 50000 ? "met" : "NOT met");
+  const double engine = bench::Median(engine_rate), copy = bench::Median(copy_rate), limit = bench::Median(limit_rate);
+  const double ratio = engine / copy, limit_ratio = engine / limit;
+  std::printf("%6s %14.0f %14.0f %14.0f %8.2f %8.2f %5s   %.0f + %.0f; %.0f; %.0f\n", "median", engine, limit, copy,
+              limit_ratio, ratio, "", bench::Median(engine_db_cpu), bench::Median(engine_client_cpu),
+              bench::Median(limit_db_cpu), bench::Median(copy_db_cpu));
+  std::printf("\ntargets: limit_ratio >= 0.85 (%s), >= 60,000 jobs/s (%s)\n", limit_ratio >= 0.85 ? "met" : "NOT met",
+              engine >= 60000 ? "met" : "NOT met");
   run.Finish();
   bench::ordered_json j;
   j["scenario"] = "append";
-  j["jobs_per_second"] = bench::Round(engine, 0);
-  j["baseline"] = "COPY of the same rows into jobs, one transaction";
-  j["baseline_rows_per_second"] = bench::Round(copy, 0);
+  j["per_s"] = bench::Round(engine, 0);
   j["ratio"] = bench::Round(ratio, 2);
-  j["target_ratio"] = 0.7;
-  j["target_jobs_per_second"] = 50000;
+  j["limit_ratio"] = bench::Round(limit_ratio, 2);
+  j["baseline"] =
+      "limit: per batch one transaction of the offsets' compare-and-set, COPY of the event ids and COPY of the "
+      "job rows; bare: COPY of the job rows alone, one transaction";
+  j["baseline_limit_per_s"] = bench::Round(limit, 0);
+  j["baseline_copy_per_s"] = bench::Round(copy, 0);
+  j["target_limit_ratio"] = 0.85;
+  j["target_per_s"] = 60000;
+  j["baseline_limit_cpu_ms_per_1000_db"] = bench::Round(bench::Median(limit_db_cpu), 0);
   j["cpu_ms_per_1000_db"] = bench::Round(bench::Median(engine_db_cpu), 0);
   j["cpu_ms_per_1000_trigd"] = bench::Round(bench::Median(engine_client_cpu), 0);
   j["baseline_cpu_ms_per_1000_db"] = bench::Round(bench::Median(copy_db_cpu), 0);
@@ -227,12 +273,13 @@ int main(int argc, char** argv) {
   j["batch"] = batch_size;
   j["schedules"] = schedules;
   j["rounds"] = rounds;
-  j["load_average"] = bench::Round(bench::LoadAverage(), 1);
+  j["load_average"] = bench::Round(bench::Median(loads), 1);
   j["bottleneck"] =
-      "besides the job rows (copied in, as the baseline's) the engine records every event id "
-      "(seen_events, de-duplication: a text primary key insert per event), share-locks the reached "
-      "schedules, and in trigd parses each envelope, accumulates it and writes the trigger state, "
-      "triggering events and history of each job as JSON";
+      "the database does about what the limit does (cpu_ms_per_1000_db against baseline_limit_cpu_ms_per_1000_db: "
+      "the share locks on the reached schedules and the open jobs' lookup are the difference); trigd's own CPU "
+      "(cpu_ms_per_1000_trigd: each envelope scanned, routed and parsed, trigger state, triggering events and "
+      "history written as JSON) and its four round trips per transaction compete for the two cores with "
+      "PostgreSQL, where the limit's client only streams rows";
   bench::PrintJson(j);
   return 0;
 }

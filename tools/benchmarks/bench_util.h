@@ -312,9 +312,10 @@ class Run {
     return r;
   }
 
-  // A second private database (<db>_<suffix>, migrated, dropped with the first); returns its
-  // connection string. For comparing two states of the tables round by round.
-  std::string AddDatabase(const std::string& suffix) {
+  // A second private database (<db>_<suffix>, migrated unless `migrate` is false, dropped with
+  // the first); returns its connection string. For comparing two states of the tables round by
+  // round, or for a peer's own tables.
+  std::string AddDatabase(const std::string& suffix, bool migrate = true) {
     std::string name = db + "_" + suffix;
     try {
       pqxx::connection c(pg_admin);
@@ -328,6 +329,7 @@ class Run {
       extra_dbs_.push_back(name);
     }
     std::string conn = pg_admin + " dbname=" + name;
+    if (!migrate) return conn;
     if (trigd::Status s = trigd::ApplyMigrations(conn, trigd::DefaultSchemaDir(), nullptr); !s.ok()) {
       Fail("migrations: " + s.ToString());
     }
@@ -359,18 +361,24 @@ class Run {
 
   // trigd with this run's database, prefix and `group` (default: the run's), metrics on a
   // free port; its log goes to /tmp/<db>-trigd-N.log.
+  // The HTTP API port of the trigd StartTrigd started last.
+  int api_port = 0;
+
   Child& StartTrigd(const std::string& group_override = "") {
     std::lock_guard<std::mutex> l(mu_);
     int port = FreePort();
+    metrics_port = port;
     std::string log = "/tmp/" + db + "-trigd-" + std::to_string(children_.size()) + ".log";
-    children_.push_back(std::make_unique<Child>(BinDir() + "/trigd", std::vector<std::string>{},
-                                                std::vector<std::pair<std::string, std::string>>{
-                                                    {"TRIGD_PG", pg},
-                                                    {"TRIGD_KAFKA", kafka},
-                                                    {"TRIGD_TOPIC_PREFIX", prefix},
-                                                    {"TRIGD_GROUP", group_override.empty() ? group : group_override},
-                                                    {"TRIGD_METRICS", "127.0.0.1:" + std::to_string(port)}},
-                                                log));
+    children_.push_back(
+        std::make_unique<Child>(BinDir() + "/trigd", std::vector<std::string>{},
+                                std::vector<std::pair<std::string, std::string>>{
+                                    {"TRIGD_PG", pg},
+                                    {"TRIGD_KAFKA", kafka},
+                                    {"TRIGD_TOPIC_PREFIX", prefix},
+                                    {"TRIGD_GROUP", group_override.empty() ? group : group_override},
+                                    {"TRIGD_METRICS", "127.0.0.1:" + std::to_string(port)},
+                                    {"TRIGD_API", "127.0.0.1:" + std::to_string(api_port = FreePort())}},
+                                log));
     return *children_.back();
   }
 
@@ -386,6 +394,7 @@ class Run {
   void Finish() { Cleanup(); }
 
   std::string scenario, kafka, pg_admin, pg, db, prefix, group;
+  int metrics_port = 0;  // the last trigd's (StartTrigd)
 
  private:
   void Cleanup() {
@@ -564,6 +573,68 @@ inline double LoadAverage() {
     std::fclose(f);
   }
   return load;
+}
+
+// GET http://127.0.0.1:<port><path>: the body, or "" when nothing answers.
+inline std::string HttpGet(int port, const std::string& path) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buf[65536];
+      ssize_t n;
+      while ((n = ::read(fd, buf, sizeof buf)) > 0) response.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  size_t body = response.find("\r\n\r\n");
+  return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+// A Prometheus histogram's cumulative bucket counts (upper bound -> count, +Inf as infinity),
+// read from a /metrics page.
+inline std::map<double, double> HistogramBuckets(const std::string& page, const std::string& name) {
+  std::map<double, double> buckets;
+  const std::string prefix = name + "_bucket{";
+  size_t at = 0;
+  while ((at = page.find(prefix, at)) != std::string::npos) {
+    size_t le = page.find("le=\"", at), close = page.find("\"}", at), eol = page.find('\n', at);
+    if (le == std::string::npos || close == std::string::npos || eol == std::string::npos || le > eol) break;
+    const std::string bound = page.substr(le + 4, close - le - 4);
+    const double upper = bound == "+Inf" ? HUGE_VAL : std::stod(bound);
+    buckets[upper] = std::stod(page.substr(close + 2, eol - close - 2));
+    at = eol;
+  }
+  return buckets;
+}
+
+// The q-quantile (0..1) of the observations between two snapshots of a histogram, interpolated
+// linearly inside its bucket as Prometheus's histogram_quantile does; 0 without observations.
+inline double HistogramQuantile(const std::map<double, double>& before, const std::map<double, double>& after,
+                                double q) {
+  std::vector<std::pair<double, double>> counts;  // (upper bound, cumulative count in between)
+  for (const auto& [upper, n] : after) {
+    auto it = before.find(upper);
+    counts.emplace_back(upper, n - (it == before.end() ? 0 : it->second));
+  }
+  if (counts.empty() || counts.back().second <= 0) return 0;
+  const double rank = q * counts.back().second;
+  double lower = 0, below = 0;
+  for (const auto& [upper, n] : counts) {
+    if (n >= rank) {
+      if (std::isinf(upper)) return lower;
+      return lower + (upper - lower) * (n > below ? (rank - below) / (n - below) : 1);
+    }
+    lower = upper;
+    below = n;
+  }
+  return lower;
 }
 
 // Prints the JSON last line (tools/bench builds RESULTS.md from it).

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -123,67 +124,50 @@ inline pid_t BackendPid(Run& run, const std::string& application_name) {
   return r.empty() ? 0 : static_cast<pid_t>(r[0][0].as<int>());
 }
 
-// trigd's checker loops (as many as trigd runs: TRIGD_CHECKERS, default 2) and relay loop
-// (engine/app/engine.cc) on their own threads, each with its own PgStore: CheckDueJobs(limit)
-// until nothing is due (each launch: run + outbox row in one
-// transaction), and ClaimOutbox(5000) + Producer::ProduceAndWait + CompleteOutbox until
-// `expected` launch requests are confirmed by Kafka and deleted from the outbox. The checker
-// wakes the relay after each commit, as in trigd.
-// `first_id`: the first job id of this round's ready jobs (AddReadyJobs).
-inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limit, int64_t first_id) {
-  LaunchFigures f;
+// The shape of trigd's launch path (engine/app/engine.cc), driven to completion for the engine
+// and for the limit baseline alike: `checkers` checker threads, each calling check(i) until it
+// returns 0 (nothing due; nullopt: retry after a serialization failure), and the relay loop on
+// this thread: claim() up to 5000 launch requests, Producer::ProduceAndWait to the real broker
+// with trigd's producer settings, complete(confirmed ids) -> how many were completed, until
+// `expected` requests are confirmed. A checker wakes the relay after each commit, as in trigd.
+// Fills the timings of `f` (seconds, check/claim/produce/complete seconds, launched).
+template <class Check, class Claim, class Complete>
+void DriveLaunch(Run& run, int64_t expected, int checkers, Check check, Claim claim, Complete complete,
+                 LaunchFigures& f) {
   std::mutex mu;
   std::condition_variable cv;
   bool woken = false, checker_done = false;
   auto producer = trigd::Producer::Create(run.kafka);
   if (!producer.ok()) run.Fail(producer.status().ToString());
-  f.checkers = trigd::LoadConfig().checkers;
-  std::vector<std::unique_ptr<trigd::PgStore>> checker_stores;
-  std::vector<pid_t> checker_backends;
-  for (int i = 0; i < f.checkers; ++i) {
-    const std::string name = "bench-checker-" + std::to_string(i);
-    auto s = trigd::PgStore::Connect(run.pg + " application_name=" + name, run.prefix);
-    if (!s.ok()) run.Fail("cannot connect to PostgreSQL");
-    (*s)->SetCheckerShard(i, f.checkers);
-    checker_stores.push_back(std::move(*s));
-    checker_backends.push_back(BackendPid(run, name));
-  }
-  auto relay_store = trigd::PgStore::Connect(run.pg + " application_name=bench-relay", run.prefix);
-  if (!relay_store.ok()) run.Fail("cannot connect to PostgreSQL");
-  const pid_t relay_backend = BackendPid(run, "bench-relay");
-  auto checkers_cpu = [&] {
-    double sum = 0;
-    for (pid_t p : checker_backends) sum += ProcessCpuSeconds(p);
-    return sum;
-  };
-  const double checker_cpu0 = checkers_cpu(), relay_cpu0 = ProcessCpuSeconds(relay_backend),
-               client_cpu0 = ProcessCpuSeconds(getpid());
+  f.checkers = checkers;
   std::string failure;
-  int checkers_running = f.checkers;
+  int checkers_running = checkers;
   auto start = Clock::now();
-  std::vector<std::thread> checkers;
-  for (int i = 0; i < f.checkers; ++i) {
-    checkers.emplace_back([&, i] {
+  std::vector<std::thread> threads;
+  for (int i = 0; i < checkers; ++i) {
+    threads.emplace_back([&, i] {
       double inside = 0;
       while (true) {
         auto t = Clock::now();
-        auto r = checker_stores[i]->CheckDueJobs(limit);
-        inside += SecondsSince(t);
-        if (!r.ok()) {
-          if (r.status().code() == trigd::StatusCode::kAborted) continue;
+        std::optional<int64_t> checked;
+        try {
+          checked = check(i);
+        } catch (const std::exception& e) {
           std::lock_guard<std::mutex> l(mu);
-          failure = "CheckDueJobs: " + r.status().ToString();
+          failure = e.what();
           break;
         }
+        inside += SecondsSince(t);
+        if (!checked) continue;
         {
           std::lock_guard<std::mutex> l(mu);
           woken = true;
         }
         cv.notify_one();
-        if (r->checked == 0) break;
+        if (*checked == 0) break;
       }
       std::lock_guard<std::mutex> l(mu);
-      f.check_seconds += inside / f.checkers;
+      f.check_seconds += inside / checkers;
       checker_done = --checkers_running == 0;
       cv.notify_one();
     });
@@ -195,10 +179,9 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
   };
   while (confirmed_jobs < expected && !failed()) {
     auto t = Clock::now();
-    auto rows = (*relay_store)->ClaimOutbox(5000);
+    std::vector<trigd::OutboxRow> rows = claim();
     f.claim_seconds += SecondsSince(t);
-    if (!rows.ok()) run.Fail("ClaimOutbox: " + rows.status().ToString());
-    if (rows->empty()) {
+    if (rows.empty()) {
       std::unique_lock<std::mutex> l(mu);
       if (checker_done && !woken) break;
       cv.wait_for(l, std::chrono::milliseconds(50), [&] { return woken; });
@@ -206,31 +189,91 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
       continue;
     }
     std::vector<trigd::OutMessage> out;
-    out.reserve(rows->size());
-    for (const auto& row : *rows) out.push_back({row.topic, row.key, row.payload});
+    out.reserve(rows.size());
+    for (const auto& row : rows) out.push_back({row.topic, row.key, row.payload});
     t = Clock::now();
     std::vector<bool> ok = (*producer)->ProduceAndWait(out, 10000);
     f.produce_seconds += SecondsSince(t);
     std::vector<int64_t> confirmed;
-    for (size_t i = 0; i < rows->size(); ++i) {
-      if (ok[i]) confirmed.push_back((*rows)[i].id);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (ok[i]) confirmed.push_back(rows[i].id);
     }
     t = Clock::now();
-    auto done = (*relay_store)->CompleteOutbox(confirmed);
+    confirmed_jobs += complete(confirmed);
     f.complete_seconds += SecondsSince(t);
-    if (!done.ok()) run.Fail("CompleteOutbox: " + done.status().ToString());
-    confirmed_jobs += static_cast<int64_t>(done->size());
   }
   f.seconds = SecondsSince(start);
-  for (std::thread& t : checkers) t.join();
-  f.checker_server_cpu = checkers_cpu() - checker_cpu0;
-  f.relay_server_cpu = ProcessCpuSeconds(relay_backend) - relay_cpu0;
-  f.client_cpu = ProcessCpuSeconds(getpid()) - client_cpu0;
+  for (std::thread& t : threads) t.join();
   if (!failure.empty()) run.Fail(failure);
   f.launched = confirmed_jobs;
   if (f.launched != expected) {
     run.Fail("expected " + std::to_string(expected) + " launches, got " + std::to_string(f.launched));
   }
+}
+
+// PostgreSQL backends by application name, and the CPU they and this process use.
+struct CpuMeter {
+  CpuMeter(Run& run, std::vector<std::string> checker_names, const std::string& relay_name) {
+    for (const auto& n : checker_names) checkers.push_back(BackendPid(run, n));
+    relay = BackendPid(run, relay_name);
+    checker0 = CheckersCpu();
+    relay0 = ProcessCpuSeconds(relay);
+    client0 = ProcessCpuSeconds(getpid());
+  }
+  double CheckersCpu() const {
+    double sum = 0;
+    for (pid_t p : checkers) sum += ProcessCpuSeconds(p);
+    return sum;
+  }
+  void Fill(LaunchFigures& f) const {
+    f.checker_server_cpu = CheckersCpu() - checker0;
+    f.relay_server_cpu = ProcessCpuSeconds(relay) - relay0;
+    f.client_cpu = ProcessCpuSeconds(getpid()) - client0;
+  }
+  std::vector<pid_t> checkers;
+  pid_t relay = 0;
+  double checker0 = 0, relay0 = 0, client0 = 0;
+};
+
+// trigd's checker loops (as many as trigd runs: TRIGD_CHECKERS, default 2) and relay loop, each
+// with its own PgStore: CheckDueJobs(limit) until nothing is due (each launch: run + outbox row
+// in one transaction), and ClaimOutbox(5000) + ProduceAndWait + CompleteOutbox (DriveLaunch).
+// `first_id`: the first job id of this round's ready jobs (AddReadyJobs).
+inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limit, int64_t first_id) {
+  LaunchFigures f;
+  const int checkers = trigd::LoadConfig().checkers;
+  std::vector<std::unique_ptr<trigd::PgStore>> checker_stores;
+  std::vector<std::string> names;
+  for (int i = 0; i < checkers; ++i) {
+    names.push_back("bench-checker-" + std::to_string(i));
+    auto s = trigd::PgStore::Connect(run.pg + " application_name=" + names.back(), run.prefix);
+    if (!s.ok()) run.Fail("cannot connect to PostgreSQL");
+    (*s)->SetCheckerShard(i, checkers);
+    checker_stores.push_back(std::move(*s));
+  }
+  auto relay_store = trigd::PgStore::Connect(run.pg + " application_name=bench-relay", run.prefix);
+  if (!relay_store.ok()) run.Fail("cannot connect to PostgreSQL");
+  CpuMeter cpu(run, names, "bench-relay");
+  DriveLaunch(
+      run, expected, checkers,
+      [&](int i) -> std::optional<int64_t> {
+        auto r = checker_stores[i]->CheckDueJobs(limit);
+        if (!r.ok() && r.status().code() == trigd::StatusCode::kAborted) return std::nullopt;
+        if (!r.ok()) throw std::runtime_error("CheckDueJobs: " + r.status().ToString());
+        return static_cast<int64_t>(r->checked);
+      },
+      [&] {
+        auto rows = (*relay_store)->ClaimOutbox(5000);
+        if (!rows.ok()) run.Fail("ClaimOutbox: " + rows.status().ToString());
+        return std::move(*rows);
+      },
+      [&](const std::vector<int64_t>& confirmed) {
+        auto done = (*relay_store)->CompleteOutbox(confirmed);
+        if (!done.ok()) run.Fail("CompleteOutbox: " + done.status().ToString());
+        return static_cast<int64_t>(done->size());
+      },
+      f);
+  cpu.Fill(f);
   pqxx::connection c(run.pg);
   pqxx::work tx(c);
   int64_t runs = tx.exec_params1("SELECT count(*) FROM runs WHERE job_id >= $1", first_id)[0].as<int64_t>();
@@ -239,6 +282,109 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
   if (runs != expected || launched != expected) {
     run.Fail("after the engine: " + std::to_string(runs) + " runs, " + std::to_string(launched) + " jobs launched");
   }
+  return f;
+}
+
+// The limit baseline's tables: runs and outbox as trigd's (same columns, types, storage), with
+// only the indexes that a query of trigd needs on a run row (kLimitRunIndexes) and the outbox's
+// primary key. Created once per run; like trigd's, earlier rounds' runs stay.
+inline constexpr const char* kLimitRunIndexes =
+    "run_id (primary key: the worker's reports, runs show), job_id (unique: one run per job; jobs "
+    "show, retention), (schedule_id, launched_at) (runs list, max_runs_per), last_seen_at of "
+    "launched runs (the sweep of queued runs)";
+inline void CreateLimitTables(Run& run) {
+  pqxx::connection c(run.pg);
+  pqxx::work tx(c);
+  tx.exec("CREATE TABLE limit_runs (LIKE runs INCLUDING DEFAULTS INCLUDING STORAGE)");
+  tx.exec("ALTER TABLE limit_runs ADD PRIMARY KEY (run_id), ADD UNIQUE (job_id)");
+  tx.exec("CREATE INDEX ON limit_runs (schedule_id, launched_at)");
+  tx.exec("CREATE INDEX ON limit_runs (last_seen_at) WHERE state = 'launched'");
+  tx.exec("CREATE TABLE limit_outbox (LIKE outbox INCLUDING DEFAULTS INCLUDING STORAGE INCLUDING IDENTITY)");
+  tx.exec("CREATE SEQUENCE limit_outbox_id");
+  tx.exec("ALTER TABLE limit_outbox ALTER COLUMN id SET DEFAULT nextval('limit_outbox_id'), ADD PRIMARY KEY (id)");
+  tx.commit();
+}
+
+// The limit of a launch in raw SQL (DriveLaunch, the same threads, shards, batch size and
+// producer as the engine): per checker transaction one statement that claims `limit` due jobs
+// in the checker's order and shard, sets each job launched (finished_at, last decision, a
+// history entry appended), inserts its run (its launch request and first history entry) into
+// limit_runs and its launch request into limit_outbox; the relay claims up to 5000 requests
+// (FOR UPDATE SKIP LOCKED), publishes them and deletes the confirmed ones (synchronous_commit
+// off, as trigd's relay). What trigd does beyond this is its own cost: reading the schedules,
+// share-locking them, the run counters, its decisions.
+inline LaunchFigures LaunchLimit(Run& run, int64_t expected, size_t limit, int checkers, int64_t first_id) {
+  LaunchFigures f;
+  const std::string launch_topic = trigd::TopicNames(run.prefix).Launch("default");
+  std::vector<std::unique_ptr<pqxx::connection>> conns;
+  std::vector<std::string> names;
+  for (int i = 0; i < checkers; ++i) {
+    names.push_back("bench-limit-checker-" + std::to_string(i));
+    conns.push_back(std::make_unique<pqxx::connection>(run.pg + " application_name=" + names.back()));
+    conns.back()->prepare(
+        "launch",
+        "WITH due AS (SELECT id FROM jobs WHERE next_check_at <= now() AND schedule_id % $2 = $3 "
+        "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT $1 FOR UPDATE SKIP LOCKED), "
+        "job AS (UPDATE jobs j SET state = 'launched', next_check_at = NULL, finished_at = now(), "
+        "last_decision = 'launched', history = trigd_append_history(j.history, jsonb_build_array(jsonb_build_object("
+        "'at', now(), 'status', 'launched', 'run_id', 'r-' || j.id))) FROM due WHERE j.id = due.id "
+        "RETURNING j.id, j.schedule_id, j.schedule_name, j.triggered_by::text AS triggered_by, "
+        "coalesce(j.ready_at, j.opened_at) AS ready_at), "
+        "request AS (SELECT job.*, 'r-' || to_hex((extract(epoch FROM now()) * 1e6)::bigint) || '-' || job.id AS "
+        "run_id, "
+        "'{\"run_id\":\"r-' || job.id || '\",\"job_id\":' || job.id || ',\"schedule\":\"' || job.schedule_name || "
+        "'\",\"program\":\"p\",\"target\":\"default\",\"triggered_by\":' || job.triggered_by || '}' AS payload "
+        "FROM job), "
+        "new_runs AS (INSERT INTO limit_runs (run_id, job_id, schedule_id, schedule_name, program, target, state, "
+        "heartbeat_timeout_ms, launched_at, last_seen_at, attempt_launched_at, request, history) "
+        "SELECT run_id, id, schedule_id, schedule_name, 'p', 'default', 'launched', 60000, now(), now(), now(), "
+        "payload, jsonb_build_array(jsonb_build_object('at', now(), 'status', 'launched', 'attempt', 1)) "
+        "FROM request) "
+        "INSERT INTO limit_outbox (topic, key, payload, job_id, ready_at, attempt, launched_at, heartbeat_timeout_ms) "
+        "SELECT $4, schedule_name, payload, id, ready_at, 1, now(), 60000 FROM request");
+  }
+  pqxx::connection relay(run.pg + " application_name=bench-limit-relay");
+  relay.prepare("claim",
+                "SELECT id, topic, key, payload FROM limit_outbox ORDER BY id LIMIT 5000 FOR UPDATE SKIP LOCKED");
+  std::unique_ptr<pqxx::work> claim_tx;
+  CpuMeter cpu(run, names, "bench-limit-relay");
+  DriveLaunch(
+      run, expected, checkers,
+      [&](int i) -> std::optional<int64_t> {
+        try {
+          pqxx::work tx(*conns[i]);
+          auto r = tx.exec_prepared("launch", static_cast<int64_t>(limit), checkers, i, launch_topic);
+          tx.commit();
+          return static_cast<int64_t>(r.affected_rows());
+        } catch (const pqxx::serialization_failure&) {
+          return std::nullopt;
+        }
+      },
+      [&] {
+        claim_tx = std::make_unique<pqxx::work>(relay);
+        std::vector<trigd::OutboxRow> rows;
+        for (const auto& r : claim_tx->exec_prepared("claim")) {
+          rows.push_back({r[0].as<int64_t>(), r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>()});
+        }
+        if (rows.empty()) claim_tx.reset();
+        return rows;
+      },
+      [&](const std::vector<int64_t>& confirmed) -> int64_t {
+        if (!claim_tx) return 0;
+        claim_tx->exec("SET LOCAL synchronous_commit = off");
+        std::string ids = "{";
+        for (int64_t id : confirmed) ids += (ids.size() > 1 ? "," : "") + std::to_string(id);
+        auto r = claim_tx->exec_params("DELETE FROM limit_outbox WHERE id = ANY($1::bigint[])", ids + "}");
+        claim_tx->commit();
+        claim_tx.reset();
+        return static_cast<int64_t>(r.affected_rows());
+      },
+      f);
+  cpu.Fill(f);
+  pqxx::connection c(run.pg);
+  pqxx::work tx(c);
+  int64_t runs = tx.exec_params1("SELECT count(*) FROM limit_runs WHERE job_id >= $1", first_id)[0].as<int64_t>();
+  if (runs != expected) run.Fail("after the limit baseline: " + std::to_string(runs) + " runs");
   return f;
 }
 

@@ -195,16 +195,16 @@ int main(int argc, char** argv) {
   double storm = bench::Median(storm_s), bare = bench::Median(bare_s);
   std::printf("%6s %14.2f %16.0f\n", "median", storm, static_cast<double>(schedules) / storm);
   std::printf("bare produce + consume of %lld messages: %.2f s (median)\n", static_cast<long long>(schedules), bare);
-  std::printf("\ntarget: all launched within 6 s (%s); load average %.1f -> %.1f\n", storm <= 6 ? "met" : "NOT met",
+  std::printf("\ntarget: all launched within 3 s (%s); load average %.1f -> %.1f\n", storm <= 3 ? "met" : "NOT met",
               load_before, bench::LoadAverage());
   run.Finish();
   bench::ordered_json j;
   j["scenario"] = "storm";
   j["schedules"] = schedules;
-  j["seconds_to_all_launched"] = bench::Round(storm, 2);
+  j["seconds"] = bench::Round(storm, 2);
   j["cold_seconds"] = bench::Round(storm_s.front(), 2);
   j["launches_per_second"] = bench::Round(static_cast<double>(schedules) / storm, 0);
-  j["target_seconds"] = 6;
+  j["target_seconds"] = 3;
   j["baseline"] = "produce and consume as many bare messages through Kafka";
   j["baseline_seconds"] = bench::Round(bare, 2);
   j["ratio_seconds_over_baseline"] = bench::Round(storm / bare, 2);

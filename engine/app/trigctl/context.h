@@ -6,15 +6,18 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "api/client.h"
 #include "app/cli.h"
 #include "app/config.h"
 #include "common/status.h"
+#include "model/schedule.h"
 
 namespace trigctl {
 
@@ -24,6 +27,10 @@ struct Context {
   CLI::App* root = nullptr;
   trigd::Config config;
   bool as_json = false;  // --json: JSON for scripts instead of tables
+  // --api URL (TRIGD_API_URL), with TRIGD_TOKEN: the verbs the API serves go through it
+  // instead of PostgreSQL, and print the same.
+  std::string api_url;
+  std::unique_ptr<trigd::ApiClient> api;
   // What each verb runs once the command line is parsed and accepted (exit code).
   std::map<const CLI::App*, std::function<int()>> commands;
 
@@ -45,6 +52,13 @@ void AddRuns(CLI::App& root, Context& ctx);
 void AddEvents(CLI::App& root, Context& ctx);
 void AddLag(CLI::App& root, Context& ctx);
 void AddHistory(CLI::App& root, Context& ctx);
+// `schedules replay` (replay.cc), a verb of the schedules noun.
+void AddScheduleReplay(CLI::App& schedules, Context& ctx);
+
+// The schedule documents of files and folders (-f, as `schedules apply` reads them): every one
+// valid and named once, else each problem on standard error and exit code 1 (0 when read).
+int ReadScheduleDocuments(const std::vector<std::string>& paths, const std::string& command,
+                          std::vector<trigd::Schedule>& schedules);
 
 // Exit codes: 0 ok, 1 refused input, 2 cannot reach Kafka or PostgreSQL.
 int ExitCodeFor(const trigd::Status& s);
@@ -66,6 +80,13 @@ void PrintRows(json rows, const std::vector<std::string>& columns, bool as_json)
 
 // One row, one field a line (or JSON); "no WHAT" refused when there is none.
 int ShowOne(const trigd::Result<json>& r, const std::string& command, const std::string& what, bool as_json);
+
+// Through the API (ctx.api): a list's rows, paged (at most 1000 a request) until `limit` rows
+// or the end; `query` as key=value pairs, already encoded.
+trigd::Result<json> ApiList(const Context& ctx, const std::string& path, std::string query, size_t limit);
+// Through the API: one resource as a one-row array (ShowOne's form); none for a 404 whose
+// error is "no WHAT".
+trigd::Result<json> ApiOne(const Context& ctx, const std::string& path);
 
 // A decimal integer; nothing for anything else, one past long long's range included.
 std::optional<long long> ParseId(const std::string& s);

@@ -4,8 +4,8 @@
 #include <iterator>
 #include <memory>
 
+#include "api/why.h"
 #include "app/trigctl/context.h"
-#include "app/why.h"
 #include "store/admin.h"
 
 namespace trigctl {
@@ -21,7 +21,10 @@ int JobsList(const Context& ctx, const std::optional<std::string>& state, const 
     return Refuse("jobs list", "unknown job state \"" + *state +
                                    "\" (one of pending_trigger, pending_constraint, launched, discarded)");
   }
-  auto r = trigd::QueryJobs(ctx.config.pg, state, schedule, *limit);
+  std::string query = (state ? "state=" + trigd::ApiClient::Encode(*state) : "");
+  if (schedule) query += (query.empty() ? "" : "&") + ("schedule=" + trigd::ApiClient::Encode(*schedule));
+  auto r =
+      ctx.api ? ApiList(ctx, "/api/v1/jobs", query, *limit) : trigd::QueryJobs(ctx.config.pg, state, schedule, *limit);
   if (!r.ok()) return FailList(r.status(), "jobs list", schedule);
   PrintRows(
       *r, {"id", "schedule", "version", "state", "priority", "opened_at", "next_check_at", "run_id", "discard_reason"},
@@ -33,10 +36,21 @@ int JobsShowOrWhy(const Context& ctx, const std::string& verb, const std::string
   if (id_text.empty()) return ctx.Usage("expects one job ID");
   auto id = ParseId(id_text);
   if (!id) return Refuse("jobs " + verb, "job id must be a number, got \"" + id_text + "\"");
-  if (verb == "show") return ShowOne(trigd::QueryJob(ctx.config.pg, *id), "jobs show", "job " + id_text, ctx.as_json);
-  auto in = trigd::InspectJob(ctx.config.pg, *id);
-  if (!in.ok()) return Fail(in.status(), "jobs why");
-  json e = trigd::ExplainJob(*in);
+  const std::string path = "/api/v1/jobs/" + std::to_string(*id);
+  if (verb == "show") {
+    return ShowOne(ctx.api ? ApiOne(ctx, path) : trigd::QueryJob(ctx.config.pg, *id), "jobs show", "job " + id_text,
+                   ctx.as_json);
+  }
+  json e;
+  if (ctx.api) {
+    auto r = ctx.api->Call("GET", path + "/why");
+    if (!r.ok()) return Fail(r.status(), "jobs why");
+    e = *r;
+  } else {
+    auto in = trigd::InspectJob(ctx.config.pg, *id);
+    if (!in.ok()) return Fail(in.status(), "jobs why");
+    e = trigd::ExplainJob(*in);
+  }
   std::cout << (ctx.as_json ? e.dump() + "\n" : trigd::FormatExplanation(e));
   return 0;
 }

@@ -130,6 +130,33 @@ int ShowOne(const trigd::Result<json>& r, const std::string& command, const std:
   return 0;
 }
 
+trigd::Result<json> ApiList(const Context& ctx, const std::string& path, std::string query, size_t limit) {
+  json rows = json::array();
+  size_t offset = 0;
+  while (rows.size() < limit) {
+    const size_t n = std::min<size_t>(1000, limit - rows.size());
+    auto page = ctx.api->Call("GET", path + "?" + query + (query.empty() ? "" : "&") + "limit=" + std::to_string(n) +
+                                         "&offset=" + std::to_string(offset));
+    if (!page.ok()) return page.status();
+    for (auto& r : (*page)["items"]) rows.push_back(std::move(r));
+    if (!(*page)["next_offset"].is_number()) break;
+    offset = (*page)["next_offset"].get<size_t>();
+    // The API pages through its newest 10,000 rows.
+    if (offset + std::min<size_t>(1000, limit - rows.size()) > 10000) break;
+  }
+  return rows;
+}
+
+trigd::Result<json> ApiOne(const Context& ctx, const std::string& path) {
+  auto r = ctx.api->Call("GET", path);
+  if (!r.ok()) {
+    if (r.status().code() == trigd::StatusCode::kNotFound && r.status().message().rfind("no ", 0) == 0)
+      return json::array();
+    return r.status();
+  }
+  return json::array({*r});
+}
+
 std::optional<long long> ParseId(const std::string& s) {
   char* end = nullptr;
   errno = 0;

@@ -11,7 +11,9 @@ int RunsList(const Context& ctx, const std::optional<std::string>& schedule,
              const std::optional<std::string>& limit_flag) {
   auto limit = Limit(limit_flag);
   if (!limit) return Refuse("runs list", "--limit must be a positive integer, got \"" + *limit_flag + "\"");
-  auto r = trigd::QueryRuns(ctx.config.pg, schedule, *limit);
+  auto r = ctx.api
+               ? ApiList(ctx, "/api/v1/runs", schedule ? "schedule=" + trigd::ApiClient::Encode(*schedule) : "", *limit)
+               : trigd::QueryRuns(ctx.config.pg, schedule, *limit);
   if (!r.ok()) return FailList(r.status(), "runs list", schedule);
   PrintRows(*r, {"run_id", "job_id", "schedule", "program", "state", "attempt", "launched_at", "finished_at"},
             ctx.as_json);
@@ -34,7 +36,9 @@ void AddRuns(CLI::App& root, Context& ctx) {
   ctx.Verb(*runs, "show", "one run, with its attempts and history",
            [&ctx, f] {
              if (f->run_id.empty()) return ctx.Usage("expects one RUN_ID");
-             return ShowOne(trigd::QueryRun(ctx.config.pg, f->run_id), "runs show", "run " + f->run_id, ctx.as_json);
+             return ShowOne(ctx.api ? ApiOne(ctx, "/api/v1/runs/" + trigd::ApiClient::Encode(f->run_id))
+                                    : trigd::QueryRun(ctx.config.pg, f->run_id),
+                            "runs show", "run " + f->run_id, ctx.as_json);
            })
       ->add_option("RUN_ID", f->run_id, "run id");
 }

@@ -19,12 +19,26 @@ namespace {
 // `schedules apply` lists the unchanged schedules up to this many.
 constexpr size_t kUnchangedListed = 20;
 
+// The documents in one request (POST /api/v1/schedules: one transaction, as ApplySchedules),
+// each in its canonical form.
+trigd::Result<std::vector<trigd::ApplyOutcome>> ApplyThroughApi(const Context& ctx,
+                                                                const std::vector<trigd::Schedule>& schedules) {
+  json docs = json::array();
+  for (const auto& s : schedules) docs.push_back(trigd::ScheduleToJson(s));
+  auto r = ctx.api->Call("POST", "/api/v1/schedules", docs);
+  if (!r.ok()) return r.status();
+  std::vector<trigd::ApplyOutcome> out;
+  for (const auto& o : *r) out.push_back({o.value("schedule", ""), o.value("version", 0), o.value("changed", false)});
+  return out;
+}
+
 // Every document of the files and folders (-f, once or more, as kubectl apply; "-" is standard
 // input) is validated first; any problem refuses them all, and they are applied in one
 // transaction. A file named twice (directly or through a folder) is read once.
-int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
-  const trigd::Config& config = ctx.config;
-  const bool as_json = ctx.as_json;
+}  // namespace
+
+int ReadScheduleDocuments(const std::vector<std::string>& paths, const std::string& command,
+                          std::vector<trigd::Schedule>& schedules) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   for (const auto& path : paths) {
@@ -34,12 +48,12 @@ int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
       for (const auto& e : std::filesystem::recursive_directory_iterator(path, ec))
         if (e.is_regular_file() && e.path().extension() == ".json") in_folder.push_back(e.path());
       std::sort(in_folder.begin(), in_folder.end());
-      if (in_folder.empty()) return Refuse("schedules apply", "no .json schedule documents in " + path);
+      if (in_folder.empty()) return Refuse(command, "no .json schedule documents in " + path);
       files.insert(files.end(), in_folder.begin(), in_folder.end());
     } else if (path == "-" || std::filesystem::exists(path, ec)) {
       files.push_back(path);
     } else {
-      return Refuse("schedules apply", path + ": no such file or folder");
+      return Refuse(command, path + ": no such file or folder");
     }
   }
   {
@@ -49,7 +63,6 @@ int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
       return !read.insert(f == "-" ? f : std::filesystem::weakly_canonical(f, ec)).second;
     });
   }
-  std::vector<trigd::Schedule> schedules;
   std::vector<std::string> errors;
   std::map<std::string, std::string> seen;  // schedule name -> the file that defines it first
   for (const auto& f : files) {
@@ -80,10 +93,21 @@ int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
   }
   if (!errors.empty()) {
     for (const auto& e : errors) std::cerr << e << "\n";
-    std::cerr << "trigctl schedules apply: " << errors.size() << " problem(s); nothing applied\n";
+    std::cerr << "trigctl " << command << ": " << errors.size() << " problem(s); nothing "
+              << (command == "schedules apply" ? "applied" : "replayed") << "\n";
     return 1;
   }
-  auto r = trigd::ApplySchedules(config.pg, schedules);
+  return 0;
+}
+
+namespace {
+
+int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
+  const trigd::Config& config = ctx.config;
+  const bool as_json = ctx.as_json;
+  std::vector<trigd::Schedule> schedules;
+  if (int refused = ReadScheduleDocuments(paths, "schedules apply", schedules); refused != 0) return refused;
+  auto r = ctx.api ? ApplyThroughApi(ctx, schedules) : trigd::ApplySchedules(config.pg, schedules);
   if (!r.ok()) return Fail(r.status(), "schedules apply");
   if (as_json) {
     // Every schedule, changed or not: for scripts.
@@ -112,10 +136,21 @@ int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths) {
 int SchedulesList(const Context& ctx, const std::optional<std::string>& limit_flag) {
   auto limit = Limit(limit_flag, SIZE_MAX);
   if (!limit) return Refuse("schedules list", "--limit must be a positive integer, got \"" + *limit_flag + "\"");
-  auto r = trigd::QuerySchedules(ctx.config.pg, *limit == SIZE_MAX ? std::nullopt : std::optional<size_t>(*limit));
+  auto r =
+      ctx.api ? ApiList(ctx, "/api/v1/schedules", "", *limit)
+              : trigd::QuerySchedules(ctx.config.pg, *limit == SIZE_MAX ? std::nullopt : std::optional<size_t>(*limit));
   if (!r.ok()) return Fail(r.status(), "schedules list");
   PrintRows(*r, {"name", "version", "state", "open_jobs", "active_runs", "next_fire_at", "updated_at"}, ctx.as_json);
   return 0;
+}
+
+// /api/v1/schedules/NS/NAME; a name without its namespace as NAME alone (the API answers that
+// there is no such schedule, as the database does).
+std::string SchedulePath(const std::string& name) {
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos) return "/api/v1/schedules/-/" + trigd::ApiClient::Encode(name);
+  return "/api/v1/schedules/" + trigd::ApiClient::Encode(name.substr(0, slash)) + "/" +
+         trigd::ApiClient::Encode(name.substr(slash + 1));
 }
 
 int SchedulesChange(const Context& ctx, const std::string& verb, const std::string& name) {
@@ -124,8 +159,15 @@ int SchedulesChange(const Context& ctx, const std::string& verb, const std::stri
                 : verb == "suspend" ? trigd::ScheduleAction::kSuspend
                                     : trigd::ScheduleAction::kResume;
   bool changed = false;
-  trigd::Status st = trigd::ChangeSchedule(ctx.config.pg, ctx.config.topic_prefix, name, action, &changed);
-  if (!st.ok()) return Fail(st, "schedules " + verb);
+  if (ctx.api) {
+    auto r =
+        ctx.api->Call(verb == "delete" ? "DELETE" : "POST", SchedulePath(name) + (verb == "delete" ? "" : "/" + verb));
+    if (!r.ok()) return Fail(r.status(), "schedules " + verb);
+    changed = r->value("done", "").rfind("already", 0) != 0;
+  } else {
+    trigd::Status st = trigd::ChangeSchedule(ctx.config.pg, ctx.config.topic_prefix, name, action, &changed);
+    if (!st.ok()) return Fail(st, "schedules " + verb);
+  }
   std::string done = !changed            ? (verb == "suspend" ? "already suspended" : "already active")
                      : verb == "delete"  ? "deleted"
                      : verb == "suspend" ? "suspended"
@@ -160,7 +202,8 @@ void AddSchedules(CLI::App& root, Context& ctx) {
            f->limit, "default: all");
   CLI::App* show = ctx.Verb(*schedules, "show", "one schedule: its document, state and version", [&ctx, f] {
     if (f->name.empty()) return ctx.Usage("expects one NAME");
-    return ShowOne(trigd::QuerySchedule(ctx.config.pg, f->name), "schedules show", "schedule " + f->name, ctx.as_json);
+    return ShowOne(ctx.api ? ApiOne(ctx, SchedulePath(f->name)) : trigd::QuerySchedule(ctx.config.pg, f->name),
+                   "schedules show", "schedule " + f->name, ctx.as_json);
   });
   show->add_option("NAME", f->name, "namespace/name");
   for (const char* verb : {"delete", "suspend", "resume"}) {
@@ -171,6 +214,7 @@ void AddSchedules(CLI::App& root, Context& ctx) {
     ctx.Verb(*schedules, v, what, [&ctx, f, v] { return SchedulesChange(ctx, v, f->name); })
         ->add_option("NAME", f->name, "namespace/name");
   }
+  AddScheduleReplay(*schedules, ctx);
 }
 
 }  // namespace trigctl

@@ -1,4 +1,4 @@
-#include "app/why.h"
+#include "api/why.h"
 
 #include <sstream>
 

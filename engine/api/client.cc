@@ -1,0 +1,74 @@
+#include "api/client.h"
+
+#include <httplib.h>
+
+namespace trigd {
+
+using nlohmann::json;
+
+Result<std::unique_ptr<ApiClient>> ApiClient::Create(const std::string& url, const std::string& token) {
+  const std::string scheme = "http://";
+  const size_t slash = url.find('/', scheme.size());
+  const bool bare = slash == std::string::npos || slash + 1 == url.size();  // nothing after HOST:PORT[/]
+  if (url.rfind(scheme, 0) != 0 || url.size() == scheme.size() || !bare) {
+    return Invalid("--api must be http://HOST:PORT, got \"" + url + "\"");
+  }
+  std::unique_ptr<ApiClient> c(new ApiClient());
+  c->url_ = url.back() == '/' ? url.substr(0, url.size() - 1) : url;
+  c->token_ = token;
+  return c;
+}
+
+ApiClient::~ApiClient() = default;
+
+std::string ApiClient::Encode(const std::string& text) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+Result<json> ApiClient::Call(const std::string& method, const std::string& path,
+                             const std::optional<json>& body) const {
+  httplib::Client client(url_);
+  client.set_connection_timeout(std::chrono::seconds(5));
+  client.set_read_timeout(std::chrono::seconds(60));
+  httplib::Headers headers;
+  if (!token_.empty()) headers.emplace("Authorization", "Bearer " + token_);
+  const std::string text = body ? body->dump() : std::string();
+  httplib::Result r = method == "GET"      ? client.Get(path, headers)
+                      : method == "DELETE" ? client.Delete(path, headers)
+                      : method == "PUT"    ? client.Put(path, headers, text, "application/json")
+                                           : client.Post(path, headers, text, "application/json");
+  if (!r) return Unavailable("cannot reach the API at " + url_ + ": " + httplib::to_string(r.error()));
+  json reply = json::parse(r->body, nullptr, false);
+  if (r->status >= 200 && r->status < 300) {
+    if (reply.is_discarded()) return Internal("the API at " + url_ + " answered " + path + " with no JSON");
+    return reply;
+  }
+  std::string message = reply.is_object() && reply.contains("error") && reply["error"].is_string()
+                            ? reply["error"].get<std::string>()
+                            : "HTTP " + std::to_string(r->status);
+  if (reply.is_object() && reply.contains("problems") && reply["problems"].is_array()) {
+    for (const auto& p : reply["problems"]) {
+      if (!p.is_object()) continue;
+      const std::string where = p.value("path", "");
+      const std::string what = p.value("message", "");
+      if (what == message) continue;
+      message += "\n" + (where.empty() ? what : where + ": " + what);
+    }
+  }
+  if (r->status == 404) return NotFound(message);
+  if (r->status >= 500) return Unavailable(message);
+  return Invalid(message);
+}
+
+}  // namespace trigd

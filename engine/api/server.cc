@@ -1,0 +1,599 @@
+#include "api/server.h"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/lag.h"
+#include "api/why.h"
+#include "common/log.h"
+#include "core/schedule_parser.h"
+#include "store/admin.h"
+
+namespace trigd {
+
+using nlohmann::json;
+
+namespace {
+
+// A reply: the status and the JSON body.
+struct Reply {
+  int status = 200;
+  json body;
+};
+
+// The error shape of SPEC §13: {"error": text, "problems": [{"path": p, "message": m}]}.
+Reply Error(int status, const std::string& error, json problems = json::array()) {
+  return {status, json{{"error", error}, {"problems", std::move(problems)}}};
+}
+json Problem(const std::string& path, const std::string& message) { return json{{"path", path}, {"message", message}}; }
+
+int HttpStatusOf(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kInvalid: return 400;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kAborted: return 409;
+    case StatusCode::kUnavailable: return 503;
+    default: return 500;
+  }
+}
+Reply Fail(const Status& s) { return Error(HttpStatusOf(s), s.message()); }
+
+// What a handler gets: the caller, the path's parameters, the query and the body.
+struct Call {
+  const Principal& who;
+  std::vector<std::string> params;  // the route's captures, in order
+  const httplib::Request& req;
+  json body;  // null when the request has none
+  std::optional<std::string> Query(const std::string& key) const {
+    if (!req.has_param(key)) return std::nullopt;
+    return req.get_param_value(key);
+  }
+};
+
+// A schedule's namespace: what comes before the first '/' of its name.
+std::string NamespaceOf(const std::string& schedule) { return schedule.substr(0, schedule.find('/')); }
+
+// The schedule name of a row: lists say "schedule", single rows "schedule_name", schedules "name".
+std::string ScheduleOf(const json& row) {
+  if (!row.is_object()) return "";
+  for (const char* key : {"schedule", "schedule_name", "name"}) {
+    auto it = row.find(key);
+    if (it != row.end() && it->is_string()) return it->get<std::string>();
+  }
+  return "";
+}
+
+Reply Forbidden(const Principal& who, const std::string& ns) {
+  (void)who;
+  return Error(403, "this token does not reach namespace " + ns);
+}
+
+// The {namespace}/{name} of a path, each checked as the parser checks a document's.
+std::optional<Reply> CheckName(const std::string& ns, const std::string& name) {
+  json problems = json::array();
+  if (Status s = CheckIdentifier("namespace", ns); !s.ok()) problems.push_back(Problem("namespace", s.message()));
+  if (Status s = CheckIdentifier("name", name); !s.ok()) problems.push_back(Problem("name", s.message()));
+  if (problems.empty()) return std::nullopt;
+  return Error(400, "invalid schedule name in the path", problems);
+}
+
+// limit (1..kApiMaxLimit, default 100) and offset (0.., offset + limit <= kApiMaxWindow).
+struct Page {
+  size_t limit = 100, offset = 0;
+};
+std::variant<Page, Reply> ReadPage(const Call& c) {
+  Page p;
+  json problems = json::array();
+  auto number = [&](const char* key, size_t& out, size_t min, size_t max) {
+    auto v = c.Query(key);
+    if (!v) return;
+    bool digits = !v->empty() && v->size() <= 9 && std::all_of(v->begin(), v->end(), ::isdigit);
+    size_t n = digits ? std::stoul(*v) : 0;
+    if (!digits || n < min || n > max) {
+      problems.push_back(Problem(key, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+                                          ", got \"" + *v + "\""));
+      return;
+    }
+    out = n;
+  };
+  number("limit", p.limit, 1, kApiMaxLimit);
+  number("offset", p.offset, 0, kApiMaxWindow);
+  if (problems.empty() && p.offset + p.limit > kApiMaxWindow)
+    problems.push_back(Problem("offset", "offset + limit must be at most " + std::to_string(kApiMaxWindow)));
+  if (!problems.empty()) return Error(400, "invalid paging", problems);
+  return p;
+}
+
+// One page of `rows` (newest first, read with limit offset + limit + 1): the rows the caller's
+// namespaces reach, from `offset`, at most `limit`; next_offset when more follow.
+json PageOf(const json& rows, const Page& p, const Principal& who) {
+  json items = json::array();
+  size_t seen = 0;
+  bool more = false;
+  for (const auto& r : rows) {
+    if (!who.Reaches(NamespaceOf(ScheduleOf(r)))) continue;
+    if (seen++ < p.offset) continue;
+    if (items.size() == p.limit) {
+      more = true;
+      break;
+    }
+    items.push_back(r);
+  }
+  return json{{"items", items}, {"next_offset", more ? json(p.offset + p.limit) : json(nullptr)}};
+}
+
+// How many rows to read for a page: enough for the page and one more when the token reaches
+// every namespace; the whole window otherwise (the rows it cannot see are dropped after).
+size_t ReadLimit(const Page& p, const Principal& who) {
+  return who.ReachesAll() ? p.offset + p.limit + 1 : kApiMaxWindow + 1;
+}
+
+// The first row of a query, or 404 "no WHAT"; 403 when the caller does not reach its schedule.
+Reply One(const Result<json>& r, const std::string& what, const Principal& who) {
+  if (!r.ok()) return Fail(r.status());
+  if (r->empty()) return Error(404, "no " + what);
+  const json& row = (*r)[0];
+  const std::string name = ScheduleOf(row);
+  if (!who.Reaches(NamespaceOf(name))) return Forbidden(who, NamespaceOf(name));
+  return {200, row};
+}
+
+constexpr const char* kJobStates[] = {"pending_trigger", "pending_constraint", "launched", "discarded"};
+
+using Server = ApiServer::Impl;
+
+// A route: method, path pattern (a regex whose groups are the parameters), the least role
+// that may call it, the query parameters it takes, whether its path names a namespace (its
+// first two groups are namespace and name), and what it does. Adding a verb is one entry.
+enum class Body { kNone, kOptional, kRequired };
+struct Route {
+  std::string id;  // its operationId in docs/api/openapi.yaml
+  std::string method;
+  std::string pattern;
+  Role role;
+  std::set<std::string> query;
+  Body body = Body::kNone;
+  bool by_name = false;  // groups 1 and 2: namespace, name
+  std::function<Reply(Server&, const Call&)> handle;
+};
+
+std::vector<Route> Routes();
+
+}  // namespace
+
+struct ApiServer::Impl {
+  ApiOptions options;
+  httplib::Server http;
+  std::thread thread;
+  int port = 0;
+  bool auth = false;
+  std::mutex tokens_mu;
+  std::shared_ptr<const TokenTable> tokens;
+
+  std::shared_ptr<const TokenTable> Tokens() {
+    std::lock_guard lock(tokens_mu);
+    return tokens;
+  }
+
+  // The caller of `req`, or the 401 that refuses it. Without a token file everyone is admin.
+  std::variant<Principal, Reply> Authenticate(const httplib::Request& req) {
+    if (!auth) return Principal{};
+    const std::string header = req.get_header_value("Authorization");
+    if (header.empty()) return Error(401, "no token: send Authorization: Bearer TOKEN");
+    const std::string prefix = "Bearer ";
+    if (header.rfind(prefix, 0) != 0) return Error(401, "the Authorization header is not \"Bearer TOKEN\"");
+    auto who = FindToken(*Tokens(), std::string_view(header).substr(prefix.size()));
+    if (!who) return Error(401, "unknown token");
+    return *who;
+  }
+
+  Reply Serve(const Route& route, const httplib::Request& req) {
+    auto auth_result = Authenticate(req);
+    if (auto* r = std::get_if<Reply>(&auth_result)) return *r;
+    const Principal& who = std::get<Principal>(auth_result);
+    if (who.role < route.role) {
+      return Error(403, std::string("role ") + RoleName(who.role) + " may not " + req.method + " " + req.path +
+                            " (needs " + RoleName(route.role) + ")");
+    }
+    json problems = json::array();
+    // The names of the target's query parameters (req.params also holds those of a form body,
+    // which a client that sends JSON without its content type gets).
+    const size_t q = req.target.find('?');
+    for (size_t at = q == std::string::npos ? req.target.size() : q + 1; at < req.target.size();) {
+      size_t end = req.target.find('&', at);
+      if (end == std::string::npos) end = req.target.size();
+      const std::string key = req.target.substr(at, std::min(end, req.target.find('=', at)) - at);
+      if (!key.empty() && !route.query.count(key)) problems.push_back(Problem(key, "unknown query parameter"));
+      at = end + 1;
+    }
+    if (!problems.empty()) return Error(400, "unknown query parameter", problems);
+    Call call{who, {}, req, json()};
+    for (size_t i = 1; i < req.matches.size(); ++i) call.params.push_back(req.matches[i].str());
+    if (route.by_name) {
+      if (auto bad = CheckName(call.params[0], call.params[1])) return *bad;
+      if (!who.Reaches(call.params[0])) return Forbidden(who, call.params[0]);
+    }
+    if (!req.body.empty()) {
+      if (route.body == Body::kNone) return Error(400, "this operation takes no body");
+      call.body = json::parse(req.body, nullptr, false);
+      if (call.body.is_discarded())
+        return Error(400, "invalid JSON in the body", json::array({Problem("", "not JSON")}));
+    } else if (route.body == Body::kRequired) {
+      return Error(400, "needs a JSON body");
+    }
+    return route.handle(*this, call);
+  }
+};
+
+namespace {
+
+Reply ApplyOne(Server& s, const Call& c) {
+  const std::string name = c.params[0] + "/" + c.params[1];
+  if (!c.body.is_object()) return Error(400, "the body must be one schedule document (a JSON object)");
+  ParsedSchedule parsed = ParseSchedule(c.body);
+  json problems = json::array();
+  for (const auto& e : parsed.errors) problems.push_back(Problem(e.path, e.reason));
+  if (parsed.ok() && parsed.schedule.id().value() != name) {
+    problems.push_back(Problem("name", "the document names " + parsed.schedule.id().value() + ", the path " + name));
+  }
+  if (!problems.empty()) return Error(400, "schedule " + name + " refused; nothing applied", problems);
+  auto r = ApplySchedules(s.options.pg, {parsed.schedule});
+  if (!r.ok()) return Fail(r.status());
+  const auto& o = r->front();
+  return {200, json{{"schedule", o.name}, {"version", o.version}, {"changed", o.changed}}};
+}
+
+// A document or an array of them, applied in one transaction as `trigctl schedules apply`.
+Reply ApplyMany(Server& s, const Call& c) {
+  json docs = c.body.is_array() ? c.body : json::array({c.body});
+  if (docs.empty()) return Error(400, "no schedule documents (an empty array)");
+  std::vector<Schedule> schedules;
+  std::set<std::string> names;
+  json problems = json::array();
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const std::string at = c.body.is_array() ? "[" + std::to_string(i) + "]" : "";
+    auto dot = [&](const std::string& p) { return at.empty() ? p : p.empty() ? at : at + "." + p; };
+    if (!docs[i].is_object()) {
+      problems.push_back(Problem(at, "expected a schedule document (a JSON object)"));
+      continue;
+    }
+    ParsedSchedule parsed = ParseSchedule(docs[i]);
+    for (const auto& e : parsed.errors) problems.push_back(Problem(dot(e.path), e.reason));
+    if (!parsed.ok()) continue;
+    const std::string name = parsed.schedule.id().value();
+    if (!c.who.Reaches(NamespaceOf(name))) return Forbidden(c.who, NamespaceOf(name));
+    if (!names.insert(name).second) {
+      problems.push_back(Problem(dot("name"), "schedule " + name + " is defined twice"));
+      continue;
+    }
+    schedules.push_back(std::move(parsed.schedule));
+  }
+  if (!problems.empty()) return Error(400, std::to_string(problems.size()) + " problem(s); nothing applied", problems);
+  auto r = ApplySchedules(s.options.pg, schedules);
+  if (!r.ok()) return Fail(r.status());
+  json out = json::array();
+  for (const auto& o : *r) out.push_back({{"schedule", o.name}, {"version", o.version}, {"changed", o.changed}});
+  return {200, out};
+}
+
+Reply ChangeOne(Server& s, const Call& c, ScheduleAction action) {
+  if (!c.body.is_null() && !(c.body.is_object() && c.body.empty()))
+    return Error(400, "this operation takes no fields", json::array({Problem("", "expected {} or no body")}));
+  const std::string name = c.params[0] + "/" + c.params[1];
+  bool changed = false;
+  Status st = ChangeSchedule(s.options.pg, s.options.topic_prefix, name, action, &changed);
+  if (!st.ok()) return Fail(st);
+  const std::string done = !changed ? (action == ScheduleAction::kSuspend ? "already suspended" : "already active")
+                           : action == ScheduleAction::kDelete  ? "deleted"
+                           : action == ScheduleAction::kSuspend ? "suspended"
+                                                                : "resumed";
+  return {200, json{{"schedule", name}, {"done", done}}};
+}
+
+// A list's `schedule` filter: a name whose namespace the caller reaches.
+std::optional<Reply> CheckScheduleFilter(const Call& c, const std::optional<std::string>& schedule) {
+  if (!schedule) return std::nullopt;
+  if (!c.who.Reaches(NamespaceOf(*schedule))) return Forbidden(c.who, NamespaceOf(*schedule));
+  return std::nullopt;
+}
+
+// Its list's error: a schedule filter that names nothing is 404 (the store's "no schedule X").
+Reply FailList(const Status& s, const std::optional<std::string>& schedule) {
+  if (s.code() == StatusCode::kNotFound && schedule) return Error(404, s.message());
+  return Fail(s);
+}
+
+std::optional<int64_t> ParseJobId(const std::string& text) {
+  if (text.empty() || text.size() > 18 || !std::all_of(text.begin(), text.end(), ::isdigit)) return std::nullopt;
+  return std::stoll(text);
+}
+
+Reply BadJobId(const std::string& text) {
+  return Error(400, "job id must be a number, got \"" + text + "\"", json::array({Problem("id", "not a number")}));
+}
+
+std::vector<Route> Routes() {
+  const std::string name = "/api/v1/schedules/([^/]+)/([^/]+)";
+  const std::set<std::string> page = {"limit", "offset"};
+  std::vector<Route> r;
+  r.push_back(
+      {"whoami", "GET", "/api/v1/whoami", Role::kViewer, {}, Body::kNone, false, [](Server& s, const Call& c) -> Reply {
+         json ops = json::array();
+         for (const Route& route : Routes()) {
+           if (c.who.role >= route.role) ops.push_back(route.id);
+         }
+         return {200, json{{"role", RoleName(c.who.role)},
+                           {"namespaces", c.who.namespaces},
+                           {"auth", s.auth},
+                           {"operations", ops}}};
+       }});
+  r.push_back({"listSchedules", "GET", "/api/v1/schedules", Role::kViewer, page, Body::kNone, false,
+               [](Server& s, const Call& c) -> Reply {
+                 auto p = ReadPage(c);
+                 if (auto* e = std::get_if<Reply>(&p)) return *e;
+                 auto rows = QuerySchedules(s.options.pg, ReadLimit(std::get<Page>(p), c.who));
+                 if (!rows.ok()) return Fail(rows.status());
+                 return {200, PageOf(*rows, std::get<Page>(p), c.who)};
+               }});
+  r.push_back({"applySchedules", "POST", "/api/v1/schedules", Role::kAdmin, {}, Body::kRequired, false, ApplyMany});
+  r.push_back({"getSchedule", "GET", name, Role::kViewer, {}, Body::kNone, true, [](Server& s, const Call& c) -> Reply {
+                 const std::string n = c.params[0] + "/" + c.params[1];
+                 return One(QuerySchedule(s.options.pg, n), "schedule " + n, c.who);
+               }});
+  r.push_back({"applySchedule", "PUT", name, Role::kAdmin, {}, Body::kRequired, true, ApplyOne});
+  r.push_back({"deleteSchedule", "DELETE", name, Role::kAdmin, {}, Body::kNone, true, [](Server& s, const Call& c) {
+                 return ChangeOne(s, c, ScheduleAction::kDelete);
+               }});
+  r.push_back({"suspendSchedule",
+               "POST",
+               name + "/suspend",
+               Role::kOperator,
+               {},
+               Body::kOptional,
+               true,
+               [](Server& s, const Call& c) { return ChangeOne(s, c, ScheduleAction::kSuspend); }});
+  r.push_back({"resumeSchedule",
+               "POST",
+               name + "/resume",
+               Role::kOperator,
+               {},
+               Body::kOptional,
+               true,
+               [](Server& s, const Call& c) { return ChangeOne(s, c, ScheduleAction::kResume); }});
+  r.push_back({"listJobs",
+               "GET",
+               "/api/v1/jobs",
+               Role::kViewer,
+               {"limit", "offset", "state", "schedule"},
+               Body::kNone,
+               false,
+               [](Server& s, const Call& c) -> Reply {
+                 auto p = ReadPage(c);
+                 if (auto* e = std::get_if<Reply>(&p)) return *e;
+                 auto state = c.Query("state");
+                 auto schedule = c.Query("schedule");
+                 if (state && std::none_of(std::begin(kJobStates), std::end(kJobStates),
+                                           [&](const char* st) { return *state == st; })) {
+                   return Error(400, "unknown job state",
+                                json::array({Problem("state", "unknown job state \"" + *state +
+                                                                  "\" (one of pending_trigger, "
+                                                                  "pending_constraint, launched, "
+                                                                  "discarded)")}));
+                 }
+                 if (auto e = CheckScheduleFilter(c, schedule)) return *e;
+                 auto rows = QueryJobs(s.options.pg, state, schedule, ReadLimit(std::get<Page>(p), c.who));
+                 if (!rows.ok()) return FailList(rows.status(), schedule);
+                 return {200, PageOf(*rows, std::get<Page>(p), c.who)};
+               }});
+  r.push_back({"getJob",
+               "GET",
+               "/api/v1/jobs/([^/]+)",
+               Role::kViewer,
+               {},
+               Body::kNone,
+               false,
+               [](Server& s, const Call& c) -> Reply {
+                 auto id = ParseJobId(c.params[0]);
+                 if (!id) return BadJobId(c.params[0]);
+                 return One(QueryJob(s.options.pg, *id), "job " + c.params[0], c.who);
+               }});
+  r.push_back({"whyJob",
+               "GET",
+               "/api/v1/jobs/([^/]+)/why",
+               Role::kViewer,
+               {},
+               Body::kNone,
+               false,
+               [](Server& s, const Call& c) -> Reply {
+                 auto id = ParseJobId(c.params[0]);
+                 if (!id) return BadJobId(c.params[0]);
+                 auto in = InspectJob(s.options.pg, *id);
+                 if (!in.ok()) return Fail(in.status());
+                 json e = ExplainJob(*in);
+                 const std::string ns = NamespaceOf(e.value("schedule", ""));
+                 if (!c.who.Reaches(ns)) return Forbidden(c.who, ns);
+                 return {200, e};
+               }});
+  r.push_back({"listRuns",
+               "GET",
+               "/api/v1/runs",
+               Role::kViewer,
+               {"limit", "offset", "schedule"},
+               Body::kNone,
+               false,
+               [](Server& s, const Call& c) -> Reply {
+                 auto p = ReadPage(c);
+                 if (auto* e = std::get_if<Reply>(&p)) return *e;
+                 auto schedule = c.Query("schedule");
+                 if (auto e = CheckScheduleFilter(c, schedule)) return *e;
+                 auto rows = QueryRuns(s.options.pg, schedule, ReadLimit(std::get<Page>(p), c.who));
+                 if (!rows.ok()) return FailList(rows.status(), schedule);
+                 return {200, PageOf(*rows, std::get<Page>(p), c.who)};
+               }});
+  r.push_back({"getRun",
+               "GET",
+               "/api/v1/runs/([^/]+)",
+               Role::kViewer,
+               {},
+               Body::kNone,
+               false,
+               [](Server& s, const Call& c) -> Reply {
+                 return One(QueryRun(s.options.pg, c.params[0]), "run " + c.params[0], c.who);
+               }});
+  r.push_back({"lag", "GET", "/api/v1/lag", Role::kViewer, {}, Body::kNone, false, [](Server& s, const Call&) -> Reply {
+                 auto lag = ComputeLag(s.options.kafka, s.options.pg, s.options.topic_prefix, s.options.group);
+                 if (!lag.ok()) return Fail(lag.status());
+                 return {200, *lag};
+               }});
+  return r;
+}
+
+void Send(httplib::Response& res, const Reply& reply) {
+  res.status = reply.status;
+  res.set_content(reply.body.dump(), "application/json");
+}
+
+}  // namespace
+
+Result<std::pair<std::string, int>> ParseListen(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return Invalid("TRIGD_API must be HOST:PORT (e.g. 127.0.0.1:8080), got \"" + listen + "\"");
+  std::string host = listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const std::string port = listen.substr(colon + 1);
+  const bool digits = !port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), ::isdigit);
+  if (!digits || std::stoi(port) > 65535)
+    return Invalid("TRIGD_API: port must be an integer from 0 to 65535, got \"" + port + "\"");
+  return std::make_pair(host, std::stoi(port));
+}
+
+bool IsLoopback(const std::string& host) {
+  if (host == "localhost" || host == "::1") return true;
+  in_addr a{};
+  if (inet_pton(AF_INET, host.c_str(), &a) == 1) return (ntohl(a.s_addr) >> 24) == 127;
+  return false;
+}
+
+std::string DefaultWebDir() {
+#ifdef TRIGD_DEFAULT_WEB_DIR
+  return TRIGD_DEFAULT_WEB_DIR;
+#else
+  return "web";
+#endif
+}
+
+ApiServer::ApiServer() : impl_(std::make_unique<Impl>()) {}
+ApiServer::~ApiServer() { Stop(); }
+
+int ApiServer::port() const { return impl_->port; }
+
+Status ApiServer::ReloadTokens() {
+  if (impl_->options.tokens_file.empty()) return Status();
+  auto table = LoadTokens(impl_->options.tokens_file);
+  if (!table.ok()) {
+    LogLine("api: tokens not reloaded, the ones in force stay: " + table.status().message());
+    return table.status();
+  }
+  const size_t n = table->entries.size();
+  {
+    std::lock_guard lock(impl_->tokens_mu);
+    impl_->tokens = std::make_shared<const TokenTable>(std::move(*table));
+  }
+  LogLine("api: " + std::to_string(n) + " token(s) loaded from " + impl_->options.tokens_file);
+  return Status();
+}
+
+Status ApiServer::Start(const ApiOptions& options) {
+  Impl& s = *impl_;
+  s.options = options;
+  auto listen = ParseListen(options.listen);
+  if (!listen.ok()) return listen.status();
+  const auto& [host, port] = *listen;
+  s.auth = !options.tokens_file.empty();
+  if (!s.auth && !IsLoopback(host)) {
+    return Invalid("TRIGD_API " + options.listen +
+                   " is not a loopback address: without TRIGD_TOKENS the API allows everything, so it binds only to "
+                   "127.0.0.1, ::1 or localhost");
+  }
+  if (s.auth) {
+    if (Status st = ReloadTokens(); !st.ok()) return st;
+  }
+  const std::string web = options.web_dir.empty() ? DefaultWebDir() : options.web_dir;
+
+  s.http.new_task_queue = [] { return new httplib::ThreadPool(kApiThreads); };
+  s.http.set_payload_max_length(kApiMaxBody);
+  s.http.set_read_timeout(kApiReadTimeout);
+  s.http.set_keep_alive_timeout(kApiReadTimeout.count());
+  s.http.set_write_timeout(kApiReadTimeout);
+  if (!s.http.set_mount_point("/", web)) LogLine("api: no console: " + web + " is not a folder");
+  s.http.set_file_request_handler([](const httplib::Request&, httplib::Response& res) {
+    // The console runs only its own scripts and talks only to this server.
+    res.set_header("Content-Security-Policy", "default-src 'self'; img-src 'self' data:");
+    res.set_header("X-Content-Type-Options", "nosniff");
+  });
+  for (Route& route : Routes()) {
+    auto shared = std::make_shared<Route>(std::move(route));
+    auto handler = [&s, shared](const httplib::Request& req, httplib::Response& res) {
+      Reply reply;
+      try {
+        reply = s.Serve(*shared, req);
+      } catch (const std::exception& e) {
+        LogLine(std::string("api: ") + req.method + " " + req.path + ": " + e.what());
+        reply = Error(500, "internal error");
+      }
+      Send(res, reply);
+    };
+    if (shared->method == "GET") s.http.Get(shared->pattern, handler);
+    if (shared->method == "POST") s.http.Post(shared->pattern, handler);
+    if (shared->method == "PUT") s.http.Put(shared->pattern, handler);
+    if (shared->method == "DELETE") s.http.Delete(shared->pattern, handler);
+  }
+  // Whatever the library refuses itself (no route, a body over the limit, a bad request line)
+  // gets the same error shape.
+  s.http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string what = res.status == 404   ? "no such resource: " + req.method + " " + req.path
+                       : res.status == 413 ? "body larger than " + std::to_string(kApiMaxBody) + " bytes"
+                       : res.status == 405 ? "method not allowed"
+                                           : "bad request";
+    json problems = json::array();
+    if (res.status == 413) problems.push_back(Problem("", "the limit is " + std::to_string(kApiMaxBody) + " bytes"));
+    res.set_content(json{{"error", what}, {"problems", problems}}.dump(), "application/json");
+  });
+  // Request lines only, never headers (the Authorization header holds the token) nor bodies.
+  s.http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    if (res.status >= 500) LogLine("api: " + std::to_string(res.status) + " " + req.method + " " + req.path);
+  });
+  if (port == 0) {
+    s.port = s.http.bind_to_any_port(host);
+    if (s.port < 0) return Unavailable("api: cannot bind " + host);
+  } else if (!s.http.bind_to_port(host, port)) {
+    return Unavailable("api: cannot listen on " + options.listen + " (in use, or not an address of this host)");
+  } else {
+    s.port = port;
+  }
+  s.thread = std::thread([&s] { s.http.listen_after_bind(); });
+  LogLine("api: serving /api/v1 and the console on http://" +
+          (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(s.port) + "/" +
+          (s.auth ? "" : " (no TRIGD_TOKENS: loopback only, no token needed)"));
+  return Status();
+}
+
+void ApiServer::Stop() {
+  if (!impl_ || !impl_->thread.joinable()) return;
+  impl_->http.stop();
+  impl_->thread.join();
+}
+
+}  // namespace trigd

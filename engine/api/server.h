@@ -1,0 +1,68 @@
+// The HTTP API under /api/v1 and the web console at / (SPEC §13), served by cpp-httplib on a
+// pool of its own threads. Each request opens its own PostgreSQL connection through the same
+// store functions trigctl calls (store/admin.h), never one of the engine loops': a slow or
+// flooding client holds up API threads, not ingest or the checkers.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "api/tokens.h"
+#include "common/status.h"
+
+namespace trigd {
+
+// The largest request body the API reads (a schedule document, or an array of them for the
+// bulk apply); a larger one is refused with 413 before it is read whole.
+inline constexpr size_t kApiMaxBody = 1 << 20;
+// A client that sends nothing for this long while the server reads its request (headers or
+// body) is disconnected; an idle keep-alive connection is closed after it too.
+inline constexpr std::chrono::seconds kApiReadTimeout{5};
+// Threads serving requests; one per connection being served.
+inline constexpr int kApiThreads = 8;
+// Lists: `limit` at most this; `offset + limit` at most kApiMaxWindow.
+inline constexpr size_t kApiMaxLimit = 1000;
+inline constexpr size_t kApiMaxWindow = 10000;
+
+struct ApiOptions {
+  std::string listen = "127.0.0.1:8080";  // TRIGD_API: HOST:PORT
+  std::string tokens_file;                // TRIGD_TOKENS; empty: no tokens, loopback only
+  std::string web_dir;                    // TRIGD_WEB_DIR; empty: the source tree's web/
+  std::string pg, kafka, topic_prefix, group;
+};
+
+// HOST:PORT as TRIGD_API takes it; kInvalid naming what is wrong.
+Result<std::pair<std::string, int>> ParseListen(const std::string& listen);
+// Whether `host` is a loopback address or name (127.0.0.0/8, ::1, localhost).
+bool IsLoopback(const std::string& host);
+// The directory of the console's files compiled in (the source tree's web/).
+std::string DefaultWebDir();
+
+class ApiServer {
+ public:
+  ApiServer();
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  // Loads the token file, binds and starts serving on threads of its own. kInvalid: a bad
+  // address, an unreadable or invalid token file, a non-loopback address without one;
+  // kUnavailable: the address cannot be bound.
+  Status Start(const ApiOptions& options);
+  // Re-reads the token file (SIGHUP). An unreadable or invalid file keeps the tokens in force
+  // and is logged (the file holds hashes only; no token is ever logged).
+  Status ReloadTokens();
+  // Stops serving and joins the threads.
+  void Stop();
+  // The port bound (for HOST:0).
+  int port() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace trigd

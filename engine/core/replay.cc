@@ -1,0 +1,465 @@
+#include "core/replay.h"
+
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/accumulator.h"
+#include "core/constraint_checker.h"
+#include "core/cron.h"
+#include "core/envelope.h"
+#include "core/envelope_scan.h"
+#include "core/event_router.h"
+#include "core/schedule_index.h"
+#include "core/trigger_eval.h"
+
+namespace trigd {
+namespace {
+
+// What the virtual clock wakes up for. At one instant, runs end first (a run's end frees a slot
+// that a check at that instant may use), then fire times, then checks.
+enum class TimerKind { kRunEnd = 0, kFire = 1, kCheck = 2 };
+
+struct Timer {
+  TimePoint at;
+  TimerKind kind;
+  uint64_t seq;
+  size_t a;  // kRunEnd, kFire: the schedule; kCheck: the job
+  size_t b;  // kFire: the time leaf; kCheck: the job's check generation
+  bool operator>(const Timer& o) const {
+    if (at != o.at) return at > o.at;
+    if (kind != o.kind) return kind > o.kind;
+    return seq > o.seq;
+  }
+};
+
+enum class SimState { kOpen, kWaiting, kDone };
+
+struct SimJob {
+  size_t schedule = 0;
+  int64_t number = 0;
+  SimState state = SimState::kOpen;
+  OpenJob open;  // state, triggered_by, opened_at (as Accumulate keeps them)
+  std::optional<TimePoint> ready_at;
+  uint64_t generation = 0;  // a check timer of an older generation is stale
+  bool wakes_on_run_end = false;
+  std::string last_reason;  // a wait is recorded when its reason changes (as the store does)
+};
+
+struct SimSchedule {
+  std::shared_ptr<const Schedule> schedule;
+  std::vector<const TimeTrigger*> time_leaves;
+  std::optional<size_t> open_job;
+  std::vector<size_t> waiting;  // jobs with a complete trigger, not decided yet
+  int64_t active_runs = 0;
+  std::optional<TimePoint> last_launch;
+  std::vector<TimePoint> launches;
+  size_t runs_started = 0;  // which recorded duration the next run takes
+};
+
+Millis Median(std::vector<Millis> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+struct Replay::Impl {
+  ReplayOptions options;
+  std::vector<SimSchedule> schedules;
+  std::map<int64_t, ScheduleView> views;  // enabled schedules, id = index + 1
+  ScheduleIndex index;
+  std::string key;
+  std::vector<SimJob> jobs;
+  std::unordered_map<std::string, int64_t> group_active;
+  std::unordered_map<std::string, std::vector<size_t>> group_members;  // schedules by group
+  std::unordered_set<std::string> seen;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
+  uint64_t seq = 0;
+  TimePoint clock;
+  ReplayResult result;
+
+  void Push(TimePoint at, TimerKind kind, size_t a, size_t b = 0) { timers.push(Timer{at, kind, seq++, a, b}); }
+
+  void Step(size_t job, TimePoint at, std::string what, std::string event = {}, std::string detail = {}) {
+    if (!options.keep_timeline) return;
+    const SimJob& j = jobs[job];
+    result.schedules[j.schedule].timeline.push_back(
+        ReplayStep{at, j.number, std::move(what), std::move(event), std::move(detail)});
+  }
+
+  // A history entry Accumulate wrote, kept as it is until DecodeTimeline.
+  void StepFromHistory(size_t job, std::string entry) {
+    if (!options.keep_timeline) return;
+    const SimJob& j = jobs[job];
+    ReplayStep step{clock, j.number, {}, {}, {}, std::move(entry)};
+    result.schedules[j.schedule].timeline.push_back(std::move(step));
+  }
+
+  Millis RunDuration(SimSchedule& s) {
+    const size_t k = s.runs_started++;
+    if (options.run_duration) return *options.run_duration;
+    auto it = options.recorded_durations.find(s.schedule->program.name);
+    if (it == options.recorded_durations.end() || it->second.empty()) return Millis(0);
+    return k < it->second.size() ? it->second[k] : Median(it->second);
+  }
+
+  void Check(size_t job_index) {
+    SimJob& job = jobs[job_index];
+    if (job.state == SimState::kDone) return;
+    SimSchedule& s = schedules[job.schedule];
+    const Schedule& schedule = *s.schedule;
+    RunFacts facts;
+    facts.active_runs = s.active_runs;
+    facts.last_launch = s.last_launch;
+    const auto& group = schedule.constraints.concurrency_group;
+    if (group) facts.group_active_runs = group_active[group->name];
+    if (schedule.constraints.max_runs_per) {
+      for (TimePoint t : s.launches) {
+        if (t > clock - schedule.constraints.max_runs_per->period) facts.launches_in_period.push_back(t);
+      }
+    }
+    const bool complete = job.state == SimState::kWaiting;
+    CheckOutcome out = CheckJob(schedule, {job.open.opened_at, job.ready_at}, complete, facts, clock);
+    ++job.generation;
+    job.wakes_on_run_end = false;
+    if (out.decision == Decision::kWait) {
+      if (complete && out.reason != job.last_reason) Step(job_index, clock, "wait", {}, out.reason);
+      job.last_reason = out.reason;
+      job.wakes_on_run_end = out.wakes_on_run_end;
+      if (out.next_check_at) Push(std::max(*out.next_check_at, clock), TimerKind::kCheck, job_index, job.generation);
+      return;
+    }
+    Leave(job_index);
+    if (out.decision == Decision::kDiscard) {
+      ++result.schedules[job.schedule].discarded;
+      Step(job_index, clock, "discard", {}, out.reason);
+      return;
+    }
+    const Millis duration = RunDuration(s);
+    ReplayLaunch launch{job.number, clock, clock + duration, out.forced, std::move(job.open.triggered_by)};
+    Step(job_index, clock, "launch", {},
+         std::string(out.forced ? "launched by timeout (action run)" : "constraints hold") + "; run lasts " +
+             FormatDuration(duration));
+    result.schedules[job.schedule].launches.push_back(std::move(launch));
+    ++s.active_runs;
+    s.last_launch = clock;
+    s.launches.push_back(clock);
+    if (group) ++group_active[group->name];
+    Push(clock + duration, TimerKind::kRunEnd, job.schedule);
+  }
+
+  // The job is decided (launched or discarded): it leaves its schedule's lists.
+  void Leave(size_t job_index) {
+    SimJob& job = jobs[job_index];
+    SimSchedule& s = schedules[job.schedule];
+    if (s.open_job == job_index) s.open_job.reset();
+    std::erase(s.waiting, job_index);
+    job.state = SimState::kDone;
+  }
+
+  void RunEnded(size_t schedule_index) {
+    SimSchedule& s = schedules[schedule_index];
+    --s.active_runs;
+    const auto& group = s.schedule->constraints.concurrency_group;
+    if (group) --group_active[group->name];
+    // The end wakes the jobs waiting for a run to end: the schedule's, and its group's.
+    if (!group) {
+      Wake(schedule_index);
+      return;
+    }
+    for (size_t member : group_members[group->name]) Wake(member);
+  }
+
+  // The schedule's jobs waiting for a run to end, checked now in the checker's order. Once one
+  // still waits for a run to end, so would the others (the same run counts hold them): their
+  // check is left to the next end.
+  void Wake(size_t schedule_index) {
+    // `waiting` is in readiness order (jobs join it as the clock moves on); a check that
+    // decides a job takes it out.
+    std::vector<size_t>& waiting = schedules[schedule_index].waiting;
+    for (size_t k = 0; k < waiting.size();) {
+      const size_t j = waiting[k];
+      if (!jobs[j].wakes_on_run_end) {
+        ++k;
+        continue;
+      }
+      Check(j);
+      if (jobs[j].state != SimState::kWaiting) continue;
+      if (jobs[j].wakes_on_run_end) break;
+      ++k;
+    }
+  }
+
+  void Fire(size_t schedule_index, size_t leaf) {
+    SimSchedule& s = schedules[schedule_index];
+    const std::string name = s.schedule->id().value();
+    const std::string fire_time = FormatTime(clock);
+    Event e;
+    e.id = OwnTickId(name, fire_time);
+    e.type = EventType::kTick;
+    e.time = clock;
+    e.payload = {{"schedule", name}, {"fire_time", fire_time}};
+    e.tick = {name, clock};
+    ++result.fire_times;
+    const int64_t id = static_cast<int64_t>(schedule_index) + 1;
+    Apply(e, std::span<const int64_t>(&id, 1));
+    if (auto next = NextFireTime(*s.time_leaves[leaf], options.from, clock); next && *next <= options.to) {
+      Push(*next, TimerKind::kFire, schedule_index, leaf);
+    }
+  }
+
+  // Runs every timer due at or before `t`, moving the clock along.
+  void Advance(TimePoint t) {
+    while (!timers.empty() && timers.top().at <= t) {
+      Timer timer = timers.top();
+      timers.pop();
+      clock = std::max(clock, timer.at);
+      switch (timer.kind) {
+        case TimerKind::kRunEnd: RunEnded(timer.a); break;
+        case TimerKind::kFire: Fire(timer.a, timer.b); break;
+        case TimerKind::kCheck: {
+          // Every check due now, in the checker's order: priority, then readiness, then age.
+          std::vector<size_t> due;
+          if (jobs[timer.a].generation == timer.b) due.push_back(timer.a);
+          while (!timers.empty() && timers.top().at == timer.at && timers.top().kind == TimerKind::kCheck) {
+            if (jobs[timers.top().a].generation == timers.top().b) due.push_back(timers.top().a);
+            timers.pop();
+          }
+          std::sort(due.begin(), due.end());
+          due.erase(std::unique(due.begin(), due.end()), due.end());
+          std::stable_sort(due.begin(), due.end(), [&](size_t x, size_t y) {
+            const int64_t px = schedules[jobs[x].schedule].schedule->priority;
+            const int64_t py = schedules[jobs[y].schedule].schedule->priority;
+            if (px != py) return px > py;
+            if (jobs[x].ready_at.has_value() != jobs[y].ready_at.has_value()) return jobs[x].ready_at.has_value();
+            return jobs[x].ready_at < jobs[y].ready_at;
+          });
+          for (size_t j : due) Check(j);
+          break;
+        }
+      }
+    }
+    clock = std::max(clock, t);
+  }
+
+  // One event, reaching `sids`, at the clock's time, through the accumulator. Events trigd
+  // would publish (upstream failures) come back in as it would read them back.
+  void Apply(const Event& event, std::span<const int64_t> sids) {
+    if (!seen.insert(event.id).second) {
+      ++result.duplicates;
+      return;
+    }
+    std::vector<AccumulateInput> in(1);
+    in[0].event = &event;
+    std::vector<OpenJob> open;
+    for (int64_t sid : sids) {
+      if (!views.count(sid)) continue;
+      in[0].schedule_ids.push_back(sid);
+      SimSchedule& s = schedules[static_cast<size_t>(sid - 1)];
+      if (s.open_job) {
+        OpenJob& o = jobs[*s.open_job].open;
+        o.history.clear();
+        open.push_back(std::move(o));
+      }
+    }
+    if (in[0].schedule_ids.empty()) return;
+    ++result.matched;
+    Accumulation acc = Accumulate(in, views, std::move(open), clock);
+    for (OpenJob& o : acc.jobs) {
+      const size_t si = static_cast<size_t>(o.schedule_id - 1);
+      size_t ji;
+      if (o.id != 0) {
+        ji = static_cast<size_t>(o.id - 1);
+      } else {
+        ji = jobs.size();
+        SimJob fresh;
+        fresh.schedule = si;
+        fresh.number = ++result.schedules[si].jobs;
+        jobs.push_back(std::move(fresh));
+        o.id = static_cast<int64_t>(ji) + 1;
+        schedules[si].open_job = ji;
+        if (const auto& timeout = schedules[si].schedule->timeout) {
+          Push(clock + timeout->after, TimerKind::kCheck, ji, 0);
+        }
+      }
+      SimJob& job = jobs[ji];
+      for (std::string& h : o.history) StepFromHistory(ji, std::move(h));
+      const bool complete = o.complete;
+      const bool discarded = o.discarded;
+      job.open = std::move(o);
+      if (discarded) {
+        Leave(ji);
+        ++result.schedules[si].discarded;
+      } else if (complete) {
+        SimSchedule& s = schedules[si];
+        if (s.open_job == ji) s.open_job.reset();
+        job.state = SimState::kWaiting;
+        job.ready_at = clock;
+        s.waiting.push_back(ji);
+        Check(ji);
+      }
+    }
+    for (const Event& published : acc.published) {
+      std::string k = published.EventKey();
+      std::span<const int64_t> reached = index.Lookup(k);
+      std::vector<int64_t> copy(reached.begin(), reached.end());
+      Apply(published, copy);
+    }
+  }
+};
+
+Replay::Replay(std::vector<Schedule> schedules, ReplayOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.options = std::move(options);
+  m.clock = m.options.from;
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    SimSchedule s;
+    const int64_t id = static_cast<int64_t>(i) + 1;
+    const bool enabled = schedules[i].enabled;
+    s.schedule = std::make_shared<const Schedule>(std::move(schedules[i]));
+    const Schedule& schedule = *s.schedule;
+    ReplaySchedule r;
+    r.name = schedule.id().value();
+    r.enabled = enabled;
+    m.result.schedules.push_back(std::move(r));
+    if (enabled) {
+      m.views[id] = ScheduleView{id, 1, s.schedule};
+      if (const auto& group = schedule.constraints.concurrency_group) m.group_members[group->name].push_back(i);
+      std::vector<std::string> keys;
+      for (const Trigger* leaf : TriggerLeaves(schedule.trigger)) {
+        keys.push_back(LeafEventKey(*leaf, schedule.id()));
+        if (leaf->kind == TriggerKind::kTime) s.time_leaves.push_back(&leaf->time);
+      }
+      m.index.Put(id, keys);
+      for (size_t leaf = 0; leaf < s.time_leaves.size(); ++leaf) {
+        if (auto next = NextFireTime(*s.time_leaves[leaf], m.options.from, m.options.from);
+            next && *next <= m.options.to) {
+          m.Push(*next, TimerKind::kFire, i, leaf);
+        }
+      }
+    }
+    m.schedules.push_back(std::move(s));
+  }
+}
+
+Replay::~Replay() = default;
+
+void Replay::Feed(std::string_view bytes) {
+  Impl& m = *impl_;
+  ++m.result.messages;
+  RoutedEvent r = RouteEvent(bytes, m.index, m.key);
+  switch (r.kind) {
+    case RoutedEvent::Kind::kInvalid: ++m.result.invalid; return;
+    // trigd's own ticks: the replay makes the fire times of the documents it evaluates.
+    case RoutedEvent::Kind::kOwnTick:
+    case RoutedEvent::Kind::kNoMatch: return;
+    case RoutedEvent::Kind::kMatch: break;
+  }
+  if (r.schedules.empty()) return;  // a run report no replayed schedule listens to
+  m.Advance(r.event->time);
+  std::vector<int64_t> sids(r.schedules.begin(), r.schedules.end());
+  m.Apply(*r.event, sids);
+}
+
+TimePoint Replay::now() const { return impl_->clock; }
+
+ReplayResult Replay::Finish() {
+  Impl& m = *impl_;
+  m.Advance(std::max(m.options.to, m.clock));
+  for (const SimJob& job : m.jobs) {
+    if (job.state == SimState::kOpen) ++m.result.schedules[job.schedule].open_at_end;
+    if (job.state == SimState::kWaiting) ++m.result.schedules[job.schedule].waiting_at_end;
+  }
+  return std::move(m.result);
+}
+
+void DecodeTimeline(ReplayResult& result) {
+  for (ReplaySchedule& s : result.schedules) {
+    for (ReplayStep& step : s.timeline) {
+      if (step.history.empty()) continue;
+      nlohmann::json h = nlohmann::json::parse(step.history, nullptr, false);
+      step.history.clear();
+      if (!h.is_object()) continue;
+      if (auto leaves = h.find("leaves"); leaves != h.end() && leaves->is_array()) {
+        for (const auto& l : *leaves) {
+          if (l.is_string()) step.detail += (step.detail.empty() ? "" : "; ") + l.get<std::string>();
+        }
+      }
+      step.what = h.value("what", "");
+      step.event = h.value("event", "");
+      if (step.what.starts_with("discarded: ")) {
+        step.detail = step.what.substr(sizeof("discarded: ") - 1);
+        step.what = "discard";
+      }
+    }
+  }
+}
+
+std::optional<TimePoint> EnvelopeEventTime(std::string_view bytes) {
+  EnvelopeScan scan;
+  if (ScanEnvelope(bytes, scan)) return scan.time;
+  Result<Event> e = ParseEnvelope(bytes);
+  if (!e.ok()) return std::nullopt;
+  return e->time;
+}
+
+std::vector<size_t> SortByEventTime(const std::vector<std::string_view>& messages) {
+  std::vector<std::pair<TimePoint, size_t>> keyed;
+  keyed.reserve(messages.size());
+  TimePoint previous{};
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (auto t = EnvelopeEventTime(messages[i])) previous = *t;
+    keyed.emplace_back(previous, i);
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<size_t> order;
+  order.reserve(keyed.size());
+  for (const auto& k : keyed) order.push_back(k.second);
+  return order;
+}
+
+std::map<std::string, std::vector<Millis>> RecordedRunDurations(const std::vector<std::string_view>& messages) {
+  struct Run {
+    std::string program;
+    std::optional<TimePoint> started;
+    std::optional<TimePoint> ended;
+  };
+  std::unordered_map<std::string, Run> runs;
+  for (std::string_view bytes : messages) {
+    EnvelopeScan scan;
+    if (ScanEnvelope(bytes, scan) && scan.type != EventType::kProgram) continue;
+    Result<Event> e = ParseEnvelope(bytes);
+    if (!e.ok() || e->type != EventType::kProgram) continue;
+    Run& run = runs[e->program.run_id];
+    run.program = e->program.program;
+    switch (e->program.status) {
+      case ProgramStatus::kStarted:
+        if (!run.started) run.started = e->time;
+        break;
+      case ProgramStatus::kHeartbeat: break;
+      case ProgramStatus::kSucceeded:
+      case ProgramStatus::kFailed:
+      case ProgramStatus::kKilled:
+        if (!run.ended) run.ended = e->time;
+        break;
+    }
+  }
+  std::map<std::string, std::vector<std::pair<TimePoint, Millis>>> by_start;
+  for (const auto& [id, run] : runs) {
+    if (run.started && run.ended && *run.ended >= *run.started) {
+      by_start[run.program].emplace_back(*run.started, *run.ended - *run.started);
+    }
+  }
+  std::map<std::string, std::vector<Millis>> out;
+  for (auto& [program, runs_of] : by_start) {
+    std::sort(runs_of.begin(), runs_of.end());
+    for (const auto& r : runs_of) out[program].push_back(r.second);
+  }
+  return out;
+}
+
+}  // namespace trigd

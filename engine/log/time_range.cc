@@ -1,0 +1,137 @@
+#include "log/time_range.h"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include <librdkafka/rdkafkacpp.h>
+
+#include "log/topics.h"
+
+namespace trigd {
+namespace {
+
+struct PartitionRead {
+  int64_t start = 0;
+  int64_t end = 0;  // high watermark when the read began
+  int64_t low = 0;
+  bool done = false;
+  bool first = true;
+};
+
+}  // namespace
+
+Result<RangeRead> ReadTimeRange(const std::string& bootstrap, const std::vector<std::string>& topics, TimePoint from,
+                                TimePoint to, int timeout_ms, const std::function<void(size_t)>& progress) {
+  auto missing = MissingTopics(bootstrap, topics, timeout_ms);
+  if (!missing.ok()) return missing.status();
+  if (!missing->empty()) return NotFound(NoSuchTopics(*missing, bootstrap));
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::string err;
+  // A group id only because librdkafka's KafkaConsumer requires one: partitions are assigned by
+  // hand, so the consumer never joins the group, and it commits nothing.
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", bootstrap},
+                                                                      {"group.id", "trigd-replay-unused"},
+                                                                      {"enable.auto.commit", "false"},
+                                                                      {"enable.auto.offset.store", "false"},
+                                                                      {"auto.offset.reset", "earliest"},
+                                                                      {"fetch.wait.max.ms", "50"},
+                                                                      {"log_level", "2"}}) {
+    if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK) return Invalid(k + ": " + err);
+  }
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer(RdKafka::KafkaConsumer::create(conf.get(), err));
+  if (!consumer) return Internal("consumer: " + err);
+  const auto unreachable = [&](const std::string& what, RdKafka::ErrorCode e) {
+    return Unavailable("cannot reach Kafka at " + bootstrap + " (" + what + "): " + RdKafka::err2str(e));
+  };
+  std::map<std::pair<std::string, int>, PartitionRead> parts;
+  std::vector<RdKafka::TopicPartition*> lookup;
+  struct Owned {
+    std::vector<RdKafka::TopicPartition*>& v;
+    ~Owned() {
+      for (auto* p : v) delete p;
+    }
+  } owned{lookup};
+  RangeRead out;
+  for (const std::string& topic : topics) {
+    std::unique_ptr<RdKafka::Topic> handle(RdKafka::Topic::create(consumer.get(), topic, nullptr, err));
+    if (!handle) return Internal("topic " + topic + ": " + err);
+    RdKafka::Metadata* raw = nullptr;
+    if (auto e = consumer->metadata(false, handle.get(), &raw, timeout_ms); e != RdKafka::ERR_NO_ERROR) {
+      return unreachable("metadata of " + topic, e);
+    }
+    std::unique_ptr<RdKafka::Metadata> md(raw);
+    for (const auto* t : *md->topics()) {
+      if (t->topic() != topic) continue;
+      for (const auto* p : *t->partitions()) {
+        ++out.partitions;
+        PartitionRead& r = parts[{topic, static_cast<int>(p->id())}];
+        if (auto e = consumer->query_watermark_offsets(topic, p->id(), &r.low, &r.end, timeout_ms);
+            e != RdKafka::ERR_NO_ERROR) {
+          return unreachable("watermarks of " + topic + "/" + std::to_string(p->id()), e);
+        }
+        lookup.push_back(RdKafka::TopicPartition::create(topic, p->id(), from.time_since_epoch().count()));
+      }
+    }
+  }
+  if (!lookup.empty()) {
+    if (auto e = consumer->offsetsForTimes(lookup, timeout_ms); e != RdKafka::ERR_NO_ERROR) {
+      return unreachable("offsets for " + FormatTime(from), e);
+    }
+  }
+  std::vector<RdKafka::TopicPartition*> assign;
+  struct OwnedAssign {
+    std::vector<RdKafka::TopicPartition*>& v;
+    ~OwnedAssign() {
+      for (auto* p : v) delete p;
+    }
+  } owned_assign{assign};
+  for (const auto* tp : lookup) {
+    PartitionRead& r = parts[{tp->topic(), tp->partition()}];
+    // No message at or after `from` (offset -1, the end): nothing of this partition is in range.
+    r.start = tp->offset() < 0 ? r.end : tp->offset();
+    r.done = r.start >= r.end;
+    if (!r.done) assign.push_back(RdKafka::TopicPartition::create(tp->topic(), tp->partition(), r.start));
+  }
+  if (assign.empty()) return out;
+  if (auto e = consumer->assign(assign); e != RdKafka::ERR_NO_ERROR) return Internal("assign: " + RdKafka::err2str(e));
+  size_t left = assign.size();
+  auto last_message = std::chrono::steady_clock::now();
+  while (left > 0) {
+    std::unique_ptr<RdKafka::Message> m(consumer->consume(100));
+    if (m->err() == RdKafka::ERR__TIMED_OUT || m->err() == RdKafka::ERR__PARTITION_EOF) {
+      if (std::chrono::steady_clock::now() - last_message > std::chrono::milliseconds(timeout_ms)) {
+        return Unavailable("cannot reach Kafka at " + bootstrap + ": no message for " + std::to_string(timeout_ms) +
+                           " ms while " + std::to_string(left) + " partition(s) were not read to the end of the range");
+      }
+      continue;
+    }
+    if (m->err() != RdKafka::ERR_NO_ERROR) continue;  // a fetch error: retried by librdkafka
+    last_message = std::chrono::steady_clock::now();
+    auto it = parts.find({m->topic_name(), m->partition()});
+    if (it == parts.end() || it->second.done) continue;
+    PartitionRead& r = it->second;
+    const TimePoint log_time = TimePoint(Millis(m->timestamp().timestamp));
+    if (r.first) {
+      r.first = false;
+      // The read starts at the oldest message kept, older ones were deleted, and that message
+      // is newer than `from`: the range lost its beginning to retention.
+      if (m->offset() == r.low && r.low > 0 && log_time > from)
+        out.cut.push_back({m->topic_name(), m->partition(), log_time});
+    }
+    if (log_time > to) {
+      r.done = true;
+    } else {
+      out.messages.push_back({m->topic_name(), m->partition(), m->offset(), log_time,
+                              std::string(static_cast<const char*>(m->payload()), m->len())});
+      if (progress && out.messages.size() % 65536 == 0) progress(out.messages.size());
+      if (m->offset() + 1 >= r.end) r.done = true;
+    }
+    if (r.done) --left;
+  }
+  consumer->close();
+  return out;
+}
+
+}  // namespace trigd

@@ -1,0 +1,91 @@
+// The API's token file (SPEC §13): hashes, roles, namespaces, and what is refused.
+#include "api/tokens.h"
+
+#include <gtest/gtest.h>
+
+#include "api/server.h"
+
+namespace trigd {
+namespace {
+
+TEST(Sha256Hex, KnownDigest) {
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(ParseTokens, RolesAndNamespaces) {
+  const std::string viewer = Sha256Hex("v"), op = Sha256Hex("o");
+  auto t = ParseTokens(R"([{"sha256": ")" + viewer + R"(", "role": "viewer", "namespaces": ["*"]},
+                           {"sha256": ")" +
+                       op + R"(", "role": "operator", "namespaces": ["a"]}])");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto v = FindToken(*t, "v");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->role, Role::kViewer);
+  EXPECT_TRUE(v->Reaches("b"));
+  auto o = FindToken(*t, "o");
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->role, Role::kOperator);
+  EXPECT_TRUE(o->Reaches("a"));
+  EXPECT_FALSE(o->Reaches("b"));
+  EXPECT_FALSE(o->ReachesAll());
+  EXPECT_FALSE(FindToken(*t, "wrong"));
+  EXPECT_FALSE(FindToken(*t, ""));
+}
+
+TEST(ParseTokens, UppercaseHexMatches) {
+  std::string h = Sha256Hex("t");
+  for (auto& c : h) c = static_cast<char>(std::toupper(c));
+  auto t = ParseTokens(R"([{"sha256": ")" + h + R"(", "role": "admin", "namespaces": ["*"]}])");
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE(FindToken(*t, "t"));
+}
+
+TEST(ParseTokens, RefusesWithThePath) {
+  const std::string h = Sha256Hex("x");
+  auto msg = [](const std::string& text) {
+    auto t = ParseTokens(text);
+    return t.ok() ? std::string("accepted") : t.status().message();
+  };
+  EXPECT_EQ(msg("{"), "not JSON");
+  EXPECT_EQ(msg("{}"), "expected an array of {\"sha256\", \"role\", \"namespaces\"}");
+  EXPECT_EQ(msg(R"([{"sha256": "abc", "role": "viewer", "namespaces": ["*"]}])"),
+            "[0].sha256: expected the 64 hex digits of the token's SHA-256");
+  EXPECT_EQ(msg(R"([{"sha256": ")" + h + R"(", "role": "root", "namespaces": ["*"]}])"),
+            "[0].role: unknown role \"root\" (viewer, operator or admin)");
+  EXPECT_EQ(msg(R"([{"sha256": ")" + h + R"(", "role": "viewer", "namespaces": []}])"),
+            "[0].namespaces: expected a non-empty array of namespaces (\"*\": all)");
+  EXPECT_EQ(msg(R"([{"sha256": ")" + h + R"(", "role": "viewer", "namespaces": ["*"], "token": "x"}])"),
+            "[0].token: unknown field (expected one of: sha256, role, namespaces)");
+  EXPECT_EQ(msg(R"([{"sha256": ")" + h + R"(", "role": "viewer", "namespaces": ["*"]},
+                    {"sha256": ")" +
+                h + R"(", "role": "admin", "namespaces": ["*"]}])"),
+            "[1].sha256: the same hash as an earlier entry");
+}
+
+TEST(Listen, LoopbackAndForm) {
+  EXPECT_TRUE(IsLoopback("127.0.0.1"));
+  EXPECT_TRUE(IsLoopback("127.1.2.3"));
+  EXPECT_TRUE(IsLoopback("::1"));
+  EXPECT_TRUE(IsLoopback("localhost"));
+  EXPECT_FALSE(IsLoopback("0.0.0.0"));
+  EXPECT_FALSE(IsLoopback("10.0.0.1"));
+  EXPECT_FALSE(IsLoopback("::"));
+  auto l = ParseListen("[::1]:8080");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->first, "::1");
+  EXPECT_EQ(l->second, 8080);
+  EXPECT_FALSE(ParseListen("8080").ok());
+  EXPECT_FALSE(ParseListen("h:99999").ok());
+}
+
+TEST(ApiServer, RefusesANonLoopbackAddressWithoutTokens) {
+  ApiServer s;
+  ApiOptions o;
+  o.listen = "0.0.0.0:0";
+  Status st = s.Start(o);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("is not a loopback address"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace trigd
