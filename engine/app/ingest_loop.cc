@@ -10,7 +10,7 @@ using nlohmann::json;
 class EventCounters {
  public:
   explicit EventCounters(Metrics& metrics) {
-    for (EventType type : {EventType::kPartition, EventType::kProgram, EventType::kTick}) {
+    for (EventType type : kEventTypes) {
       for (EventOutcome o : kCountedEventOutcomes) {
         counters_[static_cast<size_t>(type)][static_cast<size_t>(o)] = &metrics.Event(type, o);
       }
@@ -22,7 +22,7 @@ class EventCounters {
   }
 
  private:
-  std::array<std::array<prometheus::Counter*, std::size(kCountedEventOutcomes)>, 3> counters_{};
+  std::array<std::array<prometheus::Counter*, std::size(kCountedEventOutcomes)>, std::size(kEventTypes)> counters_{};
 };
 
 // Consumed messages made ready for one transaction. Events that match no schedule and report
@@ -33,11 +33,11 @@ struct PreparedBatch {
     int partition = 0;
     int64_t first_offset = 0, next_offset = 0;
   };
-  IngestBatch in;                        // positions filled by Finish
-  std::vector<Position> positions;       // a handful: linear search beats a map keyed by strings
-  std::vector<PartitionOffset> offsets;  // for Kafka's group once committed (Finish)
-  std::array<int64_t, 3> no_match{};     // by EventType
-  int64_t own_ticks = 0;                 // trigd's own ticks (IsOwnTick): applied when published
+  IngestBatch in;                                          // positions filled by Finish
+  std::vector<Position> positions;                         // a handful: linear search beats a map keyed by strings
+  std::vector<PartitionOffset> offsets;                    // for Kafka's group once committed (Finish)
+  std::array<int64_t, std::size(kEventTypes)> no_match{};  // by EventType
+  int64_t own_ticks = 0;                                   // trigd's own ticks (IsOwnTick): applied when published
   std::vector<DeadLetterReason> dead_reasons;
   size_t messages = 0;
 
@@ -187,7 +187,7 @@ class IngestCommitter {
       // A dead letter is counted as one (above), not as an event.
       if (r->outcome[i] != EventOutcome::kDead) counters_.Get(batch.in.events[i].type, r->outcome[i]).Increment();
     }
-    for (EventType type : {EventType::kPartition, EventType::kProgram, EventType::kTick}) {
+    for (EventType type : kEventTypes) {
       if (int64_t n = batch.no_match[static_cast<size_t>(type)])
         counters_.Get(type, EventOutcome::kNoMatch).Increment(static_cast<double>(n));
     }

@@ -1,7 +1,9 @@
 // trigd-worker: the reference worker (SPEC §8). Consumes <prefix>launch.<target> in the
 // consumer group <group>-worker-<target> ("trigd-worker-default" by default; --group-id
 // overrides it), so several workers share a target. For each launch request it runs
-// program.args.command with /bin/sh (TRIGD_RUN_ID, TRIGD_ATTEMPT and TRIGD_SCHEDULE set),
+// program.args.command with /bin/sh (TRIGD_RUN_ID, TRIGD_ATTEMPT and TRIGD_SCHEDULE set, and
+// TRIGD_LINEAGE, TRIGD_FIRE_TIME, TRIGD_FIRE_DATE, TRIGD_PARTITIONS, TRIGD_DATASETS, TRIGD_KEYS:
+// the values of the args placeholders, SPEC §11),
 // reports started, heartbeats every heartbeat_timeout/3 (at least 500 ms) while the command
 // runs, then succeeded (exit 0), failed (other exit) or killed (signal) on
 // <prefix>events.program. Without a command a run succeeds at once.
@@ -30,6 +32,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -53,6 +56,7 @@
 #include "common/log.h"
 #include "common/time.h"
 #include "common/topic_names.h"
+#include "core/arg_template.h"
 #include "core/schedule_parser.h"
 #include "log/kafka.h"
 
@@ -108,6 +112,9 @@ struct Request {
   std::string unrunnable;
   std::chrono::milliseconds heartbeat_every{};
   std::optional<trigd::TimePoint> start_by;  // nullopt: the request has no start deadline
+  // TRIGD_<NAME>=value for each args placeholder (core/arg_template.h) but run_id, attempt and
+  // schedule, which have their own variables.
+  std::vector<std::string> placeholder_env;
   std::string Key() const { return run_id + "#" + std::to_string(attempt); }
   std::string Name() const { return "run " + run_id + " attempt " + std::to_string(attempt) + " (" + program + ")"; }
 };
@@ -123,6 +130,31 @@ void ParseStartBy(const json& req, Request& r) {
     r.start_by = *t;
   } else if (r.unrunnable.empty()) {
     r.unrunnable = "start_by: " + t.status().message();
+  }
+}
+
+// The values args placeholders rendered to, as TRIGD_* variables: the request's `placeholders`
+// when trigd rendered some (a templated schedule), else derived from its triggered_by
+// (fire_date then in UTC, the time leaf's zone being unknown here).
+void PlaceholderEnv(const json& req, Request& r) {
+  json values = json::object();
+  if (auto it = req.find("placeholders"); it != req.end() && it->is_object()) {
+    values = *it;
+  } else {
+    trigd::Schedule schedule;
+    const size_t slash = r.schedule.find('/');
+    schedule.namespace_name = slash == std::string::npos ? "" : r.schedule.substr(0, slash);
+    schedule.name = slash == std::string::npos ? r.schedule : r.schedule.substr(slash + 1);
+    const trigd::TemplateValues v =
+        trigd::JobTemplateValues(schedule, r.run_id, req.value("triggered_by", json::array()));
+    for (std::string_view name : trigd::kArgPlaceholders) values[std::string(name)] = v.Get(name);
+  }
+  for (std::string_view name : trigd::kArgPlaceholders) {
+    if (name == "run_id" || name == "attempt" || name == "schedule") continue;
+    std::string var = "TRIGD_";
+    for (char c : name) var += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    auto it = values.find(std::string(name));
+    r.placeholder_env.push_back(var + "=" + (it != values.end() && it->is_string() ? it->get<std::string>() : ""));
   }
 }
 
@@ -158,6 +190,7 @@ std::variant<Request, std::string> ParseRequest(const std::string& value) {
   // Three heartbeats per timeout, so one lost message does not make the run look lost.
   r.heartbeat_every = std::max<std::chrono::milliseconds>(kMinHeartbeat, timeout / 3);
   ParseStartBy(req, r);
+  PlaceholderEnv(req, r);
   return r;
 }
 
@@ -176,8 +209,14 @@ pid_t Spawn(const Request& r) {
   for (char** e = environ; *e; ++e) {
     std::string_view v(*e);
     if (v.starts_with("TRIGD_RUN_ID=") || v.starts_with("TRIGD_ATTEMPT=") || v.starts_with("TRIGD_SCHEDULE=")) continue;
+    const std::string_view name = v.substr(0, v.find('=') + 1);
+    if (std::any_of(r.placeholder_env.begin(), r.placeholder_env.end(),
+                    [&](const std::string& p) { return p.starts_with(name); })) {
+      continue;
+    }
     env_strings.emplace_back(v);
   }
+  for (const std::string& p : r.placeholder_env) env_strings.push_back(p);
   env_strings.push_back("TRIGD_RUN_ID=" + r.run_id);
   env_strings.push_back("TRIGD_ATTEMPT=" + std::to_string(r.attempt));
   env_strings.push_back("TRIGD_SCHEDULE=" + r.schedule);

@@ -227,6 +227,28 @@ Status ParsePartition(DeadLetterReason& why, const nlohmann::json& payload, Part
   return Status::Ok();
 }
 
+// A custom event's key is optional: without one, each event is its own key (its id), so a leaf
+// counts events. `attrs`, when given, is an object (where's paths read into it).
+Status ParseCustom(DeadLetterReason& why, const nlohmann::json& payload, const std::string& id, CustomPayload& out) {
+  Result<std::string> name = RequiredString(why, payload, "name", "payload.name");
+  if (!name.ok()) return name.status();
+  out.name = std::move(name).value();
+  auto key = payload.find("key");
+  if (key == payload.end() || key->is_null()) {
+    out.key = id;
+  } else {
+    Result<std::string> text = RequiredString(why, payload, "key", "payload.key");
+    if (!text.ok()) return text.status();
+    out.key = std::move(text).value();
+  }
+  auto attrs = payload.find("attrs");
+  if (attrs != payload.end() && !attrs->is_null() && !attrs->is_object()) {
+    return Reject(why, DeadLetterReason::kBadField,
+                  std::string("payload.attrs: expected an object, got ") + attrs->type_name());
+  }
+  return Status::Ok();
+}
+
 Status ParseProgram(DeadLetterReason& why, const nlohmann::json& payload, ProgramPayload& out) {
   Result<std::string> program = RequiredString(why, payload, "program", "payload.program");
   if (!program.ok()) return program.status();
@@ -367,8 +389,11 @@ Result<Event> Parse(DeadLetterReason& why, std::string_view bytes, size_t max_by
     event.type = EventType::kProgram;
   } else if (type_name == "tick") {
     event.type = EventType::kTick;
+  } else if (type_name == "custom") {
+    event.type = EventType::kCustom;
   } else {
-    return Reject(why, DeadLetterReason::kUnknownType, Quote(type_name) + " (expected partition, program or tick)");
+    return Reject(why, DeadLetterReason::kUnknownType,
+                  Quote(type_name) + " (expected partition, program, tick or custom)");
   }
 
   Result<TimePoint> time = RequiredTime(why, document, "time", "time");
@@ -386,6 +411,7 @@ Result<Event> Parse(DeadLetterReason& why, std::string_view bytes, size_t max_by
     case EventType::kPartition: status = ParsePartition(why, *payload, event.partition); break;
     case EventType::kProgram: status = ParseProgram(why, *payload, event.program); break;
     case EventType::kTick: status = ParseTick(why, *payload, event.tick); break;
+    case EventType::kCustom: status = ParseCustom(why, *payload, event.id, event.custom); break;
   }
   if (!status.ok()) return status;
   event.payload = std::move(*payload);
@@ -483,6 +509,7 @@ std::string TriggeredByWithin(std::string_view triggered_by, size_t max_bytes, b
       {"partition", {"dataset", "partitions", "bytes"}},
       {"program", {"program", "run_id", "status", "attempt", "reason"}},
       {"tick", {"schedule", "fire_time"}},
+      {"custom", {"name", "key"}},
   };
   for (nlohmann::json& e : events) {
     if (!e.is_object()) continue;
@@ -536,6 +563,10 @@ nlohmann::json EnvelopeToJson(const Event& event) {
       case EventType::kTick:
         payload["schedule"] = event.tick.schedule;
         payload["fire_time"] = FormatTime(event.tick.fire_time);
+        break;
+      case EventType::kCustom:
+        payload["name"] = event.custom.name;
+        payload["key"] = event.custom.key;
         break;
     }
   }

@@ -28,7 +28,7 @@ inline constexpr size_t kMaxEventIdBytes = 1024;
 //   bad_field      a field of the wrong type or value, e.g. "bad_field: payload.status: unknown
 //                  status \"done\"", "bad_field: time: invalid time ...", an empty id, an
 //                  id longer than kMaxEventIdBytes
-//   unknown_type   e.g. "unknown_type: \"parquet\" (expected partition, program or tick)"
+//   unknown_type   e.g. "unknown_type: \"parquet\" (expected partition, program, tick or custom)"
 // Unknown extra fields are allowed (producers may add their own). A refusal sets *reason (when
 // given) to the reason its message starts with: the metric label, never read back from text.
 Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes = kMaxEventBytes,
@@ -58,7 +58,7 @@ std::string DeadLetterJson(const Status& error, std::string_view topic, int part
 // A job's triggering events (the JSON array of {id, type, payload} trigd stores) made to fit a
 // launch request of at most `max_bytes`: first each payload keeps only the fields of its type
 // (partition: dataset, partitions, bytes; program: program, run_id, status, attempt, reason;
-// tick: schedule, fire_time), then, if that is still too large, the payloads go and each entry
+// tick: schedule, fire_time; custom: name, key), then, if that is still too large, the payloads go and each entry
 // keeps its id and type. Returns the array unchanged if it fits; `cut` says whether it was cut.
 std::string TriggeredByWithin(std::string_view triggered_by, size_t max_bytes, bool& cut);
 

@@ -47,7 +47,12 @@ RoutedEvent Finish(std::string_view bytes, const ScheduleIndex& index, const Sca
       out.kind = RoutedEvent::Kind::kOwnTick;
       return out;
     }
-    out.schedules = index.Lookup(e->EventKey());
+    if (e->type == EventType::kCustom) {
+      out.custom_schedules = index.LookupCustom(e->custom.name, e->payload);
+      out.schedules = out.custom_schedules;
+    } else {
+      out.schedules = index.Lookup(e->EventKey());
+    }
   }
   const bool report = e->type == EventType::kProgram && !e->program.run_id.empty();
   if (out.schedules.empty() && !report) return out;

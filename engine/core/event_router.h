@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "core/envelope_scan.h"
@@ -30,9 +31,12 @@ struct RoutedEvent {
     kInvalid,  // refused by ParseEnvelope: `error` says why
   };
   Kind kind = Kind::kNoMatch;
-  EventType type = EventType::kPartition;                // kOwnTick, kNoMatch, kMatch
-  std::optional<Event> event;                            // kMatch
-  std::span<const int64_t> schedules;                    // kMatch: valid until the index changes
+  EventType type = EventType::kPartition;  // kOwnTick, kNoMatch, kMatch
+  std::optional<Event> event;              // kMatch
+  std::span<const int64_t> schedules;      // kMatch: valid until the index changes
+  // A custom event's schedules (ScheduleIndex::LookupCustom), which `schedules` then views: it
+  // stays valid when the RoutedEvent is moved, not when it is copied.
+  std::vector<int64_t> custom_schedules;
   Status error;                                          // kInvalid
   DeadLetterReason reason = DeadLetterReason::kBadJson;  // kInvalid: the metric label
 };

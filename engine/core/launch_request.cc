@@ -16,7 +16,13 @@ std::string ProgramJson(const Program& p) {
 std::string LaunchRequestTemplate(const LaunchRequest& r) {
   std::string out;
   out.reserve(r.program_json.size() + r.triggered_by_json.size() + r.schedule.size() + 128);
-  out += "{\"program\":";
+  out += '{';
+  if (!r.placeholders_json.empty()) {
+    out += "\"placeholders\":";
+    out += r.placeholders_json;
+    out += ',';
+  }
+  out += "\"program\":";
   out += r.program_json;
   out += ",\"run_id\":";
   AppendJsonString(out, r.run_id);

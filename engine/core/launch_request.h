@@ -53,6 +53,9 @@ struct LaunchRequest {
   int64_t schedule_version = 0;
   std::string triggered_by_json;  // a JSON array, as the job stored it (or cut to fit)
   bool triggered_by_truncated = false;
+  // What the args placeholders rendered to, a JSON object by name (core/arg_template.h), when
+  // the schedule's program.args is templated; empty (and absent from the request) otherwise.
+  std::string placeholders_json;
 };
 
 // The fields of one attempt, kept as columns (runs, outbox) and placed at publish time.
@@ -68,8 +71,8 @@ struct LaunchAttempt {
 std::string ProgramJson(const Program& program);
 
 // The stored text of `r`: a JSON object of the shared fields in the order a request carries
-// them, {"program":...,"run_id":...,"schedule":...,"schedule_version":N,"triggered_by":[...]
-// [,"triggered_by_truncated":true]}.
+// them, {[ "placeholders":{...},]"program":...,"run_id":...,"schedule":...,"schedule_version":N,
+// "triggered_by":[...][,"triggered_by_truncated":true]}.
 std::string LaunchRequestTemplate(const LaunchRequest& r);
 
 // The request a worker receives: `a`'s fields first, then the template's, in one object:

@@ -27,9 +27,15 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <string>
+#include <unordered_map>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "common/check.h"
+#include "core/trigger_eval.h"
+#include "model/schedule.h"
 
 namespace trigd {
 namespace {
@@ -573,6 +579,14 @@ struct ScheduleIndex::Impl {
   size_t schedule_count_ = 0;
   size_t dead_words_ = 0;
 
+  // Custom event keys with a `where` value ("custom:<name>?<path>=<value>"): the paths indexed
+  // under each name, counted by the schedules that use them, so that a custom event probes
+  // one key per path its name has (ScheduleIndex::LookupCustom); and each such schedule's
+  // (name, path) pairs, to count them down on Put and Remove. Schedules without such keys have
+  // no entry.
+  std::unordered_map<std::string, std::unordered_map<std::string, int>> custom_paths_;
+  std::unordered_map<int64_t, std::vector<std::pair<std::string, std::string>>> custom_of_;
+
   // Scratch space of Put, kept to spare an allocation per call.
   std::vector<uint32_t> new_records_;
   std::vector<Ref> old_refs_;
@@ -597,13 +611,96 @@ ScheduleIndex& ScheduleIndex::operator=(ScheduleIndex&& other) noexcept {
   return *this;
 }
 
+namespace {
+
+// "custom:<name>?<path>=[v1,v2]" (CustomEventKey) -> name, path and the canonical values;
+// false for any other key.
+bool SplitCustomKey(std::string_view key, std::string_view& name, std::string_view& path,
+                    std::vector<std::string>& values) {
+  constexpr std::string_view kPrefix = "custom:";
+  if (!key.starts_with(kPrefix)) return false;
+  const size_t question = key.find('?', kPrefix.size());
+  if (question == std::string_view::npos) return false;
+  const size_t equals = key.find('=', question + 1);
+  if (equals == std::string_view::npos) return false;
+  name = key.substr(kPrefix.size(), question - kPrefix.size());
+  path = key.substr(question + 1, equals - question - 1);
+  const nlohmann::json list = nlohmann::json::parse(key.substr(equals + 1), nullptr, false);
+  if (!list.is_array()) return false;
+  values.clear();
+  for (const nlohmann::json& v : list) values.push_back(CanonicalScalar(v));
+  return true;
+}
+
+std::string CustomValueKey(std::string_view name, std::string_view path, std::string_view value) {
+  std::string key = "custom:";
+  key.append(name).append("?").append(path).append("=").append(value);
+  return key;
+}
+
+}  // namespace
+
 void ScheduleIndex::Put(int64_t schedule_id, const std::vector<std::string>& event_keys) {
   if (impl_ == nullptr) impl_ = new Impl;
-  impl_->Put(schedule_id, event_keys);
+  // The (name, path) pairs of the schedule's previous keys are counted down first.
+  if (auto old = impl_->custom_of_.find(schedule_id); old != impl_->custom_of_.end()) {
+    for (const auto& [name, path] : old->second) {
+      auto& paths = impl_->custom_paths_[name];
+      if (--paths[path] == 0) paths.erase(path);
+      if (paths.empty()) impl_->custom_paths_.erase(name);
+    }
+    impl_->custom_of_.erase(old);
+  }
+  std::string_view name, path;
+  std::vector<std::string> values;
+  bool expanded = false;
+  std::vector<std::string> keys;
+  for (const std::string& key : event_keys) {
+    if (!SplitCustomKey(key, name, path, values)) continue;
+    if (!expanded) {
+      keys.assign(event_keys.begin(), event_keys.end());
+      expanded = true;
+    }
+    auto& pairs = impl_->custom_of_[schedule_id];
+    pairs.emplace_back(std::string(name), std::string(path));
+    ++impl_->custom_paths_[pairs.back().first][pairs.back().second];
+    for (const std::string& v : values) keys.push_back(CustomValueKey(name, path, v));
+  }
+  if (!expanded) {
+    impl_->Put(schedule_id, event_keys);
+    return;
+  }
+  // The list form itself stays a key too (harmless: no event probes it), so the index's keys of
+  // a schedule are a superset of its stored ones.
+  impl_->Put(schedule_id, keys);
 }
 
 void ScheduleIndex::Remove(int64_t schedule_id) {
-  if (impl_ != nullptr) impl_->Remove(schedule_id);
+  if (impl_ == nullptr) return;
+  if (impl_->custom_of_.contains(schedule_id)) Put(schedule_id, {});
+  impl_->Remove(schedule_id);
+}
+
+std::vector<int64_t> ScheduleIndex::LookupCustom(std::string_view name, const nlohmann::json& payload) const {
+  std::vector<int64_t> out;
+  if (impl_ == nullptr) return out;
+  std::string key = "custom:";
+  key.append(name);
+  std::span<const int64_t> plain = Lookup(key);
+  out.assign(plain.begin(), plain.end());
+  auto paths = impl_->custom_paths_.find(key.substr(7));
+  if (paths == impl_->custom_paths_.end()) return out;
+  for (const auto& [path, uses] : paths->second) {
+    const nlohmann::json* value = PayloadAt(payload, path);
+    if (value == nullptr || value->is_structured() || value->is_null()) continue;
+    std::span<const int64_t> found = Lookup(CustomValueKey(name, path, CanonicalScalar(*value)));
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  if (paths->second.size() > 1 || !plain.empty()) {
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+  return out;
 }
 
 std::span<const int64_t> ScheduleIndex::Lookup(std::string_view key) const {

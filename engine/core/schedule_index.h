@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace trigd {
 
 // Where the index's large arrays (tens of megabytes at a million schedules) come from. Core
@@ -54,6 +56,13 @@ class ScheduleIndex {
   // record (its text and schedules).
   void PrefetchRecord(uint64_t hash) const;
   std::span<const int64_t> Lookup(std::string_view key, uint64_t hash) const;
+
+  // The schedules a custom event of `name` with `payload` may concern: those on "custom:<name>"
+  // and, for each `where` path indexed under the name, those on the event's value there
+  // (CustomEventKey: a leaf listens on its first condition's values). Sorted, distinct. Its
+  // cost is one probe per path the name has plus the schedules found; the other conditions of
+  // `where` are checked by the trigger (WhereMatches).
+  std::vector<int64_t> LookupCustom(std::string_view name, const nlohmann::json& payload) const;
 
   size_t schedule_count() const;
   size_t key_count() const;

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "common/time.h"
+#include "core/arg_template.h"
 #include "core/cron.h"
 
 namespace trigd {
@@ -24,6 +25,8 @@ using OrderedJson = nlohmann::ordered_json;
 // keys, Kafka keys and topic names, so they are kept to a portable alphabet.
 constexpr size_t kMaxIdentifierLength = 128;
 constexpr size_t kMaxDatasetLength = 256;
+// An event leaf's `where` conditions at most: each is checked for every event of its name.
+constexpr size_t kMaxWhereConditions = 16;
 // "Any depth" in SPEC §4 in practice: real conditions are a few levels deep, and the cap keeps
 // the recursive walk far from exhausting the stack on a hostile document.
 constexpr int kMaxTriggerDepth = 32;
@@ -47,6 +50,8 @@ constexpr EnumName<UpstreamFailurePolicy> kUpstreamFailurePolicies[] = {{"wait",
 constexpr EnumName<OnUnmet> kOnUnmetPolicies[] = {{"wait", OnUnmet::kWait}, {"skip", OnUnmet::kSkip}};
 constexpr EnumName<OverlapPolicy> kOverlapPolicies[] = {
     {"wait", OverlapPolicy::kWait}, {"skip", OverlapPolicy::kSkip}, {"cancel_oldest", OverlapPolicy::kCancelOldest}};
+constexpr EnumName<OnUpdate> kOnUpdatePolicies[] = {
+    {"discard", OnUpdate::kDiscard}, {"keep", OnUpdate::kKeep}, {"reevaluate", OnUpdate::kReevaluate}};
 constexpr EnumName<TimeoutAction> kTimeoutActions[] = {{"discard", TimeoutAction::kDiscard},
                                                        {"run", TimeoutAction::kRun}};
 
@@ -59,13 +64,15 @@ std::string NameOf(const EnumName<E> (&table)[N], E value) {
 }
 
 // Known fields of each object, in the order SPEC §4 lists them.
-constexpr std::string_view kScheduleFields[] = {"namespace",         "name",    "program",     "trigger",
-                                                "constraints",       "timeout", "priority",    "retry",
-                                                "heartbeat_timeout", "enabled", "run_timeout", "active"};
+constexpr std::string_view kScheduleFields[] = {"namespace", "name",    "program",           "trigger",
+                                                "constraints", "timeout", "priority",          "retry",
+                                                "heartbeat_timeout", "enabled", "run_timeout", "active",
+                                                "on_update"};
 constexpr std::string_view kProgramFields[] = {"name", "args", "target"};
-constexpr std::string_view kTriggerKinds[] = {"time", "partition", "program", "all", "any"};
+constexpr std::string_view kTriggerKinds[] = {"time", "partition", "program", "all", "any", "event"};
 constexpr std::string_view kTimeTriggerFields[] = {"cron", "every", "timezone", "catchup", "catchup_window"};
-constexpr std::string_view kPartitionTriggerFields[] = {"dataset", "count", "min_bytes"};
+constexpr std::string_view kPartitionTriggerFields[] = {"dataset", "count", "min_bytes", "match"};
+constexpr std::string_view kEventTriggerFields[] = {"name", "where", "count"};
 constexpr std::string_view kProgramTriggerFields[] = {"name", "status", "count", "on_upstream_failure"};
 constexpr std::string_view kConstraintFields[] = {"max_concurrent_runs", "concurrency_group",  "delay",
                                                   "time_window",         "min_since_last_run", "max_runs_per"};
@@ -241,6 +248,8 @@ class DocumentParser {
         }
       } else if (key == "active") {
         ParseActive(*value, path, s.active.emplace());
+      } else if (key == "on_update") {
+        if (auto v = ReadEnum(*value, path, "on_update", kOnUpdatePolicies)) s.on_update = *v;
       } else {
         UnknownField(key, path, kScheduleFields);
       }
@@ -465,7 +474,12 @@ class DocumentParser {
       if (key == "name") {
         if (auto v = ReadIdentifier(*field, p, "program name", false)) out.name = *v;
       } else if (key == "args") {
-        if (ExpectObject(*field, p)) out.args = nlohmann::json(*field);
+        if (ExpectObject(*field, p)) {
+          out.args = nlohmann::json(*field);
+          for (TemplateProblem& problem : CheckArgTemplates(out.args, p)) {
+            Error(std::move(problem.path), std::move(problem.reason));
+          }
+        }
       } else if (key == "target") {
         // The target names a Kafka topic (trigd.launch.<target>), hence lowercase only.
         if (auto v = ReadIdentifier(*field, p, "target", true)) out.target = *v;
@@ -501,6 +515,9 @@ class DocumentParser {
       } else if (key == "all" || key == "any") {
         target.kind = key == "all" ? TriggerKind::kAll : TriggerKind::kAny;
         ParseComposite(*field, p, depth, target.children);
+      } else if (key == "event") {
+        target.kind = TriggerKind::kEvent;
+        ParseEventTrigger(*field, p, target.event);
       } else {
         UnknownField(key, p, kTriggerKinds);
         continue;
@@ -508,10 +525,10 @@ class DocumentParser {
       kinds.push_back(key);
     }
     if (kinds.size() > 1) {
-      Error(path,
-            "a trigger has exactly one of time, partition, program, all or any, got " + JoinAlternatives(kinds, "and"));
+      Error(path, "a trigger has exactly one of time, partition, program, event, all or any, got " +
+                      JoinAlternatives(kinds, "and"));
     } else if (value.empty()) {
-      Error(path, "expected one of time, partition, program, all or any");
+      Error(path, "expected one of time, partition, program, event, all or any");
     }
   }
 
@@ -598,11 +615,103 @@ class DocumentParser {
         if (auto v = ReadInteger(*field, p, kTriggerCountRange)) out.count = *v;
       } else if (key == "min_bytes") {
         if (auto v = ReadInteger(*field, p, kMinBytesRange)) out.min_bytes = *v;
+      } else if (key == "match") {
+        if (auto v = ReadString(*field, p)) {
+          if (v->empty()) {
+            Error(p, "must not be empty (a glob such as \"dt=*/h=0?\")");
+          } else if (v->size() > kMaxDatasetLength) {
+            Error(p, "must be at most " + std::to_string(kMaxDatasetLength) + " characters");
+          } else {
+            out.match = *v;
+          }
+        }
       } else {
         UnknownField(key, p, kPartitionTriggerFields);
       }
     }
     Required(value, path, "dataset");
+  }
+
+  // The custom event name is a Kafka key and an index key: the rules of a dataset name, and no
+  // "?" (it separates the name from a `where` path in the index key, CustomEventKey).
+  void ParseEventTrigger(const Json& value, const std::string& path, EventTrigger& out) {
+    if (!ExpectObject(value, path)) return;
+    for (const auto& [key, field] : Fields(value, kEventTriggerFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "name") {
+        if (auto v = ReadString(*field, p)) {
+          if (v->empty()) {
+            Error(p, "must not be empty");
+          } else if (v->size() > kMaxDatasetLength) {
+            Error(p, "must be at most " + std::to_string(kMaxDatasetLength) + " characters");
+          } else if (v->find('?') != std::string::npos) {
+            Error(p, "invalid event name " + Quote(*v) + ": must not contain \"?\"");
+          } else {
+            out.name = *v;
+          }
+        }
+      } else if (key == "where") {
+        ParseWhere(*field, p, out.where);
+      } else if (key == "count") {
+        if (auto v = ReadInteger(*field, p, kTriggerCountRange)) out.count = *v;
+      } else {
+        UnknownField(key, p, kEventTriggerFields);
+      }
+    }
+    Required(value, path, "name");
+  }
+
+  // {"attrs.stage": "prod", "attrs.region": {"in": ["eu", "us"]}}: dotted payload paths to a
+  // JSON scalar, or to {"in": [scalars]}.
+  void ParseWhere(const Json& value, const std::string& path, std::vector<WhereCondition>& out) {
+    if (!ExpectObject(value, path)) return;
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      const std::string key = it.key();
+      const std::string p = FieldPath(path, key);
+      const Json& v = it.value();
+      if (key.empty() || key.front() == '.' || key.back() == '.' || key.find("..") != std::string::npos ||
+          key.find_first_of("?=") != std::string::npos) {
+        Error(p, "invalid path " + Quote(key) + ": expected dotted field names such as \"attrs.stage\"");
+        continue;
+      }
+      WhereCondition c;
+      c.path = key;
+      if (v.is_object()) {
+        auto in = v.find("in");
+        if (in == v.end() || v.size() != 1) {
+          Error(p, "expected a JSON scalar or {\"in\": [...]}");
+          continue;
+        }
+        if (!in->is_array() || in->empty()) {
+          Error(FieldPath(p, "in"), "expected a non-empty array of JSON scalars");
+          continue;
+        }
+        c.in = true;
+        bool ok = true;
+        for (size_t i = 0; i < in->size(); ++i) {
+          const Json& e = (*in)[i];
+          if (e.is_structured() || e.is_null()) {
+            Error(ElementPath(FieldPath(p, "in"), i),
+                  std::string("expected a string, number or boolean, got ") + e.type_name());
+            ok = false;
+          } else {
+            c.values.push_back(nlohmann::json(e));
+          }
+        }
+        if (!ok) continue;
+      } else if (v.is_array() || v.is_null()) {
+        Error(p, std::string("expected a string, number, boolean or {\"in\": [...]}, got ") + v.type_name());
+        continue;
+      } else {
+        c.values.push_back(nlohmann::json(v));
+      }
+      out.push_back(std::move(c));
+    }
+    if (value.size() > kMaxWhereConditions) {
+      Error(path,
+            "at most " + std::to_string(kMaxWhereConditions) + " conditions, got " + std::to_string(value.size()));
+    }
+    std::sort(out.begin(), out.end(), [](const WhereCondition& a, const WhereCondition& b) { return a.path < b.path; });
   }
 
   void ParseProgramTrigger(const Json& value, const std::string& path, ProgramTrigger& out) {
@@ -1097,7 +1206,26 @@ nlohmann::json TriggerToJson(const Trigger& t) {
       partition["dataset"] = t.partition.dataset;
       if (t.partition.count) partition["count"] = *t.partition.count;
       if (t.partition.min_bytes) partition["min_bytes"] = *t.partition.min_bytes;
+      if (t.partition.match) partition["match"] = *t.partition.match;
       j["partition"] = std::move(partition);
+      break;
+    }
+    case TriggerKind::kEvent: {
+      nlohmann::json event;
+      event["name"] = t.event.name;
+      if (!t.event.where.empty()) {
+        nlohmann::json where = nlohmann::json::object();
+        for (const WhereCondition& c : t.event.where) {
+          if (c.in) {
+            where[c.path] = {{"in", c.values}};
+          } else {
+            where[c.path] = c.values.front();
+          }
+        }
+        event["where"] = std::move(where);
+      }
+      event["count"] = t.event.count;
+      j["event"] = std::move(event);
       break;
     }
     case TriggerKind::kProgram: {
@@ -1187,6 +1315,8 @@ nlohmann::json ScheduleToJson(const Schedule& s) {
     if (s.active->until) active["until"] = FormatTime(*s.active->until);
     j["active"] = std::move(active);
   }
+  // Absent when the default, so documents from before the field keep their canonical text.
+  if (s.on_update != OnUpdate::kDiscard) j["on_update"] = NameOf(kOnUpdatePolicies, s.on_update);
   return j;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/glob.h"
+
 namespace trigd {
 namespace {
 
@@ -31,19 +33,30 @@ bool Wants(const ProgramTrigger& leaf, ProgramStatus status) {
 // Counts the partitions of `event` that `state` has not seen. Bytes are the event's, not a
 // partition's, so they are added once for an event that brings at least one new partition:
 // a re-sent partition adds neither count nor bytes.
-bool ApplyPartition(const PartitionTrigger& leaf, const PartitionPayload& event, LeafState& state) {
-  // State read back from storage is normally sorted; binary search depends on it.
+// Adds `name` to the sorted distinct names of `state` (partitions, or custom event keys);
+// false when it was there.
+bool AddDistinct(const std::string& name, LeafState& state) {
+  auto it = std::lower_bound(state.partitions.begin(), state.partitions.end(), name);
+  if (it != state.partitions.end() && *it == name) return false;
+  state.partitions.insert(it, name);
+  ++state.count;
+  return true;
+}
+
+// State read back from storage is normally sorted; binary search depends on it.
+void SortDistinct(LeafState& state) {
   if (!std::is_sorted(state.partitions.begin(), state.partitions.end())) {
     std::sort(state.partitions.begin(), state.partitions.end());
     state.partitions.erase(std::unique(state.partitions.begin(), state.partitions.end()), state.partitions.end());
   }
+}
+
+bool ApplyPartition(const PartitionTrigger& leaf, const PartitionPayload& event, LeafState& state) {
+  SortDistinct(state);
   bool counted = false;
   for (const std::string& partition : event.partitions) {
-    auto it = std::lower_bound(state.partitions.begin(), state.partitions.end(), partition);
-    if (it != state.partitions.end() && *it == partition) continue;
-    state.partitions.insert(it, partition);
-    ++state.count;
-    counted = true;
+    if (leaf.match && !GlobMatch(*leaf.match, partition)) continue;
+    counted = AddDistinct(partition, state) || counted;
   }
   if (!counted) return false;
   // Saturating: two partitions of 5e18 bytes would wrap the sum negative, so the leaf would
@@ -53,6 +66,14 @@ bool ApplyPartition(const PartitionTrigger& leaf, const PartitionPayload& event,
                                                                                    : state.bytes + *event.bytes;
   }
   if (PartitionSatisfied(leaf, state)) state.satisfied = true;
+  return true;
+}
+
+bool ApplyCustom(const EventTrigger& leaf, const Event& event, LeafState& state) {
+  if (!WhereMatches(leaf, event.payload)) return false;
+  SortDistinct(state);
+  if (!AddDistinct(event.custom.key, state)) return false;
+  if (state.count >= leaf.count) state.satisfied = true;
   return true;
 }
 
@@ -97,7 +118,11 @@ std::string DescribeLeaf(const Trigger& leaf, const LeafState& state) {
       } else {
         detail = Progress(state.bytes, *p.min_bytes, "bytes") + " (" + std::to_string(state.count) + " partitions)";
       }
-      return detail + " of " + p.dataset;
+      return detail + " of " + p.dataset + (p.match ? " matching \"" + *p.match + "\"" : "");
+    }
+    case TriggerKind::kEvent: {
+      const EventTrigger& e = leaf.event;
+      return Progress(state.count, e.count, "distinct keys") + " of " + e.name + (e.where.empty() ? "" : " (where)");
     }
     case TriggerKind::kProgram: {
       const ProgramTrigger& p = leaf.program;
@@ -133,6 +158,28 @@ void Describe(const Trigger& trigger, const std::string& path, const TriggerStat
 }
 
 }  // namespace
+
+const nlohmann::json* PayloadAt(const nlohmann::json& payload, std::string_view path) {
+  const nlohmann::json* at = &payload;
+  while (true) {
+    if (!at->is_object()) return nullptr;
+    const size_t dot = path.find('.');
+    auto it = at->find(std::string(path.substr(0, dot)));
+    if (it == at->end()) return nullptr;
+    at = &*it;
+    if (dot == std::string_view::npos) return at;
+    path.remove_prefix(dot + 1);
+  }
+}
+
+bool WhereMatches(const EventTrigger& leaf, const nlohmann::json& payload) {
+  for (const WhereCondition& c : leaf.where) {
+    const nlohmann::json* value = PayloadAt(payload, c.path);
+    if (value == nullptr || value->is_structured()) return false;
+    if (std::find(c.values.begin(), c.values.end(), *value) == c.values.end()) return false;
+  }
+  return true;
+}
 
 TriggerState NewTriggerState(const Trigger& trigger) {
   TriggerState state;
@@ -175,6 +222,11 @@ ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, con
           ++leaf_state.count;
           leaf_state.satisfied = true;
           counted = true;
+        }
+        break;
+      case TriggerKind::kEvent:
+        if (event.type == EventType::kCustom && event.custom.name == leaf.event.name) {
+          counted = ApplyCustom(leaf.event, event, leaf_state);
         }
         break;
       case TriggerKind::kAll:

@@ -6,12 +6,17 @@
 //   satisfied when `count` distinct partitions (default 1) or `min_bytes` bytes have arrived.
 // - program: counts events of its program with one of its statuses; satisfied at `count`.
 // - time: satisfied by a tick of its own schedule.
+// - event: counts distinct keys of custom events of its name that pass its `where`; satisfied
+//   at `count`. A partition leaf with `match` counts only partitions its glob matches.
 // Composites: `all` needs every child satisfied, `any` at least one.
 // Once a leaf is satisfied it stays satisfied for the life of the job.
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "model/event.h"
 #include "model/job.h"
@@ -33,6 +38,13 @@ struct ApplyResult {
 // schedule (ticks match only their own schedule). A state whose leaf count differs from the
 // trigger's is reset first (the schedule changed).
 ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, const Event& event, TriggerState& state);
+
+// The value at a dotted path ("attrs.stage") of a custom event's payload, or null when a part
+// of the path is missing or not an object.
+const nlohmann::json* PayloadAt(const nlohmann::json& payload, std::string_view path);
+// True when `payload` passes every condition of `leaf.where`: the value at its path is a
+// scalar equal (JSON equality: 1 == 1.0) to one of its values.
+bool WhereMatches(const EventTrigger& leaf, const nlohmann::json& payload);
 
 // True when the trigger tree is satisfied by `state`.
 bool IsComplete(const Trigger& trigger, const TriggerState& state);

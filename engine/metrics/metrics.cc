@@ -57,7 +57,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                            .Register(*registry_);
   for (const char* a : {"start", "rerun", "cancel", "backfill_tick"}) OperatorAction(a);
   // The label sets SPEC §7 names are registered up front so a scrape shows them at zero.
-  for (EventType t : {EventType::kPartition, EventType::kProgram, EventType::kTick})
+  for (EventType t : kEventTypes)
     for (EventOutcome o : kCountedEventOutcomes) Event(t, o);
   for (const char* t : {"opened", "ready", "launched", "discarded"}) JobTransition(t);
   for (const char* o : {"succeeded", "failed", "killed", "lost", "retried", "cancelled", "timeout"}) RunOutcome(o);

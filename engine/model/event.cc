@@ -30,6 +30,7 @@ const char* EventTypeName(EventType t) {
     case EventType::kPartition: return "partition";
     case EventType::kProgram: return "program";
     case EventType::kTick: return "tick";
+    case EventType::kCustom: return "custom";
   }
   return "?";
 }
@@ -39,6 +40,7 @@ std::string_view EventKeyPrefix(EventType t) {
     case EventType::kPartition: return "partition:";
     case EventType::kProgram: return "program:";
     case EventType::kTick: return "time:";
+    case EventType::kCustom: return "custom:";
   }
   return {};
 }
@@ -49,6 +51,7 @@ std::string Event::EventKey() const {
     case EventType::kPartition: key += partition.dataset; break;
     case EventType::kProgram: key += program.program; break;
     case EventType::kTick: key += tick.schedule; break;
+    case EventType::kCustom: key += custom.name; break;
   }
   return key;
 }

@@ -14,7 +14,9 @@
 
 namespace trigd {
 
-enum class EventType { kPartition, kProgram, kTick };
+enum class EventType { kPartition, kProgram, kTick, kCustom };
+inline constexpr EventType kEventTypes[] = {EventType::kPartition, EventType::kProgram, EventType::kTick,
+                                            EventType::kCustom};
 const char* EventTypeName(EventType t);
 
 // What ingestion did with one event (trigd_events_total's `outcome` label, SPEC §7): it changed
@@ -43,7 +45,7 @@ inline constexpr DeadLetterReason kDeadLetterReasons[] = {
     DeadLetterReason::kMissingField,  DeadLetterReason::kBadField, DeadLetterReason::kUnknownType,
     DeadLetterReason::kScheduleFailed};
 const char* DeadLetterReasonName(DeadLetterReason r);
-// The start of an event key (Event::EventKey): "partition:", "program:" or "time:".
+// The start of an event key (Event::EventKey): "partition:", "program:", "time:" or "custom:".
 std::string_view EventKeyPrefix(EventType t);
 
 struct PartitionPayload {
@@ -65,6 +67,13 @@ struct TickPayload {
   TimePoint fire_time;
 };
 
+// A custom event (SPEC §11): `name` says what happened ("model.published"), `key` which thing
+// (counted distinct by event leaves), `attrs` anything else; `where` reads the whole payload.
+struct CustomPayload {
+  std::string name;
+  std::string key;
+};
+
 struct Event {
   std::string id;
   EventType type = EventType::kPartition;
@@ -73,8 +82,9 @@ struct Event {
   PartitionPayload partition;  // type == kPartition
   ProgramPayload program;      // type == kProgram
   TickPayload tick;            // type == kTick
+  CustomPayload custom;        // type == kCustom
 
-  // "partition:<dataset>", "program:<program>" or "time:<schedule>".
+  // "partition:<dataset>", "program:<program>", "time:<schedule>" or "custom:<name>".
   std::string EventKey() const;
 };
 

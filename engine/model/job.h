@@ -36,9 +36,10 @@ bool IsAllowedTransition(JobState from, JobState to);
 
 // What one leaf of the trigger has accumulated.
 struct LeafState {
-  int64_t count = 0;                    // matching events (program, tick) or distinct partitions
+  int64_t count = 0;                    // matching events (program, tick), distinct partitions or keys
   int64_t bytes = 0;                    // partition bytes
-  std::vector<std::string> partitions;  // distinct partitions seen (partition leaves)
+  std::vector<std::string> partitions;  // distinct partitions (partition leaves) or custom event
+                                        // keys (event leaves) seen, sorted
   bool satisfied = false;
   bool operator==(const LeafState&) const = default;
 };

@@ -1,5 +1,7 @@
 #include "model/schedule.h"
 
+#include <cmath>
+
 #include "common/check.h"
 
 namespace trigd {
@@ -40,6 +42,7 @@ const char* TriggerKindName(TriggerKind k) {
     case TriggerKind::kProgram: return "program";
     case TriggerKind::kAll: return "all";
     case TriggerKind::kAny: return "any";
+    case TriggerKind::kEvent: return "event";
   }
   return "?";
 }
@@ -74,9 +77,32 @@ std::string LeafEventKey(const Trigger& leaf, const ScheduleName& schedule) {
     case TriggerKind::kTime: return "time:" + schedule.value();
     case TriggerKind::kPartition: return "partition:" + leaf.partition.dataset;
     case TriggerKind::kProgram: return "program:" + leaf.program.program;
+    case TriggerKind::kEvent: return CustomEventKey(leaf.event);
     default: break;
   }
   TRIGD_FAIL("LeafEventKey called on a composite trigger");
+}
+
+std::string CanonicalScalar(const nlohmann::json& value) {
+  if (value.is_number_float()) {
+    const double d = value.get<double>();
+    if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 9e18) {
+      return std::to_string(static_cast<int64_t>(d));
+    }
+  }
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string CustomEventKey(const EventTrigger& leaf) {
+  std::string key = "custom:" + leaf.name;
+  if (leaf.where.empty()) return key;
+  const WhereCondition& first = leaf.where.front();
+  key += "?" + first.path + "=[";
+  for (size_t i = 0; i < first.values.size(); ++i) {
+    if (i > 0) key += ",";
+    key += CanonicalScalar(first.values[i]);
+  }
+  return key + "]";
 }
 
 }  // namespace trigd

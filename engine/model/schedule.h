@@ -51,7 +51,10 @@ enum class ProgramStatus { kStarted, kHeartbeat, kSucceeded, kFailed, kKilled };
 enum class UpstreamFailurePolicy { kWait, kDiscard };
 enum class OnUnmet { kWait, kSkip };
 enum class TimeoutAction { kDiscard, kRun };
-enum class TriggerKind { kTime, kPartition, kProgram, kAll, kAny };
+// What an update of a schedule does to its pending jobs (SPEC §11): discard them (§5), keep
+// them as collected under the new version, or evaluate their collected events again.
+enum class OnUpdate { kDiscard, kKeep, kReevaluate };
+enum class TriggerKind { kTime, kPartition, kProgram, kAll, kAny, kEvent };
 // constraints.max_concurrent_runs.on_unmet (SPEC §9): wait for a slot, discard the job, or cancel
 // the schedule's oldest active run (reason overlap) to make room.
 enum class OverlapPolicy { kWait, kSkip, kCancelOldest };
@@ -79,6 +82,9 @@ struct PartitionTrigger {
   // only bytes count.
   std::optional<int64_t> count;
   std::optional<int64_t> min_bytes;
+  // Only partitions whose name matches this glob (`*` any run of characters, `?` one
+  // character) count (SPEC §11); others of the dataset are ignored.
+  std::optional<std::string> match;
   bool operator==(const PartitionTrigger&) const = default;
 };
 
@@ -90,13 +96,33 @@ struct ProgramTrigger {
   bool operator==(const ProgramTrigger&) const = default;
 };
 
-// A trigger tree. Leaves (time, partition, program) are numbered depth-first from 0; that
+// One condition of an event leaf's `where` (SPEC §11): the custom event's payload value at the
+// dotted `path` ("attrs.stage") equals one of `values` (JSON scalars). `in`: the document gave
+// {"in": [...]} (else one value).
+struct WhereCondition {
+  std::string path;
+  std::vector<nlohmann::json> values;
+  bool in = false;
+  bool operator==(const WhereCondition&) const = default;
+};
+
+// A leaf on custom events (envelope type `custom`) named `name`: counts distinct payload keys
+// of the events that pass every `where` condition; satisfied at `count`.
+struct EventTrigger {
+  std::string name;
+  std::vector<WhereCondition> where;  // sorted by path, at most one per path
+  int64_t count = 1;
+  bool operator==(const EventTrigger&) const = default;
+};
+
+// A trigger tree. Leaves (time, partition, program, event) are numbered depth-first from 0; that
 // number is the leaf's index in a job's TriggerState.
 struct Trigger {
   TriggerKind kind = TriggerKind::kPartition;
   TimeTrigger time;               // kind == kTime
   PartitionTrigger partition;     // kind == kPartition
   ProgramTrigger program;         // kind == kProgram
+  EventTrigger event;             // kind == kEvent
   std::vector<Trigger> children;  // kind == kAll or kAny
   bool operator==(const Trigger&) const = default;
 };
@@ -189,6 +215,7 @@ struct Schedule {
   // `retry`. None: no limit.
   std::optional<Millis> run_timeout;
   std::optional<ActivePeriod> active;
+  OnUpdate on_update = OnUpdate::kDiscard;
 
   ScheduleName id() const { return ScheduleName(namespace_name + "/" + name); }
   bool operator==(const Schedule&) const = default;
@@ -198,7 +225,16 @@ struct Schedule {
 std::vector<const Trigger*> TriggerLeaves(const Trigger& trigger);
 
 // The event key a leaf listens on: "partition:<dataset>", "program:<program>",
-// "time:<namespace/name>".
+// "time:<namespace/name>", "custom:<name>". An event leaf with `where` listens on
+// "custom:<name>?<path>=<values>" (CustomEventKey), its first condition by path.
 std::string LeafEventKey(const Trigger& leaf, const ScheduleName& schedule);
+
+// The index key of an event leaf: "custom:<name>" without `where`, else
+// "custom:<name>?<path>=<values>" with the first condition's path and its values as a JSON array
+// of canonical scalars (CanonicalScalar). ScheduleIndex::Put expands it into one key per value.
+std::string CustomEventKey(const EventTrigger& leaf);
+// A JSON scalar as the index compares it: its compact text, with a number that is a whole
+// value written as an integer (1.0 and 1 are the same key, as they are equal in `where`).
+std::string CanonicalScalar(const nlohmann::json& value);
 
 }  // namespace trigd

@@ -6,8 +6,10 @@
 #include <pqxx/pqxx>
 
 #include "core/cron.h"
+#include "core/envelope.h"
 #include "core/launch_request.h"
 #include "core/schedule_parser.h"
+#include "core/trigger_eval.h"
 #include "model/job.h"
 #include "store/pg_internal.h"
 #include "store/pg_store.h"
@@ -29,6 +31,45 @@ using pg_internal::SqlIn;
 using pg_internal::ToMillis;
 
 namespace {
+
+// on_update: reevaluate (SPEC §11). The collecting job of `schedule` (its new version) has its
+// triggering events applied again to a fresh state of the new trigger: it completes at once
+// (pending_constraint, due now) or goes on collecting with what the new trigger counts. A job
+// already waiting on its constraints keeps waiting (its trigger was complete; a job never goes
+// back to collecting, model/job.h). Its history says which.
+template <class Tx>
+void ReevaluateJobs(Tx& tx, int64_t schedule_id, const Schedule& schedule) {
+  const pqxx::result rows = tx.exec_params(
+      "SELECT id, triggered_by::text FROM jobs WHERE schedule_id = $1 AND state = " + Sql(JobState::kPendingTrigger) +
+          " FOR UPDATE",
+      schedule_id);
+  for (const auto& r : rows) {
+    const json events = json::parse(r[1].as<std::string>(), nullptr, false);
+    TriggerState state = NewTriggerState(schedule.trigger);
+    if (events.is_array()) {
+      for (const json& e : events) {
+        if (!e.is_object()) continue;
+        // The stored {id, type, payload} as an envelope again (its time is not kept: now).
+        json envelope = {{"id", e.value("id", "")},
+                         {"type", e.value("type", "")},
+                         {"time", "2000-01-01T00:00:00Z"},
+                         {"payload", e.value("payload", json::object())}};
+        Result<Event> event = ParseEnvelope(envelope.dump(-1, ' ', false, json::error_handler_t::replace));
+        if (event.ok()) ApplyEvent(schedule.trigger, schedule.id(), *event, state);
+      }
+    }
+    const bool complete = IsComplete(schedule.trigger, state);
+    const std::string what = complete ? "reevaluated: trigger complete under the new version"
+                                      : "reevaluated: collecting under the new version";
+    tx.exec_params(
+        "UPDATE jobs SET trigger_state = $2::jsonb, state = $3, ready_at = CASE WHEN $4 THEN now() END, "
+        "next_check_at = CASE WHEN $4 THEN now() ELSE next_check_at END, "
+        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+        ", 'what', $5::text))) WHERE id = $1",
+        r[0].as<int64_t>(), TriggerStateToJson(state).dump(),
+        std::string(JobStateName(complete ? JobState::kPendingConstraint : JobState::kPendingTrigger)), complete, what);
+  }
+}
 
 // Schedule changes are serialized so that the change log's sequence order is its commit order:
 // a running trigd follows it by sequence and must never skip a change committed late.
@@ -223,6 +264,7 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
       } else {
         out[i] = {name, it->second.version + 1, true};
         row["id"] = it->second.id;
+        row["index"] = i;
         row["version"] = it->second.version + 1;
         updates.push_back(std::move(row));
       }
@@ -252,8 +294,31 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
           "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int, name text, hash text, document text, "
           "state text, grp text, run_timeout_ms bigint) WHERE s.id = x.id",
           updates.dump());
+      // on_update (SPEC §11): `discard` (the default) discards the pending jobs below; `keep`
+      // and `reevaluate` move them to the new version, with a history entry each.
       std::vector<int64_t> updated;
-      for (const auto& u : updates) updated.push_back(u["id"].get<int64_t>());
+      json kept = json::array();
+      std::vector<size_t> reevaluated;  // indices into `schedules`
+      for (const auto& u : updates) {
+        const size_t i = u["index"].get<size_t>();
+        if (schedules[i].on_update == OnUpdate::kDiscard) {
+          updated.push_back(u["id"].get<int64_t>());
+        } else {
+          kept.push_back({{"id", u["id"]}, {"version", u["version"]}});
+          if (schedules[i].on_update == OnUpdate::kReevaluate) reevaluated.push_back(i);
+        }
+      }
+      if (!kept.empty()) {
+        tx.exec_params(
+            "UPDATE jobs j SET schedule_version = x.version, history = trigd_append_history(j.history, "
+            "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+            ", 'what', 'kept: schedule updated to v' || x.version))) "
+            "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int) "
+            "WHERE j.schedule_id = x.id AND j.state IN " +
+                SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
+            kept.dump());
+      }
+      for (size_t i : reevaluated) ReevaluateJobs(tx, ids.at(schedules[i].id().value()), schedules[i]);
       std::string list = "{";
       for (int64_t id : updated) list += (list.size() > 1 ? "," : "") + std::to_string(id);
       list += "}";
@@ -266,8 +331,12 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
                                      SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
                                  list)
                       .affected_rows();
-      tx.exec_params("DELETE FROM schedule_triggers WHERE schedule_id = ANY($1::bigint[])", list);
-      tx.exec_params("DELETE FROM time_triggers WHERE schedule_id = ANY($1::bigint[])", list);
+      // Every updated schedule's leaves are written again below, whatever its on_update.
+      std::string all = "{";
+      for (const auto& u : updates) all += (all.size() > 1 ? "," : "") + std::to_string(u["id"].get<int64_t>());
+      all += "}";
+      tx.exec_params("DELETE FROM schedule_triggers WHERE schedule_id = ANY($1::bigint[])", all);
+      tx.exec_params("DELETE FROM time_triggers WHERE schedule_id = ANY($1::bigint[])", all);
     }
     json triggers = json::array(), ticks = json::array(), changes = json::array();
     for (size_t i : changed) {

@@ -1,6 +1,8 @@
 // The constraint checker step: due jobs claimed, decided by core, written.
 #include "store/pg_store_parts.h"
 
+#include "core/arg_template.h"
+
 namespace trigd {
 
 using nlohmann::json;
@@ -319,11 +321,13 @@ class PgStore::CheckStep {
     rows.AddInt(f.priority);
     rows.AddText(f.trigger_state);
     rows.AddText(f.triggered_by);
-    // The history so far and the decision's entry, the newest kMaxJobHistory of them (as
-    // trigd_append_history keeps a stored job's).
+    // The history so far and the decision's entry: the first and the newest, kMaxJobHistory
+    // in all (as trigd_append_history keeps a stored job's, schema/019).
     const size_t total = f.history.size() + (w.history ? 1 : 0);
     JsonArrayText h;
-    for (size_t i = total > kMaxJobHistory ? total - kMaxJobHistory : 0; i < f.history.size(); ++i) h.Raw(f.history[i]);
+    if (total > kMaxJobHistory && !f.history.empty()) h.Raw(f.history.front());
+    for (size_t i = total > kMaxJobHistory ? total - kMaxJobHistory + 1 : 0; i < f.history.size(); ++i)
+      h.Raw(f.history[i]);
     if (w.history) h.Raw(*w.history);
     rows.AddText(h.Take());
     const std::string opened_at = FormatTime(f.opened_at);
@@ -456,10 +460,19 @@ class PgStore::CheckStep {
     if (fresh) program->second = ProgramJson(s.program);  // serialised once per schedule and check
     LaunchRequest req{program->second, run_id, s.id().value(), d.version, {}, false};
     // A run started by hand with --args: merged key by key over program.args, this run only.
+    std::optional<Schedule> with_args;
     if (std::optional<json> manual = ManualArgs(d.triggered_by)) {
-      Program with_args = s.program;
-      with_args.args = MergeArgs(s.program.args, *manual);
-      req.program_json = ProgramJson(with_args);
+      with_args = s;
+      with_args->program.args = MergeArgs(s.program.args, *manual);
+      req.program_json = ProgramJson(with_args->program);
+    }
+    const Schedule& effective = with_args ? *with_args : s;
+    // Templated args are rendered per job, once: retries publish this template again
+    // (docs/adr/0121).
+    if (req.program_json.find("{{") != std::string::npos && HasArgTemplates(effective.program.args)) {
+      RenderedProgram rendered = RenderProgram(effective, run_id, d.triggered_by);
+      req.program_json = std::move(rendered.program_json);
+      req.placeholders_json = std::move(rendered.placeholders_json);
     }
     const LaunchAttempt first{1, s.heartbeat_timeout, now_};
     // Within kMaxLaunchRequestBytes once the relay has placed the attempt's fields: a longer

@@ -317,10 +317,11 @@ TEST(EnvelopeTest, RejectsAnIdLongerThanTheLimit) {
 }
 
 TEST(EnvelopeTest, RejectsUnknownType) {
-  EXPECT_EQ(Rejection(Envelope("parquet", "{}")), "unknown_type: \"parquet\" (expected partition, program or tick)");
+  EXPECT_EQ(Rejection(Envelope("parquet", "{}")),
+            "unknown_type: \"parquet\" (expected partition, program, tick or custom)");
   EXPECT_EQ(Rejection(Envelope("Partition", "{}")),
-            "unknown_type: \"Partition\" (expected partition, program or tick)");
-  EXPECT_EQ(Rejection(Envelope("", "{}")), "unknown_type: \"\" (expected partition, program or tick)");
+            "unknown_type: \"Partition\" (expected partition, program, tick or custom)");
+  EXPECT_EQ(Rejection(Envelope("", "{}")), "unknown_type: \"\" (expected partition, program, tick or custom)");
 }
 
 TEST(EnvelopeTest, LongProducerTextIsCutShortInMessages) {

@@ -28,6 +28,7 @@ std::string KeyPrefix(EventType type) {
     case EventType::kPartition: return "partition:";
     case EventType::kProgram: return "program:";
     case EventType::kTick: return "time:";
+    case EventType::kCustom: return "custom:";
   }
   return "?";
 }
@@ -79,6 +80,10 @@ void CheckEnvelope(std::string_view bytes) {
   FUZZ_CHECK(again->payload == e.payload, dumped);
   FUZZ_CHECK(again->EventKey() == key, dumped);
   if (e.type == EventType::kTick) FUZZ_CHECK(again->tick.fire_time == e.tick.fire_time, dumped);
+  if (e.type == EventType::kCustom) {
+    FUZZ_CHECK(again->custom.name == e.custom.name && again->custom.key == e.custom.key, dumped);
+    FUZZ_CHECK(!e.custom.key.empty(), "custom event without a key: " + dumped);
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// trigd_append_history (schema/003_history_inline.sql): the bounded history every job and run
-// update appends to. It must keep the newest 50 entries, and the planner must inline it (a
+// trigd_append_history (schema/003_history_inline.sql, 019): the bounded history every job and
+// run update appends to. It must keep the first entry and the newest, 50 in all, and the planner
+// must inline it (a
 // non-inlined SQL function cost about 80 us per updated row on the launch path).
 #include <unistd.h>
 
@@ -49,13 +50,23 @@ TEST_F(HistoryFunctionTest, AppendsWhileUnderTheCap) {
             "t");
 }
 
-TEST_F(HistoryFunctionTest, KeepsTheNewest50WhenItOverflows) {
+TEST_F(HistoryFunctionTest, KeepsTheFirstAndTheNewest49WhenItOverflows) {
   EXPECT_EQ(Query("SELECT trigd_append_history((SELECT jsonb_agg(g) FROM generate_series(1, 50) g), '[51, 52]') = "
-                  "(SELECT jsonb_agg(g) FROM generate_series(3, 52) g)"),
+                  "'[1]'::jsonb || (SELECT jsonb_agg(g) FROM generate_series(4, 52) g)"),
             "t");
   EXPECT_EQ(Query("SELECT jsonb_array_length(trigd_append_history('[1]', "
                   "(SELECT jsonb_agg(g) FROM generate_series(2, 80) g)))::text"),
             "50");
+}
+
+// SPEC §11: a job that collected 200 events still shows how it opened.
+TEST_F(HistoryFunctionTest, TwoHundredAppendsKeepTheOpenedEntry) {
+  EXPECT_EQ(Query("WITH RECURSIVE r(n, h) AS (SELECT 1, '[{\"what\": \"opened\"}]'::jsonb UNION ALL "
+                  "SELECT n + 1, trigd_append_history(h, jsonb_build_array(jsonb_build_object('what', 'event ' || n))) "
+                  "FROM r WHERE n < 200) "
+                  "SELECT jsonb_array_length(h) || ' ' || (h->0->>'what') || ' ' || (h->1->>'what') || ' ' || "
+                  "(h->-1->>'what') FROM r WHERE n = 200"),
+            "50 opened event 151 event 199");
 }
 
 TEST_F(HistoryFunctionTest, IsInlinedIntoTheStatement) {

@@ -1,4 +1,4 @@
-// trigctl events emit partition | program | tick: one event, validated as trigd validates it,
+// trigctl events emit partition | program | tick | custom: one event, validated as trigd validates it,
 // produced to its topic.
 #include <algorithm>
 #include <cstdio>
@@ -62,7 +62,25 @@ struct EmitFlags {
   std::string dataset, program, status, schedule;
   std::vector<std::string> partitions;
   std::optional<std::string> bytes, run_id, attempt, fire_time;
+  std::string name;
+  std::optional<std::string> key, attrs;
 };
+
+// A custom event (SPEC §11) on the data topic, keyed by its name.
+int EmitCustom(const Context& ctx, const EmitFlags& f) {
+  if (f.name.empty()) return ctx.Usage("needs NAME (what happened, e.g. model.published)");
+  json e = NewEvent("custom");
+  e["payload"] = {{"name", f.name}};
+  if (f.key) e["payload"]["key"] = *f.key;
+  if (f.attrs) {
+    json attrs = json::parse(*f.attrs, nullptr, false);
+    if (attrs.is_discarded() || !attrs.is_object()) {
+      return Refuse("events emit", "--attrs must be a JSON object, got \"" + *f.attrs + "\"");
+    }
+    e["payload"]["attrs"] = std::move(attrs);
+  }
+  return Send(ctx, e, trigd::TopicNames(ctx.config.topic_prefix).events_data, f.name);
+}
 
 int EmitPartition(const Context& ctx, const EmitFlags& f) {
   if (f.dataset.empty() || f.partitions.empty())
@@ -131,7 +149,7 @@ int EmitTick(const Context& ctx, const EmitFlags& f) {
 
 void AddEvents(CLI::App& root, Context& ctx) {
   CLI::App* events = Noun(root, "events", "events, as producers send them");
-  CLI::App* emit = Noun(*events, "emit", "produce one event: partition, program or tick");
+  CLI::App* emit = Noun(*events, "emit", "produce one event: partition, program, tick or custom");
   auto f = std::make_shared<EmitFlags>();
   // Each kind its own flags: a tick's typo (--bytes) is refused, not ignored.
   CLI::App* partition =
@@ -150,6 +168,11 @@ void AddEvents(CLI::App& root, Context& ctx) {
   tick->add_option("SCHEDULE", f->schedule, "namespace/name");
   trigd::FlagValue(
       tick->add_option("--fire-time", f->fire_time, "RFC 3339, e.g. 2026-11-22T10:00:00Z")->type_name("T"));
+  CLI::App* custom = ctx.Verb(*emit, "custom", "something else happened (model.published, file.landed)",
+                              [&ctx, f] { return EmitCustom(ctx, *f); });
+  custom->add_option("NAME", f->name, "what happened");
+  trigd::FlagValue(custom->add_option("--key", f->key, "which thing (default: the event id)")->type_name("K"));
+  trigd::FlagValue(custom->add_option("--attrs", f->attrs, "a JSON object of attributes")->type_name("JSON"));
 }
 
 }  // namespace trigctl
