@@ -36,6 +36,7 @@ class EngineStore {
   virtual Status MarkCaughtUp(const std::string& group, const std::vector<PartitionRange>& ranges, Millis age) = 0;
   virtual Result<std::map<std::string, int64_t>> CountJobs() = 0;
   virtual Result<PgStore::ChangeCounts> TakeChangeCounts() = 0;
+  virtual Result<std::map<std::string, int64_t>> TakeOperatorActions() = 0;
   virtual Status Prune(Millis keep) = 0;
 
   // Relay.

@@ -117,6 +117,9 @@ class FakeEngineStore final : public EngineStore {
   Result<PgStore::ChangeCounts> TakeChangeCounts() override {
     return Simple<PgStore::ChangeCounts>("TakeChangeCounts");
   }
+  Result<std::map<std::string, int64_t>> TakeOperatorActions() override {
+    return Simple<std::map<std::string, int64_t>>("TakeOperatorActions");
+  }
   Status Prune(Millis) override {
     std::lock_guard<std::mutex> l(st_.mu);
     if (auto f = st_.Take("Prune")) return *f;
