@@ -30,10 +30,17 @@ void StopOnSignals(std::atomic<bool>& stop) {
 }
 
 void ReloadOnHangup(std::function<void()> reload) {
+  // SIGTERM and SIGINT are blocked here too, before the thread starts: a thread that left them
+  // unblocked would take a SIGTERM meant for StopOnSignals' thread and die of it (exit 143).
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGHUP);
+  sigaddset(&blocked, SIGTERM);
+  sigaddset(&blocked, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::thread([signals, reload = std::move(reload)] {
     for (;;) {
       int signal = 0;

@@ -20,7 +20,8 @@ inline constexpr std::chrono::milliseconds kStopGrace{1200};
 void StopOnSignals(std::atomic<bool>& stop);
 
 // SIGHUP calls `reload` (on a thread of its own, once per signal) instead of ending the process.
-// Call before any thread is started, as StopOnSignals.
+// Call before any thread is started, and before StopOnSignals (it blocks SIGTERM and SIGINT
+// too, so that its thread never takes them).
 void ReloadOnHangup(std::function<void()> reload);
 
 }  // namespace trigd

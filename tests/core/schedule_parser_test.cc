@@ -314,7 +314,7 @@ TEST(ScheduleParserTest, JsonValueHasNoDocumentOrderSoFieldsFollowSpecOrder) {
                 "priority: expected an integer, got string",
                 "enabled: expected a boolean, got string",
                 "aaa: unknown field (expected one of: namespace, name, program, trigger, "
-                "constraints, timeout, priority, retry, heartbeat_timeout, enabled, run_timeout, active)",
+                "constraints, timeout, priority, retry, heartbeat_timeout, enabled, run_timeout, active, on_update)",
                 "program: required",
                 "trigger: required",
             }));
@@ -331,7 +331,7 @@ TEST(ScheduleParserTest, UnknownFieldSuggestsOnlyWithinTwoEdits) {
                 "timeout.acton: unknown field (did you mean \"action\"?)",
                 "retry.max_atempts: unknown field (did you mean \"max_attempts\"?)",
                 "heartbeat: unknown field (expected one of: namespace, name, program, trigger, "
-                "constraints, timeout, priority, retry, heartbeat_timeout, enabled, run_timeout, active)",
+                "constraints, timeout, priority, retry, heartbeat_timeout, enabled, run_timeout, active, on_update)",
                 "nmae: unknown field (did you mean \"name\"?)",
             }));
 }

@@ -48,6 +48,11 @@ deadline=$((SECONDS + 30))
 until [[ $(ctl runs list --json | json_get 'sum(x["state"] == "succeeded" for x in d)') == 3 ]]; do
   ((SECONDS < deadline)) || fail "3 runs not succeeded: $(ctl runs list)"; sleep 0.3
 done
+# Their launch requests published (a job whose request still waits in the outbox is kept).
+deadline=$((SECONDS + 30))
+until [[ $(sql "SELECT count(*) FROM outbox") == 0 ]]; do
+  ((SECONDS < deadline)) || fail "launch requests still in the outbox"; sleep 0.2
+done
 kill "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true
 
 # Two of them ended 40 days ago.

@@ -1442,7 +1442,14 @@ TEST_F(PgStoreTest, ARunInFlightAcrossMigration016IsRetriedWithItsFields) {
   json doc = PartitionSchedule("s", "d");
   doc["retry"] = {{"max_attempts", 3}, {"backoff", "1s"}};
   doc["heartbeat_timeout"] = "1s";
-  ASSERT_TRUE(ApplySchedules(db, {Parse(doc)}).ok());
+  // The schedule as that schema stores it (ApplySchedules writes the columns of later migrations).
+  {
+    pqxx::connection c(db);
+    pqxx::work tx(c);
+    tx.exec_params("INSERT INTO schedules (name, version, doc_hash, document) VALUES ('default/s', 1, 'h', $1::jsonb)",
+                   ScheduleToJson(Parse(doc)).dump());
+    tx.commit();
+  }
   const std::string old_request =
       R"({"attempt":1,"heartbeat_timeout":"1s","launched_at":"2026-11-25T10:00:00.5Z","start_by":"2026-11-25T10:10:00.5Z",)"
       R"("program":{"args":{},"name":"prog.s","target":"default"},"run_id":"r-old","schedule":"default/s",)"
