@@ -157,6 +157,15 @@ trigd::Result<json> ApiOne(const Context& ctx, const std::string& path) {
   return json::array({*r});
 }
 
+// /api/v1/schedules/NS/NAME; a name without its namespace as NAME alone (the API answers that
+// there is no such schedule, as the database does).
+std::string SchedulePath(const std::string& name) {
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos) return "/api/v1/schedules/-/" + trigd::ApiClient::Encode(name);
+  return "/api/v1/schedules/" + trigd::ApiClient::Encode(name.substr(0, slash)) + "/" +
+         trigd::ApiClient::Encode(name.substr(slash + 1));
+}
+
 std::optional<long long> ParseId(const std::string& s) {
   char* end = nullptr;
   errno = 0;
