@@ -511,6 +511,22 @@ Route ByRun(std::string id, std::string method, const std::string& verb, Role ro
           false,         std::move(handle)};
 }
 
+// A viewer's route on a job by id (/api/v1/jobs/{id}[/verb]); an id that is no number is 400.
+Route ByJob(std::string id, const std::string& verb, std::function<Reply(Server&, const Call&, int64_t)> handle) {
+  return {std::move(id),
+          "GET",
+          "/api/v1/jobs/([^/]+)" + (verb.empty() ? "" : "/" + verb),
+          Role::kViewer,
+          {},
+          Body::kNone,
+          false,
+          [handle = std::move(handle)](Server& s, const Call& c) -> Reply {
+            auto job = ParseJobId(c.params[0]);
+            if (!job) return BadJobId(c.params[0]);
+            return handle(s, c, *job);
+          }};
+}
+
 std::vector<Route> Routes() {
   std::vector<Route> r;
   r.push_back(
@@ -556,35 +572,17 @@ std::vector<Route> Routes() {
                           }
                           return QueryJobs(s.options.pg, state, c.Query("schedule"), limit);
                         }));
-  r.push_back({"getJob",
-               "GET",
-               "/api/v1/jobs/([^/]+)",
-               Role::kViewer,
-               {},
-               Body::kNone,
-               false,
-               [](Server& s, const Call& c) -> Reply {
-                 auto id = ParseJobId(c.params[0]);
-                 if (!id) return BadJobId(c.params[0]);
-                 return One(QueryJob(s.options.pg, *id), "job " + c.params[0], c.who);
-               }});
-  r.push_back({"whyJob",
-               "GET",
-               "/api/v1/jobs/([^/]+)/why",
-               Role::kViewer,
-               {},
-               Body::kNone,
-               false,
-               [](Server& s, const Call& c) -> Reply {
-                 auto id = ParseJobId(c.params[0]);
-                 if (!id) return BadJobId(c.params[0]);
-                 auto in = InspectJob(s.options.pg, *id);
-                 if (!in.ok()) return Fail(in.status());
-                 json e = ExplainJob(*in);
-                 const std::string ns = NamespaceOf(e.value("schedule", ""));
-                 if (!c.who.Reaches(ns)) return Forbidden(c.who, ns);
-                 return {200, e};
-               }});
+  r.push_back(ByJob("getJob", "", [](Server& s, const Call& c, int64_t id) {
+    return One(QueryJob(s.options.pg, id), "job " + std::to_string(id), c.who);
+  }));
+  r.push_back(ByJob("whyJob", "why", [](Server& s, const Call& c, int64_t id) -> Reply {
+    auto in = InspectJob(s.options.pg, id);
+    if (!in.ok()) return Fail(in.status());
+    json e = ExplainJob(*in);
+    const std::string ns = NamespaceOf(e.value("schedule", ""));
+    if (!c.who.Reaches(ns)) return Forbidden(c.who, ns);
+    return {200, e};
+  }));
   r.push_back(ListRoute("listRuns", "/api/v1/runs", {"schedule"},
                         [](Server& s, const Call& c, size_t limit) -> std::variant<Result<json>, Reply> {
                           return QueryRuns(s.options.pg, c.Query("schedule"), limit);
