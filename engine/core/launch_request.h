@@ -53,6 +53,7 @@ struct LaunchRequest {
   int64_t schedule_version = 0;
   std::string triggered_by_json;  // a JSON array, as the job stored it (or cut to fit)
   bool triggered_by_truncated = false;
+  std::string lineage;  // the run's lineage (SPEC §10); left out of the request when empty
 };
 
 // The fields of one attempt, kept as columns (runs, outbox) and placed at publish time.
@@ -69,7 +70,7 @@ std::string ProgramJson(const Program& program);
 
 // The stored text of `r`: a JSON object of the shared fields in the order a request carries
 // them, {"program":...,"run_id":...,"schedule":...,"schedule_version":N,"triggered_by":[...]
-// [,"triggered_by_truncated":true]}.
+// [,"triggered_by_truncated":true][,"lineage":"..."]}.
 std::string LaunchRequestTemplate(const LaunchRequest& r);
 
 // The request a worker receives: `a`'s fields first, then the template's, in one object:

@@ -45,6 +45,7 @@ void AddRuns(CLI::App& root, Context& ctx);
 void AddEvents(CLI::App& root, Context& ctx);
 void AddLag(CLI::App& root, Context& ctx);
 void AddHistory(CLI::App& root, Context& ctx);
+void AddLineages(CLI::App& root, Context& ctx);
 
 // Exit codes: 0 ok, 1 refused input, 2 cannot reach Kafka or PostgreSQL.
 int ExitCodeFor(const trigd::Status& s);
