@@ -13,7 +13,7 @@ CREATE INDEX jobs_active_by_lineage ON jobs (lineage)
 -- A run's lineage, every lineage of its upstream runs when they were several, and the worker
 -- that reported on it last. Runs from before this migration have none (null).
 ALTER TABLE runs ADD COLUMN lineage text,
-                 ADD COLUMN lineages text[],
+                 ADD COLUMN lineages jsonb,
                  ADD COLUMN worker text;
 CREATE INDEX runs_by_lineage ON runs (lineage, state) WHERE lineage IS NOT NULL;
 
