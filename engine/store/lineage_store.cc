@@ -40,10 +40,7 @@ void FillReportLineages(pqxx::transaction_base& tx, std::vector<AccumulateInput>
 
 bool LockCorrelatedLineages(pqxx::transaction_base& tx, const std::vector<AccumulateInput>& inputs,
                             const std::map<int64_t, ScheduleView>& schedules) {
-  std::set<int64_t> correlated;
-  for (const auto& [id, view] : schedules) {
-    if (view.schedule && IsCorrelated(view.schedule->trigger)) correlated.insert(id);
-  }
+  const std::set<int64_t> correlated = CorrelatedSchedules(schedules);
   if (correlated.empty()) return false;
   std::set<std::string> keys;  // ordered: every transaction takes the locks in one order
   for (const AccumulateInput& in : inputs) {
@@ -62,12 +59,42 @@ bool LockCorrelatedLineages(pqxx::transaction_base& tx, const std::vector<Accumu
   return true;
 }
 
+std::set<int64_t> CorrelatedSchedules(const std::map<int64_t, ScheduleView>& schedules) {
+  std::set<int64_t> out;
+  for (const auto& [id, view] : schedules) {
+    if (view.schedule && IsCorrelated(view.schedule->trigger)) out.insert(id);
+  }
+  return out;
+}
+
+std::vector<OpenJob> LoadOpenJobs(pqxx::transaction_base& tx, const std::set<int64_t>& schedule_ids) {
+  std::vector<OpenJob> out;
+  if (schedule_ids.empty()) return out;
+  SqlArray ids;
+  for (int64_t id : schedule_ids) ids.AddInt(id);
+  for (const auto& r : tx.exec_params(
+           "SELECT id, schedule_version, schedule_id, trigger_state::text, triggered_by::text, " TRIGD_MS(
+               "opened_at") ", lineage FROM jobs WHERE schedule_id = ANY($1::bigint[]) AND state = " +
+               Sql(JobState::kPendingTrigger) + " ORDER BY id FOR UPDATE",
+           ids.Take())) {
+    OpenJob& job = out.emplace_back();
+    job.id = r[0].as<int64_t>();
+    job.schedule_version = r[1].as<int>();
+    job.schedule_id = r[2].as<int64_t>();
+    job.state = TriggerStateFromJson(json::parse(r[3].c_str()));
+    for (const auto& t : json::parse(r[4].c_str())) {
+      job.triggered_by.push_back({t.value("id", ""), t.value("type", ""), t.value("payload", json())});
+    }
+    job.opened_at = FromMillis(r[5].as<int64_t>());
+    job.lineage = r[6].as<std::string>();
+  }
+  return out;
+}
+
 FailedLineageSet LoadFailedLineages(pqxx::transaction_base& tx, const std::map<int64_t, ScheduleView>& schedules) {
   FailedLineageSet out;
   SqlArray ids;
-  for (const auto& [id, view] : schedules) {
-    if (view.schedule && IsCorrelated(view.schedule->trigger)) ids.AddInt(id);
-  }
+  for (int64_t id : CorrelatedSchedules(schedules)) ids.AddInt(id);
   if (ids.empty()) return out;
   for (const auto& r : tx.exec_params(
            "SELECT schedule_id, lineage FROM failed_lineages WHERE schedule_id = ANY($1::bigint[]) AND expires_at > now()",

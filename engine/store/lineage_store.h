@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,12 @@ void FillReportLineages(pqxx::transaction_base& tx, std::vector<AccumulateInput>
 // the other's uncommitted row. Returns whether any reached schedule is correlated.
 bool LockCorrelatedLineages(pqxx::transaction_base& tx, const std::vector<AccumulateInput>& inputs,
                             const std::map<int64_t, ScheduleView>& schedules);
+
+// The correlated schedules among `schedules`.
+std::set<int64_t> CorrelatedSchedules(const std::map<int64_t, ScheduleView>& schedules);
+
+// The open (pending_trigger) jobs of `schedule_ids`, locked, in id order.
+std::vector<OpenJob> LoadOpenJobs(pqxx::transaction_base& tx, const std::set<int64_t>& schedule_ids);
 
 // The unexpired failed lineages of the correlated schedules among `schedules`.
 FailedLineageSet LoadFailedLineages(pqxx::transaction_base& tx, const std::map<int64_t, ScheduleView>& schedules);
