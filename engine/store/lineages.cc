@@ -102,6 +102,7 @@ Result<json> QueryLineage(const std::string& pg, const std::string& id) {
       r["depth"] = row.depth;
       tree.push_back(std::move(r));
     }
+    out["run_count"] = out["runs"];
     out["runs"] = std::move(tree);
     out["jobs"] = Rows(tx,
                        "SELECT id, schedule_name AS schedule, state, opened_at FROM jobs "

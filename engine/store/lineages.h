@@ -19,7 +19,8 @@ namespace trigd {
 // [{lineage, state, started_at, runs, active_runs, failed_runs, open_jobs}].
 Result<nlohmann::json> QueryLineages(const std::string& pg, std::optional<LineageState> state, size_t limit);
 
-// One lineage, by its id or the id of any run of it: {lineage, state, started_at, runs: [{run_id,
+// One lineage, by its id or the id of any run of it: {lineage, state, started_at, run_count,
+// active_runs, failed_runs, open_jobs, runs: [{run_id,
 // schedule, program, state, attempt, launched_at, finished_at, reason, worker, lineages, upstream,
 // depth}] in tree order (LineageTree), jobs: [{id, schedule, state}] still open or waiting}.
 // kNotFound when neither a lineage nor a run has that id.

@@ -45,7 +45,7 @@ int LineagesShow(const Context& ctx, const std::string& id) {
   std::cout << "lineage     " << Text(l["lineage"]) << "\n"
             << "state       " << Text(l["state"]) << "\n"
             << "started_at  " << Text(l["started_at"]) << "\n"
-            << "runs        " << Text(l["runs"]) << " (" << Text(l["active_runs"]) << " active, "
+            << "runs        " << Text(l["run_count"]) << " (" << Text(l["active_runs"]) << " active, "
             << Text(l["failed_runs"]) << " failed or killed), open jobs " << Text(l["open_jobs"]) << "\n\n";
   // The tree: each run indented under its upstream run.
   json rows = json::array();
