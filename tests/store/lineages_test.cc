@@ -57,6 +57,11 @@ class LineagesTest : public ::testing::Test {
         "\"payload\":{\"run_id\":\"r' || lpad(g::text, 7, '0') || '-1\"}}]}' END, "
         "'l' || lpad(g::text, 7, '0'), 'host:' || k FROM generate_series(1, " +
         std::to_string(lineages) + ") g CROSS JOIN generate_series(1, 3) k");
+    // Their launched jobs (jobs_active_by_lineage holds none of them).
+    Exec(
+        "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, lineage) "
+        "SELECT k, 'default/s' || k, 1, 'launched', '{}', now(), 'l' || lpad(g::text, 7, '0') FROM generate_series(1, " +
+        std::to_string(lineages) + ") g CROSS JOIN generate_series(1, 3) k");
     Exec("ANALYZE");
   }
   std::string conn_;
