@@ -74,13 +74,29 @@ Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoi
   return e;
 }
 
+namespace {
+
+Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
+                            const std::map<int64_t, ScheduleView>& schedules, std::vector<OpenJob> open_jobs,
+                            const FailedLineageSet& failed_in, bool correlation, TimePoint now);
+
+}  // namespace
+
 Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, TimePoint now) {
-  return Accumulate(events, schedules, std::move(open_jobs), FailedLineageSet(), now);
+  return AccumulateImpl(events, schedules, std::move(open_jobs), FailedLineageSet(), /*correlation=*/false, now);
 }
 
 Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
-                        std::vector<OpenJob> open_jobs, const FailedLineageSet& failed_in, TimePoint now) {
+                        std::vector<OpenJob> open_jobs, const FailedLineageSet& failed, TimePoint now) {
+  return AccumulateImpl(events, schedules, std::move(open_jobs), failed, /*correlation=*/true, now);
+}
+
+namespace {
+
+Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
+                            const std::map<int64_t, ScheduleView>& schedules, std::vector<OpenJob> open_jobs,
+                            const FailedLineageSet& failed_in, bool correlation, TimePoint now) {
   Accumulation out;
   out.jobs = std::move(open_jobs);
   const std::string at = FormatTime(now);
@@ -108,7 +124,7 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::m
       auto s = schedules.find(sid);
       if (s == schedules.end()) continue;
       const Schedule& schedule = *s->second.schedule;
-      const bool correlated = IsCorrelated(schedule.trigger);
+      const bool correlated = correlation && IsCorrelated(schedule.trigger);
       // A correlated trigger holds only program leaves (the parser sees to it).
       std::string lineage = correlated && event.type == EventType::kProgram ? EventLineage(event.program) : "";
       std::pair<int64_t, std::string> key{sid, lineage};
@@ -186,5 +202,7 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::m
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace trigd

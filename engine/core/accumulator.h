@@ -85,7 +85,9 @@ struct Accumulation {
 
 // `open_jobs`: the stored PENDING_TRIGGER job of each reached schedule, if any (at most one per
 // schedule). `schedules`: every reached schedule that is active (others are ignored).
-// `now` stamps history entries and new jobs' opened_at.
+// `now` stamps history entries and new jobs' opened_at. Every schedule is counted as without
+// `correlate` (SPEC §5): the store calls the overload below once it reads and writes jobs'
+// lineages and the failed-lineage memory.
 Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, TimePoint now);
 // The same, for schedules that may be correlated: `open_jobs` may hold one job per (schedule,
