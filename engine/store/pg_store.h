@@ -257,29 +257,11 @@ class PgStore {
  private:
   struct Conn;
   struct TxContext;  // the open transaction and what the steps below share
-  // A job this ingest transaction completed and has not written yet: the fast path decides it
-  // first and writes it once, in its decided state (no insert as pending, then an update).
-  struct FreshJob {
-    int64_t schedule_id = 0;
-    int version = 0;
-    int priority = 0;
-    std::string schedule_name;
-    std::string trigger_state, triggered_by;  // JSON text
-    std::vector<std::string> history;         // entries so far (JSON objects)
-    TimePoint opened_at;
-    std::optional<std::string> group;
-  };
-  struct CheckFilter {
-    std::set<int64_t> schedule_ids;
-    std::set<std::string> groups;
-    // Schedules this transaction already loaded and share-locked (not loaded again).
-    const std::map<int64_t, ScheduleView>* loaded = nullptr;
-    // Checked with the stored due jobs, in the same priority order; written by the check.
-    const std::vector<FreshJob>* fresh = nullptr;
-    // Runs this transaction ended: their counters are locked with the others and decremented
-    // (see ReleaseRuns in pg_store.cc).
-    const std::vector<EndedRun>* ended = nullptr;
-  };
+  // Private structs of the steps below (store/pg_store_parts.h).
+  struct FreshJob;
+  struct CheckFilter;
+  class CheckStep;   // CheckJobs, phase by phase (pg_checker.cc)
+  class IngestStep;  // ApplyEvents, phase by phase (pg_ingest.cc)
   struct Relevant;
   static Relevant FindRelevant(const IngestBatch& batch, IngestResult& result);
   // ApplyBatch without isolating a failing schedule: `*data_error` set when it failed in a way
