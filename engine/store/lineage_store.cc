@@ -114,7 +114,8 @@ void StoreFailedLineages(pqxx::transaction_base& tx, const std::vector<FailedLin
   }
   tx.exec_params(
       "INSERT INTO failed_lineages (schedule_id, lineage, expires_at) "
-      "SELECT s, l, to_timestamp(e / 1000.0) FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS x(s, l, e) "
+      "SELECT s, l, to_timestamp(max(e) / 1000.0) FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS x(s, l, e) "
+      "GROUP BY s, l ORDER BY s, l "
       "ON CONFLICT (schedule_id, lineage) DO UPDATE SET expires_at = greatest(failed_lineages.expires_at, "
       "EXCLUDED.expires_at)",
       sid.Take(), lineage.Take(), expires.Take());
@@ -140,7 +141,7 @@ void RecordLineages(pqxx::transaction_base& tx, const std::vector<std::string>& 
   SqlArray a;
   for (const std::string& l : lineages) a.AddText(l);
   tx.exec_params(
-      "INSERT INTO lineages (id, started_at) SELECT l, now() FROM unnest($1::text[]) AS x(l) "
+      "INSERT INTO lineages (id, started_at) SELECT DISTINCT l, now() FROM unnest($1::text[]) AS x(l) ORDER BY 1 "
       "ON CONFLICT (id) DO UPDATE SET ended_at = NULL, outcome = NULL WHERE lineages.ended_at IS NOT NULL",
       a.Take());
 }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <pqxx/pqxx>
 
+#include "store/lineage_store.h"
 #include "store/migrator.h"
 #include "store/test_pg.h"
 
@@ -66,6 +67,23 @@ class LineagesTest : public ::testing::Test {
   }
   std::string conn_;
 };
+
+// One check launches several runs of a lineage (a fan-out), one batch fails a lineage for a
+// schedule twice: each is one row, written by one statement that names it once.
+TEST_F(LineagesTest, ALineageNamedTwiceInOneTransactionIsOneRow) {
+  pqxx::connection c(conn_);
+  pqxx::work tx(c);
+  pg_internal::RecordLineages(tx, {"l2", "l1", "l2"});
+  const TimePoint t = TimePoint(Millis(1800000000000));
+  pg_internal::StoreFailedLineages(tx, {{1, "l1", t}, {1, "l1", t + Millis(5)}, {2, "l1", t}});
+  tx.commit();
+  pqxx::nontransaction q(c);
+  EXPECT_EQ(q.exec1("SELECT count(*) FROM lineages")[0].as<int>(), 2);
+  EXPECT_EQ(q.exec1("SELECT count(*) FROM failed_lineages")[0].as<int>(), 2);
+  EXPECT_EQ(q.exec1("SELECT (extract(epoch FROM expires_at) * 1000)::bigint FROM failed_lineages "
+                    "WHERE schedule_id = 1")[0].as<int64_t>(),
+            1800000000005);
+}
 
 TEST_F(LineagesTest, TheListReadsThroughIndexesOnALongHistory) {
   // 40,000 lineages, 120,000 runs; every 50th lineage failed, every 1000th still running.
