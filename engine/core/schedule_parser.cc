@@ -64,10 +64,9 @@ std::string NameOf(const EnumName<E> (&table)[N], E value) {
 }
 
 // Known fields of each object, in the order SPEC §4 lists them.
-constexpr std::string_view kScheduleFields[] = {"namespace", "name",    "program",           "trigger",
-                                                "constraints", "timeout", "priority",          "retry",
-                                                "heartbeat_timeout", "enabled", "run_timeout", "active",
-                                                "on_update"};
+constexpr std::string_view kScheduleFields[] = {
+    "namespace",         "name",    "program",     "trigger", "constraints", "timeout", "priority", "retry",
+    "heartbeat_timeout", "enabled", "run_timeout", "active",  "on_update"};
 constexpr std::string_view kProgramFields[] = {"name", "args", "target"};
 constexpr std::string_view kTriggerKinds[] = {"time", "partition", "program", "all", "any", "event"};
 constexpr std::string_view kTimeTriggerFields[] = {"cron", "every", "timezone", "catchup", "catchup_window"};
@@ -685,7 +684,7 @@ class DocumentParser {
   void ParseWhere(const Json& value, const std::string& path, std::vector<WhereCondition>& out) {
     if (!ExpectObject(value, path)) return;
     for (auto it = value.begin(); it != value.end(); ++it) {
-      const std::string key = it.key();
+      const std::string& key = it.key();
       const std::string p = FieldPath(path, key);
       const Json& v = it.value();
       if (key.empty() || key.front() == '.' || key.back() == '.' || key.find("..") != std::string::npos ||

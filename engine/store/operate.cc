@@ -20,7 +20,6 @@ using pg_internal::FromMillis;
 using pg_internal::Guard;
 using pg_internal::Sql;
 using pg_internal::SqlIn;
-using pg_internal::ToMillis;
 
 namespace {
 

@@ -84,7 +84,7 @@ int ShowOne(const trigd::Result<json>& r, const std::string& command, const std:
 
 // Through the API (ctx.api): a list's rows, paged (at most 1000 a request) until `limit` rows
 // or the end; `query` as key=value pairs, already encoded.
-trigd::Result<json> ApiList(const Context& ctx, const std::string& path, std::string query, size_t limit);
+trigd::Result<json> ApiList(const Context& ctx, const std::string& path, const std::string& query, size_t limit);
 // Through the API: one resource as a one-row array (ShowOne's form); none for a 404 whose
 // error is "no WHAT".
 trigd::Result<json> ApiOne(const Context& ctx, const std::string& path);

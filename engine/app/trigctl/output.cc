@@ -130,7 +130,7 @@ int ShowOne(const trigd::Result<json>& r, const std::string& command, const std:
   return 0;
 }
 
-trigd::Result<json> ApiList(const Context& ctx, const std::string& path, std::string query, size_t limit) {
+trigd::Result<json> ApiList(const Context& ctx, const std::string& path, const std::string& query, size_t limit) {
   json rows = json::array();
   size_t offset = 0;
   while (rows.size() < limit) {
