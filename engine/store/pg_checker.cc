@@ -469,16 +469,17 @@ class PgStore::CheckStep {
       req.program_json = ProgramJson(with_args->program);
     }
     const Schedule& effective = with_args ? *with_args : s;
+    // Before triggered_by moves into the request; {{lineage}} renders it.
+    const RunLineage lineage = LaunchLineage(d.triggered_by, run_id);
+    req.lineage = lineage.lineage;
+    launched_lineages_.push_back(lineage.lineage);
     // Templated args are rendered per job, once: retries publish this template again
     // (docs/adr/0121).
     if (req.program_json.find("{{") != std::string::npos && HasArgTemplates(effective.program.args)) {
-      RenderedProgram rendered = RenderProgram(effective, run_id, d.triggered_by);
+      RenderedProgram rendered = RenderProgram(effective, run_id, lineage.lineage, d.triggered_by);
       req.program_json = std::move(rendered.program_json);
       req.placeholders_json = std::move(rendered.placeholders_json);
     }
-    const RunLineage lineage = LaunchLineage(d.triggered_by, run_id);  // before triggered_by moves
-    req.lineage = lineage.lineage;
-    launched_lineages_.push_back(lineage.lineage);
     const LaunchAttempt first{1, s.heartbeat_timeout, now_};
     // Within kMaxLaunchRequestBytes once the relay has placed the attempt's fields: a longer
     // list of triggering events is cut to fit (TriggeredByWithin) and the request says so.
@@ -596,7 +597,7 @@ class PgStore::CheckStep {
   std::optional<TableRows> runs_, fresh_rows_;
   std::optional<OutboxRows> outbox_;
   std::map<int64_t, std::string> program_json_;  // a schedule's program, serialised once per check
-  std::vector<std::string> launched_lineages_;    // of the runs launched here (RecordLineages)
+  std::vector<std::string> launched_lineages_;   // of the runs launched here (RecordLineages)
 };
 
 // The checker step in the caller's transaction: due jobs (all, or only those of `filter`'s

@@ -61,7 +61,8 @@ class LineagesTest : public ::testing::Test {
     // Their launched jobs (jobs_active_by_lineage holds none of them).
     Exec(
         "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, lineage) "
-        "SELECT k, 'default/s' || k, 1, 'launched', '{}', now(), 'l' || lpad(g::text, 7, '0') FROM generate_series(1, " +
+        "SELECT k, 'default/s' || k, 1, 'launched', '{}', now(), 'l' || lpad(g::text, 7, '0') FROM "
+        "generate_series(1, " +
         std::to_string(lineages) + ") g CROSS JOIN generate_series(1, 3) k");
     // Jobs still collecting, of schedules without correlation (no lineage yet), as a live
     // system has many of: the list must not read them through jobs_by_state per lineage.
@@ -87,7 +88,8 @@ TEST_F(LineagesTest, ALineageNamedTwiceInOneTransactionIsOneRow) {
   EXPECT_EQ(q.exec1("SELECT count(*) FROM lineages")[0].as<int>(), 2);
   EXPECT_EQ(q.exec1("SELECT count(*) FROM failed_lineages")[0].as<int>(), 2);
   EXPECT_EQ(q.exec1("SELECT (extract(epoch FROM expires_at) * 1000)::bigint FROM failed_lineages "
-                    "WHERE schedule_id = 1")[0].as<int64_t>(),
+                    "WHERE schedule_id = 1")[0]
+                .as<int64_t>(),
             1800000000005);
 }
 
