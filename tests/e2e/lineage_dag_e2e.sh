@@ -13,6 +13,8 @@ src=$1; bin=$2
 source "$src/tests/e2e/lib.sh"
 e2e_run lineage
 e2e_tmp
+port=$(free_port)
+export TRIGD_METRICS="127.0.0.1:$port"
 fail() { echo "FAIL: $*"; echo "--- trigd log"; tail -50 "$tmp/trigd.log"; echo "--- worker logs"; tail -30 "$tmp"/worker*.log; exit 1; }
 started=$SECONDS
 
@@ -120,4 +122,8 @@ PY
 "$bin/trigctl" lineages show "${lineage[2]}" >"$tmp/show.txt"
 grep -q '^state  *failed' "$tmp/show.txt" || fail "lineages show (table): $(cat "$tmp/show.txt")"
 "$bin/trigctl" runs show "$p8_run" | grep -q '^worker' || fail "runs show prints no worker"
+# Each lineage counted once as it ended: two succeeded, one failed.
+metric() { curl -sf "http://127.0.0.1:$port/metrics" | awk -v m="trigd_lineages_total{outcome=\"$1\"}" '$1 == m {print $2}'; }
+[[ $(metric succeeded) == 2 && $(metric failed) == 1 ]] ||
+  fail "trigd_lineages_total: succeeded $(metric succeeded), failed $(metric failed)"
 echo "lineage dag e2e: cycles 1 and 3 whole, cycle 2 without p7 and p9 and failed; settled in $((settled_at - started)) s"
