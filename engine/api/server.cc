@@ -20,6 +20,7 @@
 #include "core/envelope_time.h"
 #include "core/schedule_parser.h"
 #include "store/admin.h"
+#include "store/lineages.h"
 #include "store/operate.h"
 
 namespace trigd {
@@ -527,6 +528,28 @@ Route ByJob(std::string id, const std::string& verb, std::function<Reply(Server&
           }};
 }
 
+// `lineages show`: a lineage spans namespaces, so a token that does not reach every namespace
+// sees the runs and open jobs of its own namespaces only (the ids of the others stay in
+// `upstream`), and 403 when it reaches none of them.
+Reply GetLineage(Server& s, const Call& c) {
+  auto r = QueryLineage(s.options.pg, c.params[0]);
+  if (!r.ok()) return Fail(r.status());
+  json l = *r;
+  if (c.who.ReachesAll()) return {200, l};
+  bool reached = false;
+  for (const char* key : {"runs", "jobs"}) {
+    if (!l.contains(key) || !l[key].is_array()) continue;
+    json kept = json::array();
+    for (const auto& row : l[key]) {
+      if (c.who.Reaches(NamespaceOf(ScheduleOf(row)))) kept.push_back(row);
+    }
+    reached = reached || !kept.empty();
+    l[key] = std::move(kept);
+  }
+  if (!reached) return Error(403, "this token reaches no run of lineage " + l.value("lineage", c.params[0]));
+  return {200, l};
+}
+
 std::vector<Route> Routes() {
   std::vector<Route> r;
   r.push_back(
@@ -592,6 +615,28 @@ std::vector<Route> Routes() {
   }));
   r.push_back(ByRun("cancelRun", "POST", "cancel", Role::kOperator, Body::kOptional, CancelRunOf));
   r.push_back(ByRun("rerunRun", "POST", "rerun", Role::kOperator, Body::kOptional, RerunRunOf));
+  r.push_back(ListRoute("listLineages", "/api/v1/lineages", {"state"},
+                        [](Server& s, const Call& c, size_t limit) -> std::variant<Result<json>, Reply> {
+                          std::optional<LineageState> state;
+                          if (auto v = c.Query("state")) {
+                            state = LineageStateFromName(*v);
+                            if (!state) {
+                              return Error(
+                                  400, "unknown lineage state",
+                                  json::array({Problem("state", "unknown lineage state \"" + *v +
+                                                                    "\" (one of running, succeeded, failed)")}));
+                            }
+                          }
+                          // A lineage spans namespaces and its row names none: the list is for
+                          // tokens of every namespace; the others read one lineage by a run id.
+                          if (!c.who.ReachesAll()) {
+                            return Error(403,
+                                         "lineages span namespaces: listing them needs a token of every namespace "
+                                         "(\"*\"); GET /api/v1/lineages/{run_id} shows a lineage's runs in yours");
+                          }
+                          return QueryLineages(s.options.pg, state, limit);
+                        }));
+  r.push_back({"getLineage", "GET", "/api/v1/lineages/([^/]+)", Role::kViewer, {}, Body::kNone, false, GetLineage});
   r.push_back({"lag", "GET", "/api/v1/lag", Role::kViewer, {}, Body::kNone, false, [](Server& s, const Call&) -> Reply {
                  auto lag = ComputeLag(s.options.kafka, s.options.pg, s.options.topic_prefix, s.options.group);
                  if (!lag.ok()) return Fail(lag.status());

@@ -245,6 +245,17 @@ try:
 
     wait_for("the rerun to succeed", rerun_done, 60)
 
+    # Lineages: the succeeded run of a/ingest started one (its id is the run's).
+    page = expect(200, "GET", "/api/v1/lineages?state=succeeded", token=VIEW)
+    if run_id not in [l["lineage"] for l in page["items"]]:
+        fail(f"lineage {run_id} not among the succeeded ones: {page}")
+    expect(400, "GET", "/api/v1/lineages?state=sleeping", token=VIEW)
+    expect(403, "GET", "/api/v1/lineages", token=OP)  # a lineage spans namespaces
+    lineage = expect(200, "GET", f"/api/v1/lineages/{run_id}", token=OP)
+    assert lineage["lineage"] == run_id and [r["run_id"] for r in lineage["runs"]] == [run_id], lineage
+    expect(403, "GET", f"/api/v1/lineages/{b_run['run_id']}", token=OP)
+    expect(404, "GET", "/api/v1/lineages/nope", token=VIEW)
+
     changed_doc = {**doc, "priority": 4}
     dry = expect(200, "PUT", "/api/v1/schedules/a/ingest?dry_run=true", token=ADMIN, body=changed_doc)
     assert dry["outcome"] == "changed" and dry["version"] == 2 and dry["diff"][0]["path"] == "priority", dry
@@ -283,7 +294,10 @@ try:
                  ["schedules", "apply", "--dry-run", "-f", changed_file],
                  ["schedules", "apply", "--dry-run", "-f", changed_file, "--json"],
                  ["runs", "cancel", sleeper_run], ["runs", "cancel", "nope"], ["runs", "rerun", "nope"],
-                 ["runs", "start", "a/nothing"], ["runs", "start", "a/ingest", "--args", "[1]"]):
+                 ["runs", "start", "a/nothing"], ["runs", "start", "a/ingest", "--args", "[1]"],
+                 ["lineages", "list"], ["lineages", "list", "--state", "succeeded", "--json"],
+                 ["lineages", "list", "--state", "sleeping"], ["lineages", "show", run_id],
+                 ["lineages", "show", run_id, "--json"], ["lineages", "show", "nope"]):
         direct, through = trigctl(args, False), trigctl(args, True)
         if direct != through:
             fail(f"trigctl {' '.join(args)}: direct {direct!r}\nthrough the API {through!r}")

@@ -165,7 +165,11 @@ try:
     run_id = run_link.text
     run_link.click()
     wait("the lineage graph", lambda: css(f'svg.graph rect[data-run="{run_id}"]'))
+    if not css("p[data-lineage-state]"):
+        fail("the lineage page did not read the lineage from GET /api/v1/lineages/{id}")
     shot("lineage")
+    go("lineage")
+    wait("the lineage list", lambda: css(f'tr[data-lineage="{run_id}"]'))
 
     go("jobs")
     wait("the waiting job with its why", lambda: any("1 of 2" in p.text or "partition" in p.text
