@@ -298,7 +298,7 @@ Result<CancelledRun> CancelRun(const std::string& pg, const std::string& topic_p
             "history = trigd_append_history(history, jsonb_build_array($2::jsonb || "
             "jsonb_build_object('at', " TRIGD_NOW_TEXT
             ", 'attempt', attempt))) WHERE run_id = $1 "
-            "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS,
+            "RETURNING concurrency_group, " TRIGD_ENDED_RUN_COLUMNS,
         run_id, entry.dump());
     out.attempt = ended[0][2].as<int64_t>();
     // trigd's own `killed` event (reason cancelled) for downstream triggers, and the control
