@@ -353,7 +353,11 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
       }
       if (!kept.empty()) {
         tx.exec_params(
-            "UPDATE jobs j SET schedule_version = x.version, history = trigd_append_history(j.history, "
+            // A job waiting on its constraints is checked again at once, under the new ones.
+            "UPDATE jobs j SET schedule_version = x.version, "
+            "next_check_at = CASE WHEN j.state = " +
+                Sql(JobState::kPendingConstraint) +
+                " THEN now() ELSE j.next_check_at END, history = trigd_append_history(j.history, "
             "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
             ", 'what', 'kept: schedule updated to v' || x.version))) "
             "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int) "
