@@ -85,7 +85,7 @@ void ReevaluateJobs(Tx& tx, int64_t schedule_id, const Schedule& schedule, TimeP
 void ArmSilenceJob(pqxx::work& tx, int64_t id, const Schedule& s, TimePoint now) {
   if (!HasSilence(s.trigger)) return;
   const pqxx::result open = tx.exec_params("SELECT id, trigger_state::text, " TRIGD_MS(
-                                               "opened_at") " FROM jobs WHERE schedule_id = $1 AND state = " +
+                                               "opened_at") " FROM jobs WHERE schedule_id = $1 AND lineage = '' AND state = " +
                                                Sql(JobState::kPendingTrigger) + " FOR UPDATE",
                                            id);
   const std::string at = FormatTime(now);
