@@ -120,7 +120,8 @@ std::string QuietDetail(const Trigger& leaf, const LeafState& state) {
   if (!state.last_arrival) return "; quiet " + FormatDuration(*quiet) + " after the last arrival";
   const std::string last = FormatTime(*state.last_arrival);
   if (state.satisfied) return "; quiet since " + last;
-  if (!QuietReached(leaf, state)) return "; quiet " + FormatDuration(*quiet) + " after the last arrival (last at " + last + ")";
+  if (!QuietReached(leaf, state))
+    return "; quiet " + FormatDuration(*quiet) + " after the last arrival (last at " + last + ")";
   return "; quiet until " + FormatTime(*state.last_arrival + *quiet) + ", last arrival at " + last;
 }
 

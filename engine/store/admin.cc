@@ -5,8 +5,8 @@
 
 #include <pqxx/pqxx>
 
-#include "core/cron.h"
 #include "core/accumulator.h"
+#include "core/cron.h"
 #include "core/envelope.h"
 #include "core/launch_request.h"
 #include "core/schedule_parser.h"
@@ -44,8 +44,7 @@ template <class Tx>
 void ReevaluateJobs(Tx& tx, int64_t schedule_id, const Schedule& schedule, TimePoint now) {
   const pqxx::result rows = tx.exec_params(
       "SELECT id, triggered_by::text, " TRIGD_MS("opened_at") " FROM jobs WHERE schedule_id = $1 AND state = " +
-          Sql(JobState::kPendingTrigger) +
-          " FOR UPDATE",
+          Sql(JobState::kPendingTrigger) + " FOR UPDATE",
       schedule_id);
   for (const auto& r : rows) {
     const json events = json::parse(r[1].as<std::string>(), nullptr, false);
@@ -84,10 +83,11 @@ void ReevaluateJobs(Tx& tx, int64_t schedule_id, const Schedule& schedule, TimeP
 // arrival re-arms it through the ingest (docs/adr/0131-silence-armed-job.md).
 void ArmSilenceJob(pqxx::work& tx, int64_t id, const Schedule& s, TimePoint now) {
   if (!HasSilence(s.trigger)) return;
-  const pqxx::result open = tx.exec_params("SELECT id, trigger_state::text, " TRIGD_MS(
-                                               "opened_at") " FROM jobs WHERE schedule_id = $1 AND lineage = '' AND state = " +
-                                               Sql(JobState::kPendingTrigger) + " FOR UPDATE",
-                                           id);
+  const pqxx::result open =
+      tx.exec_params("SELECT id, trigger_state::text, " TRIGD_MS(
+                         "opened_at") " FROM jobs WHERE schedule_id = $1 AND lineage = '' AND state = " +
+                         Sql(JobState::kPendingTrigger) + " FOR UPDATE",
+                     id);
   const std::string at = FormatTime(now);
   if (!open.empty()) {
     TriggerState state = TriggerStateFromJson(json::parse(open[0][1].as<std::string>(), nullptr, false));
@@ -358,10 +358,10 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
             "next_check_at = CASE WHEN j.state = " +
                 Sql(JobState::kPendingConstraint) +
                 " THEN now() ELSE j.next_check_at END, history = trigd_append_history(j.history, "
-            "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
-            ", 'what', 'kept: schedule updated to v' || x.version))) "
-            "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int) "
-            "WHERE j.schedule_id = x.id AND j.state IN " +
+                "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+                ", 'what', 'kept: schedule updated to v' || x.version))) "
+                "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int) "
+                "WHERE j.schedule_id = x.id AND j.state IN " +
                 SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
             kept.dump());
       }

@@ -16,10 +16,10 @@
 namespace trigd {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using std::chrono::minutes;
 using std::chrono::seconds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 TimePoint At(const char* text) { return *ParseTime(text); }
 

@@ -241,8 +241,9 @@ TEST(ReplayTest, QuietPeriodLaunchesAtTheLastArrivalPlusThePeriod) {
       Partition("q1", kFrom + kMinute, "sales.raw", "h=1"), Partition("q2", kFrom + 2 * kMinute, "sales.raw", "h=2"),
       Partition("q3", kFrom + 8 * kMinute, "sales.raw", "h=3"),  // inside the quiet period: restarts it
       Partition("q4", kFrom + 30 * kMinute, "sales.raw", "h=4")};
-  ReplayResult r = Replayed({Simple("settled", {{"partition", {{"dataset", "sales.raw"}, {"count", 2}, {"quiet", "10m"}}}})},
-                            stream, kFrom + 60 * kMinute);
+  ReplayResult r =
+      Replayed({Simple("settled", {{"partition", {{"dataset", "sales.raw"}, {"count", 2}, {"quiet", "10m"}}}})}, stream,
+               kFrom + 60 * kMinute);
   const ReplaySchedule& s = r.schedules[0];
   ASSERT_EQ(s.launches.size(), 1u);
   EXPECT_EQ(s.launches[0].at, kFrom + 18 * kMinute);

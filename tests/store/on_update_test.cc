@@ -110,7 +110,8 @@ class OnUpdateTest : public ::testing::Test {
     Apply(doc);
     Ingest({Part("e1", "d"), Part("e2", "d")});
     Check();
-    EXPECT_EQ(Text("SELECT state FROM jobs"), waiting == Waiting::kCollecting ? "pending_trigger" : "pending_constraint");
+    EXPECT_EQ(Text("SELECT state FROM jobs"),
+              waiting == Waiting::kCollecting ? "pending_trigger" : "pending_constraint");
     return doc;
   }
   // v2: another program, and no constraint (a kept job waiting on one launches at once).
@@ -236,9 +237,10 @@ TEST_F(OnUpdateTest, SilenceIsArmedAtApplyAndAgainByAnUpdate) {
   std::string history = Why(FirstJob());
   EXPECT_NE(history.find("opened: silence armed"), std::string::npos) << history;
   // Due at its end: moved into the past, the checker completes and launches it.
-  Exec("UPDATE jobs SET trigger_state = jsonb_set(trigger_state, '{0,last_arrival_ms}', "
-       "to_jsonb(floor(extract(epoch from now() - interval '2 hours') * 1000)::bigint)), "
-       "next_check_at = now() - interval '1 hour'");
+  Exec(
+      "UPDATE jobs SET trigger_state = jsonb_set(trigger_state, '{0,last_arrival_ms}', "
+      "to_jsonb(floor(extract(epoch from now() - interval '2 hours') * 1000)::bigint)), "
+      "next_check_at = now() - interval '1 hour'");
   Check();
   std::string state;
   history = Why(FirstJob(), &state);
