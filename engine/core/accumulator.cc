@@ -74,6 +74,15 @@ Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoi
   return e;
 }
 
+std::optional<TimePoint> CollectingJobWake(const Schedule& schedule, const TriggerState& state, TimePoint opened_at) {
+  std::optional<TimePoint> wake = NextLeafDeadline(schedule.trigger, state);
+  if (schedule.timeout) {
+    const TimePoint deadline = opened_at + schedule.timeout->after;
+    if (!wake || deadline < *wake) wake = deadline;
+  }
+  return wake;
+}
+
 namespace {
 
 Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
@@ -140,7 +149,7 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
         state = &probe;
       }
       TriggerState before = *state;
-      ApplyResult r = ApplyEvent(schedule.trigger, schedule.id(), event, *state);
+      ApplyResult r = ApplyEvent(schedule.trigger, schedule.id(), event, *state, now);
       if (r.upstream_failure) {
         out.applied[ei] = true;
         if (it != open.end()) {

@@ -41,6 +41,10 @@ struct LeafState {
   std::vector<std::string> partitions;  // distinct partitions (partition leaves) or custom event
                                         // keys (event leaves) seen, sorted
   bool satisfied = false;
+  // Quiet and silence leaves (SPEC §11): the last matching arrival, or for a silence leaf the
+  // instant it was armed (an arrival, or the schedule's apply). The leaf's deadline counts
+  // from it (core/trigger_eval.h LeafDeadline).
+  std::optional<TimePoint> last_arrival;
   bool operator==(const LeafState&) const = default;
 };
 

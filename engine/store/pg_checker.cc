@@ -309,7 +309,12 @@ class PgStore::CheckStep {
       w.decision ? jobs_.decision.AddText(*w.decision) : jobs_.decision.AddNull();
       w.forced ? jobs_.forced.AddBool(*w.forced) : jobs_.forced.AddNull();
       w.reason ? jobs_.reason.AddText(*w.reason) : jobs_.reason.AddNull();
-      w.history ? jobs_.history.AddText("[" + *w.history + "]") : jobs_.history.AddNull();
+      // A trigger the clock completed in this check says so before the decision's entry.
+      if (!clock_entry_.empty()) {
+        jobs_.history.AddText("[" + clock_entry_ + (w.history ? "," + *w.history : std::string()) + "]");
+      } else {
+        w.history ? jobs_.history.AddText("[" + *w.history + "]") : jobs_.history.AddNull();
+      }
       return;
     }
     const FreshJob& f = *d.fresh;
@@ -368,9 +373,28 @@ class PgStore::CheckStep {
         if (t > now_ - s.constraints.max_runs_per->period) facts.launches_in_period.push_back(t);
       }
     }
-    const bool complete = d.state == JobState::kPendingConstraint ||
-                          IsComplete(s.trigger, TriggerStateFromJson(json::parse(d.trigger_state)));
+    bool complete = d.state == JobState::kPendingConstraint;
+    clock_entry_.clear();
     JobFacts job_facts{d.opened_at, d.ready_at};
+    if (!complete) {
+      // A quiet period's or silence's end completes the trigger by the clock (SPEC §11): the job
+      // was due for it (its next_check_at), or for its timeout.
+      TriggerState ts = TriggerStateFromJson(json::parse(d.trigger_state));
+      const std::string wait = DescribeLeafDeadline(s.trigger, ts);
+      const bool settled = SettleTimedLeaves(s.trigger, ts, now_);
+      complete = IsComplete(s.trigger, ts);
+      if (complete && settled) {
+        clock_entry_ = HistoryEntry(at_, "trigger complete").String("by", wait).Take();
+        if (!d.ready_at) {
+          d.ready_at = now_;
+          d.ready_text = ctx_.now_text;
+          job_facts.ready_at = now_;
+        }
+      } else if (!complete) {
+        job_facts.trigger_wakes_at = NextLeafDeadline(s.trigger, ts);
+        job_facts.trigger_wait = DescribeLeafDeadline(s.trigger, ts);
+      }
+    }
     job_facts.force = d.last_decision == kForcedByHand;  // trigctl runs start --force
     CheckOutcome out = CheckJob(s, job_facts, complete, facts, now_);
     if (out.decision == Decision::kLaunch && out.cancel_oldest > 0) CancelOldest(d, s, out);
@@ -580,6 +604,7 @@ class PgStore::CheckStep {
   const CheckFilter* filter_;
   const std::string run_history_;  // a launched run's first history entry
   const std::string at_;           // history entries' time
+  std::string clock_entry_;        // the job being decided: its trigger completed by the clock
   CheckerResult result_;
   std::vector<Due> due_, undecided_;
   std::vector<int64_t> fresh_ids_;

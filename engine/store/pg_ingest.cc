@@ -466,7 +466,8 @@ class PgStore::IngestStep {
 
   std::optional<TimePoint> NextCheck(const OpenJob& job, const Schedule& s) const {
     if (job.complete) return ctx_.now;
-    if (!job.discarded && s.timeout) return job.opened_at + s.timeout->after;
+    // The timeout, or a quiet period's or silence's end (the checker completes the job then).
+    if (!job.discarded) return CollectingJobWake(s, job.state, job.opened_at);
     return std::nullopt;
   }
   static const char* StateOf(const OpenJob& job) {
