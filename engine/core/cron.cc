@@ -346,4 +346,37 @@ DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor, s
   return result;
 }
 
+std::optional<TimePoint> NextActiveFireTime(const TimeTrigger& trigger, const std::optional<ActivePeriod>& active,
+                                            TimePoint anchor, TimePoint after) {
+  if (active && active->from && after < *active->from - Millis(1)) after = *active->from - Millis(1);
+  std::optional<TimePoint> next = NextFireTime(trigger, anchor, after);
+  if (next && active && active->until && *next >= *active->until) return std::nullopt;
+  return next;
+}
+
+DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, const std::optional<ActivePeriod>& active,
+                                 TimePoint anchor, std::optional<TimePoint> last_fired, TimePoint now) {
+  if (!active) return ComputeDueFireTimes(trigger, anchor, last_fired, now);
+  // Before `from` there are no fire times: the due range starts just before it, so none of them
+  // is due, missed or counted as skipped.
+  if (active->from && last_fired.value_or(anchor) < *active->from - Millis(1)) {
+    last_fired = *active->from - Millis(1);
+  }
+  // After `until` there are none either: the due range ends just before it. Catchup's grace
+  // and window stay measured from the real `now` (both shortened by the time since the end), so
+  // `latest` picks the period's last fire time and `none` skips it when it was missed.
+  DueFireTimes due;
+  if (active->until && now >= *active->until) {
+    const TimePoint end = *active->until - Millis(1);
+    const Millis since_end = now - end;
+    TimeTrigger within = trigger;
+    within.catchup_window -= since_end;
+    due = ComputeDueFireTimes(within, anchor, last_fired, end, kTickGrace - since_end);
+  } else {
+    due = ComputeDueFireTimes(trigger, anchor, last_fired, now);
+  }
+  due.next = NextActiveFireTime(trigger, active, anchor, now);
+  return due;
+}
+
 }  // namespace trigd

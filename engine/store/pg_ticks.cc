@@ -58,7 +58,7 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
       std::optional<TimePoint> last;
       if (!r[2].is_null()) last = FromMillis(r[2].as<int64_t>());
       Decided& d =
-          decided.emplace_back(Decided{id, r[4].as<std::string>(), ComputeDueFireTimes(*tt, anchor, last, now)});
+          decided.emplace_back(Decided{id, r[4].as<std::string>(), ComputeDueFireTimes(*tt, s->active, anchor, last, now)});
       if (!r[6].is_null()) {
         const TimePoint until = FromMillis(r[6].as<int64_t>());
         for (TimePoint fire : d.due.fire) {
