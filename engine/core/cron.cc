@@ -371,7 +371,14 @@ DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, const std::optional
     const Millis since_end = now - end;
     TimeTrigger within = trigger;
     within.catchup_window -= since_end;
-    due = ComputeDueFireTimes(within, anchor, last_fired, end, kTickGrace - since_end);
+    Millis grace = kTickGrace - since_end;
+    if (within.catchup_window <= Millis(0)) {
+      // The whole period is older than the window: each of its due fire times is skipped.
+      within.catchup_window = Millis(0);
+      within.catchup = CatchupPolicy::kNone;
+      grace = Millis(-1);
+    }
+    due = ComputeDueFireTimes(within, anchor, last_fired, end, grace);
   } else {
     due = ComputeDueFireTimes(trigger, anchor, last_fired, now);
   }
