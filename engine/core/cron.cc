@@ -362,23 +362,14 @@ DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, const std::optional
   if (active->from && last_fired.value_or(anchor) < *active->from - Millis(1)) {
     last_fired = *active->from - Millis(1);
   }
-  // After `until` there are none either: the due range ends just before it. Catchup's grace
-  // and window stay measured from the real `now` (both shortened by the time since the end), so
-  // `latest` picks the period's last fire time and `none` skips it when it was missed.
+  // After `until` there are none either, and the period's fire times not produced before its
+  // end (trigd down or behind) are skipped: their ticks would come when the schedule ignores
+  // events, as a suspended one does.
   DueFireTimes due;
   if (active->until && now >= *active->until) {
-    const TimePoint end = *active->until - Millis(1);
-    const Millis since_end = now - end;
-    TimeTrigger within = trigger;
-    within.catchup_window -= since_end;
-    Millis grace = kTickGrace - since_end;
-    if (within.catchup_window <= Millis(0)) {
-      // The whole period is older than the window: each of its due fire times is skipped.
-      within.catchup_window = Millis(0);
-      within.catchup = CatchupPolicy::kNone;
-      grace = Millis(-1);
-    }
-    due = ComputeDueFireTimes(within, anchor, last_fired, end, grace);
+    TimeTrigger missed = trigger;
+    missed.catchup = CatchupPolicy::kNone;
+    due = ComputeDueFireTimes(missed, anchor, last_fired, *active->until - Millis(1), Millis(-1));
   } else {
     due = ComputeDueFireTimes(trigger, anchor, last_fired, now);
   }

@@ -74,8 +74,9 @@ DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor, s
 
 // The same, for a schedule with an active period (SPEC §9, `active`): fire times outside
 // [active.from, active.until) do not exist. None before `from` is due or skipped (the first is
-// the first at or after `from`); none at or after `until` is produced, and `next` is unset once
-// the period has ended (the producer stops). Without a period: ComputeDueFireTimes.
+// the first at or after `from`); none at or after `until` is produced, those of the period still
+// due once it has ended are skipped (events are ignored by then), and `next` is unset once the
+// period has ended (the producer stops). Without a period: ComputeDueFireTimes.
 DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, const std::optional<ActivePeriod>& active,
                                  TimePoint anchor, std::optional<TimePoint> last_fired, TimePoint now);
 

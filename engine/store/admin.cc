@@ -354,7 +354,8 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
         if (leaves[l]->kind == TriggerKind::kTime) {
           // Fire times count from now (one time leaf per schedule: the parser refuses more); a
           // suspended schedule has none until it is resumed (ResetTimeTrigger).
-          std::optional<TimePoint> next = active[i] ? NextFireTime(leaves[l]->time, now, now) : std::nullopt;
+          std::optional<TimePoint> next =
+              active[i] ? NextActiveFireTime(leaves[l]->time, s.active, now, now) : std::nullopt;
           ticks.push_back({{"id", id}, {"leaf", l}, {"next", next ? json(ToMillis(*next)) : json()}});
         }
       }

@@ -576,31 +576,20 @@ TEST(ActiveFireTimesTest, NoFireTimeFromTheEndOn) {
                                          At("2026-01-01T11:00:00Z"));
   EXPECT_EQ(Format(due.fire), (Times{"2026-01-01T11:00:00Z"}));
   EXPECT_FALSE(due.next) << FormatTime(*due.next);
-  // trigd down across the end: the period's own fire times only, by the catchup policy.
-  due = ComputeDueFireTimes(Hourly(CatchupPolicy::kAll), active, kAnchor, At("2026-01-01T09:00:00Z"),
-                            At("2026-01-01T14:30:00Z"));
-  EXPECT_EQ(Format(due.fire), (Times{"2026-01-01T10:00:00Z", "2026-01-01T11:00:00Z"}));
-  EXPECT_EQ(due.skipped, 0);
-  EXPECT_FALSE(due.next);
-  due = ComputeDueFireTimes(Hourly(CatchupPolicy::kLatest), active, kAnchor, At("2026-01-01T09:00:00Z"),
-                            At("2026-01-01T14:30:00Z"));
-  EXPECT_EQ(Format(due.fire), (Times{"2026-01-01T11:00:00Z"}));
-  EXPECT_EQ(due.skipped, 1);
-  // 11:00 was missed by far more than the grace, measured from the real now.
-  due = ComputeDueFireTimes(Hourly(CatchupPolicy::kNone), active, kAnchor, At("2026-01-01T09:00:00Z"),
-                            At("2026-01-01T14:30:00Z"));
-  EXPECT_TRUE(due.fire.empty());
-  EXPECT_EQ(due.skipped, 2);
-  // ... and the catchup window too: 11:00 is outside a 2h window ending at 14:30.
-  TimeTrigger narrow = Hourly(CatchupPolicy::kAll);
-  narrow.catchup_window = std::chrono::hours(2);
-  due = ComputeDueFireTimes(narrow, active, kAnchor, At("2026-01-01T09:00:00Z"), At("2026-01-01T14:30:00Z"));
-  EXPECT_TRUE(due.fire.empty());
-  EXPECT_EQ(due.skipped, 2);
+  // trigd down across the end: the period's fire times not produced before it are skipped
+  // whatever the policy (their ticks would reach a schedule that ignores events), the later
+  // ones never existed.
+  for (CatchupPolicy policy : {CatchupPolicy::kAll, CatchupPolicy::kLatest, CatchupPolicy::kNone}) {
+    due = ComputeDueFireTimes(Hourly(policy), active, kAnchor, At("2026-01-01T09:00:00Z"), At("2026-01-01T14:30:00Z"));
+    EXPECT_TRUE(due.fire.empty()) << Format(due.fire)[0];
+    EXPECT_EQ(due.skipped, 2);
+    EXPECT_FALSE(due.next);
+  }
   // Everything up to the end decided: nothing more, ever.
   due = ComputeDueFireTimes(Hourly(CatchupPolicy::kAll), active, kAnchor, At("2026-01-01T14:30:00Z"),
                             At("2026-01-02T14:30:00Z"));
   EXPECT_TRUE(due.fire.empty());
+  EXPECT_EQ(due.skipped, 0);
   EXPECT_FALSE(due.next);
 }
 
