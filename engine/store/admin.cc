@@ -448,9 +448,10 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
         TRIGD_CHECK(t->next == RunState::kKilled && t->program_event && t->control_message);
         doomed.AddText(r[0].as<std::string>());
       }
-      const pqxx::result killed_runs = tx.exec_params("UPDATE runs SET " + pg_internal::KilledByDeleteSet() +
-                                                          "WHERE run_id = ANY($1::text[]) " TRIGD_KILLED_BY_DELETE_RETURNING,
-                                                      doomed.Take());
+      const pqxx::result killed_runs =
+          tx.exec_params("UPDATE runs SET " + pg_internal::KilledByDeleteSet() +
+                             "WHERE run_id = ANY($1::text[]) " TRIGD_KILLED_BY_DELETE_RETURNING,
+                         doomed.Take());
       for (const auto& run : killed_runs) release(run[0]);
       pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), killed_runs);
       killed = static_cast<int64_t>(ended.size());

@@ -88,7 +88,8 @@ TEST(CheckerLoopTest, OnlyTheFirstCheckerSweeps) {
     first.sweeps.push_back(SweepResult{.lost = 1});
   }
   CheckerHarness a(first, 0), b(second, 1);
-  ASSERT_TRUE(LoopHarness::WaitFor(first, [&] { return first.calls["SweepRuns"] >= 2 && first.calls["CountJobs"] >= 1; }));
+  ASSERT_TRUE(
+      LoopHarness::WaitFor(first, [&] { return first.calls["SweepRuns"] >= 2 && first.calls["CountJobs"] >= 1; }));
   ASSERT_TRUE(LoopHarness::WaitFor(second, [&] { return second.calls["TickTimeTriggers"] >= 5; }));
   EXPECT_TRUE(a.Stop().ok());
   EXPECT_TRUE(b.Stop().ok());

@@ -22,7 +22,8 @@ using trigd::testing::MockKafka;
 class IngestHarness : public LoopHarness {
  public:
   IngestHarness(const std::string& bootstraps, FakeStoreState& st, const std::string& instance_id = "")
-      : LoopHarness(bootstraps, st, [](Shared& sh) { IngestLoop(sh); }, instance_id) {}
+      : LoopHarness(
+            bootstraps, st, [](Shared& sh) { IngestLoop(sh); }, instance_id) {}
 };
 
 // Every message ends up committed once in the store, and Kafka's group holds exactly the

@@ -87,7 +87,8 @@ class MockKafka {
     rd_kafka_t* c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
     int64_t low = 0, high = 0;
     std::vector<std::string> out;
-    if (rd_kafka_query_watermark_offsets(c, topic.c_str(), partition, &low, &high, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (rd_kafka_query_watermark_offsets(c, topic.c_str(), partition, &low, &high, 10000) ==
+        RD_KAFKA_RESP_ERR_NO_ERROR) {
       rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(1);
       rd_kafka_topic_partition_list_add(parts, topic.c_str(), partition)->offset = low;
       rd_kafka_assign(c, parts);

@@ -595,8 +595,8 @@ TEST(ActiveFireTimesTest, NoFireTimeFromTheEndOn) {
 
 // Without a period: ComputeDueFireTimes as it always was.
 TEST(ActiveFireTimesTest, NoPeriodIsThePlainComputation) {
-  DueFireTimes due = ComputeDueFireTimes(Hourly(CatchupPolicy::kAll), std::nullopt, kAnchor,
-                                         At("2026-01-01T10:00:00Z"), At("2026-01-01T13:30:00Z"));
+  DueFireTimes due = ComputeDueFireTimes(Hourly(CatchupPolicy::kAll), std::nullopt, kAnchor, At("2026-01-01T10:00:00Z"),
+                                         At("2026-01-01T13:30:00Z"));
   EXPECT_EQ(Format(due.fire), (Times{"2026-01-01T11:00:00Z", "2026-01-01T12:00:00Z", "2026-01-01T13:00:00Z"}));
   EXPECT_EQ(due.next, At("2026-01-01T14:00:00Z"));
 }

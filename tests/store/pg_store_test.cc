@@ -967,20 +967,23 @@ TEST_F(PgStoreTest, NoTickOutsideTheActivePeriod) {
   const std::string ms = "floor(extract(epoch from next_fire_at) * 1000)::bigint";
   const std::string later_id = "(SELECT id FROM schedules WHERE name = 'default/later')";
   const std::string ended_id = "(SELECT id FROM schedules WHERE name = 'default/ended')";
-  EXPECT_GE(Count("SELECT " + ms + " FROM time_triggers WHERE schedule_id = " + later_id), from.time_since_epoch().count());
+  EXPECT_GE(Count("SELECT " + ms + " FROM time_triggers WHERE schedule_id = " + later_id),
+            from.time_since_epoch().count());
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at = 'infinity' AND schedule_id = " + ended_id),
             1);
   // Both made due with fire times 90 s and 30 s ago: the later one's are before its period; the
   // ended one's first is inside its period but due after its end, its second after its end.
-  Exec("UPDATE time_triggers SET anchor = date_trunc('second', now()) - interval '150 seconds', "
-       "next_fire_at = now() - interval '1 second'");
+  Exec(
+      "UPDATE time_triggers SET anchor = date_trunc('second', now()) - interval '150 seconds', "
+      "next_fire_at = now() - interval '1 second'");
   auto r = store_->TickTimeTriggers(100);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->produced, 0);
   EXPECT_EQ(r->skipped, 1) << "the ended schedule's fire time 90 s ago";
   EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 0);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
-  EXPECT_GE(Count("SELECT " + ms + " FROM time_triggers WHERE schedule_id = " + later_id), from.time_since_epoch().count());
+  EXPECT_GE(Count("SELECT " + ms + " FROM time_triggers WHERE schedule_id = " + later_id),
+            from.time_since_epoch().count());
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at = 'infinity' AND schedule_id = " + ended_id),
             1);
   EXPECT_EQ(store_->TickTimeTriggers(100)->produced, 0);
