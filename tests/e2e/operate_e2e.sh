@@ -20,11 +20,6 @@ fail() {
   "$bin/trigctl" runs list || true
   exit 1
 }
-wait_until() {  # wait_until SECONDS CMD...: polls CMD every 0.2 s
-  local deadline=$((SECONDS + $1)); shift
-  while ((SECONDS < deadline)); do "$@" && return 0; sleep 0.2; done
-  return 1
-}
 metric() {  # metric SERIES: its value on trigd's /metrics as a number (0 when absent)
   curl -sf "http://$TRIGD_METRICS/metrics" | awk -v s="$1" '$1 == s {v = $2} END {print v + 0}'
 }
