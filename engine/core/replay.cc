@@ -56,7 +56,10 @@ struct SimSchedule {
   std::vector<size_t> waiting;  // jobs with a complete trigger, not decided yet
   int64_t active_runs = 0;
   std::optional<TimePoint> last_launch;
-  std::vector<TimePoint> launches;
+  // Launch times within the schedule's max_runs_per period (older ones are dropped as the
+  // clock passes them: a check reads only the period, and scanning every launch since `from`
+  // made each check slower than the last).
+  std::deque<TimePoint> launches;
   size_t runs_started = 0;  // which recorded duration the next run takes
 };
 
@@ -118,9 +121,9 @@ struct Replay::Impl {
     const auto& group = schedule.constraints.concurrency_group;
     if (group) facts.group_active_runs = group_active[group->name];
     if (schedule.constraints.max_runs_per) {
-      for (TimePoint t : s.launches) {
-        if (t > clock - schedule.constraints.max_runs_per->period) facts.launches_in_period.push_back(t);
-      }
+      const TimePoint since = clock - schedule.constraints.max_runs_per->period;
+      while (!s.launches.empty() && s.launches.front() <= since) s.launches.pop_front();
+      facts.launches_in_period.assign(s.launches.begin(), s.launches.end());
     }
     const bool complete = job.state == SimState::kWaiting;
     CheckOutcome out = CheckJob(schedule, {job.open.opened_at, job.ready_at}, complete, facts, clock);
@@ -147,7 +150,7 @@ struct Replay::Impl {
     result.schedules[job.schedule].launches.push_back(std::move(launch));
     ++s.active_runs;
     s.last_launch = clock;
-    s.launches.push_back(clock);
+    if (schedule.constraints.max_runs_per) s.launches.push_back(clock);
     if (group) ++group_active[group->name];
     Push(clock + duration, TimerKind::kRunEnd, job.schedule);
   }
