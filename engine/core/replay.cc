@@ -260,7 +260,8 @@ struct Replay::Impl {
     in[0].event = &event;
     std::vector<OpenJob> open;
     for (int64_t sid : sids) {
-      if (!views.count(sid)) continue;
+      // `views` holds the enabled schedules: their flag says it without a lookup in the map.
+      if (!result.schedules[static_cast<size_t>(sid - 1)].enabled) continue;
       in[0].schedule_ids.push_back(sid);
       SimSchedule& s = schedules[static_cast<size_t>(sid - 1)];
       if (s.open_job) {
