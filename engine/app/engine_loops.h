@@ -184,6 +184,7 @@ inline void RecordApplied(Shared& sh, const IngestResult& r) {
   sh.metrics.JobTransition("ready").Increment(r.jobs_ready);
   sh.metrics.JobTransition("discarded").Increment(r.jobs_discarded);
   for (const auto& [outcome, n] : r.run_outcomes) sh.metrics.RunOutcome(outcome).Increment(n);
+  for (const auto& [outcome, n] : r.lineage_outcomes) sh.metrics.LineageOutcome(outcome).Increment(n);
   RecordChecks(sh, r.checker);
   // The fast path decided at most kFastPathLimit jobs; anything it left (still waiting, or
   // more than it took) is the checker loop's.

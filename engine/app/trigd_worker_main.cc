@@ -36,6 +36,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <iostream>
@@ -106,6 +107,7 @@ struct Request {
   std::string program;
   std::string schedule;
   int64_t attempt = 1;
+  std::string lineage;  // echoed in reports (SPEC §10); empty when the request has none
   std::optional<std::string> command;  // nullopt: no command, succeeds at once
   // Why the request cannot be run although it names its run (reported failed at once); empty:
   // it can.
@@ -175,6 +177,7 @@ std::variant<Request, std::string> ParseRequest(const std::string& value) {
   r.program = req["program"]["name"].get<std::string>();
   if (req.contains("schedule") && req["schedule"].is_string()) r.schedule = req["schedule"].get<std::string>();
   if (req.contains("attempt") && req["attempt"].is_number_integer()) r.attempt = req["attempt"].get<int64_t>();
+  if (req.contains("lineage") && req["lineage"].is_string()) r.lineage = req["lineage"].get<std::string>();
   const json& args = req["program"].value("args", json::object());
   if (args.is_object() && args.contains("command")) {
     if (!args["command"].is_string()) {
@@ -194,11 +197,24 @@ std::variant<Request, std::string> ParseRequest(const std::string& value) {
   return r;
 }
 
+// This worker's id in reports (SPEC §10 `worker`): host name and process id.
+const std::string& WorkerId() {
+  static const std::string id = [] {
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+    return std::string(host) + ":" + std::to_string(getpid());
+  }();
+  return id;
+}
+
 trigd::OutMessage Report(const std::string& topic, const Request& r, const std::string& status) {
+  json payload = {
+      {"program", r.program}, {"run_id", r.run_id}, {"status", status}, {"attempt", r.attempt}, {"worker", WorkerId()}};
+  if (!r.lineage.empty()) payload["lineage"] = r.lineage;
   json e = {{"id", EventId()},
             {"type", "program"},
             {"time", trigd::FormatTime(trigd::SystemClock::Get().Now())},
-            {"payload", {{"program", r.program}, {"run_id", r.run_id}, {"status", status}, {"attempt", r.attempt}}}};
+            {"payload", std::move(payload)}};
   return {topic, r.program, e.dump()};
 }
 
@@ -208,7 +224,9 @@ pid_t Spawn(const Request& r) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     std::string_view v(*e);
-    if (v.starts_with("TRIGD_RUN_ID=") || v.starts_with("TRIGD_ATTEMPT=") || v.starts_with("TRIGD_SCHEDULE=")) continue;
+    if (v.starts_with("TRIGD_RUN_ID=") || v.starts_with("TRIGD_ATTEMPT=") || v.starts_with("TRIGD_SCHEDULE=") ||
+        v.starts_with("TRIGD_LINEAGE="))
+      continue;
     const std::string_view name = v.substr(0, v.find('=') + 1);
     if (std::any_of(r.placeholder_env.begin(), r.placeholder_env.end(),
                     [&](const std::string& p) { return p.starts_with(name); })) {
@@ -216,10 +234,14 @@ pid_t Spawn(const Request& r) {
     }
     env_strings.emplace_back(v);
   }
-  for (const std::string& p : r.placeholder_env) env_strings.push_back(p);
+  // TRIGD_LINEAGE is the request's own lineage field, set below.
+  for (const std::string& p : r.placeholder_env) {
+    if (!p.starts_with("TRIGD_LINEAGE=")) env_strings.push_back(p);
+  }
   env_strings.push_back("TRIGD_RUN_ID=" + r.run_id);
   env_strings.push_back("TRIGD_ATTEMPT=" + std::to_string(r.attempt));
   env_strings.push_back("TRIGD_SCHEDULE=" + r.schedule);
+  env_strings.push_back("TRIGD_LINEAGE=" + r.lineage);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);

@@ -60,11 +60,13 @@ Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoi
   e.program.status = ProgramStatus::kKilled;
   e.program.attempt = 1;
   e.program.reason = "upstream_failed";
+  e.program.lineage = EventLineage(failed.program);
   e.payload = {{"program", schedule.program.name},
                {"run_id", e.id},
                {"status", "killed"},
                {"attempt", 1},
                {"reason", "upstream_failed"},
+               {"lineage", e.program.lineage},
                {"schedule", schedule.id().value()},
                {"upstream",
                 {{"program", failed.program.program},
@@ -73,13 +75,36 @@ Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoi
   return e;
 }
 
+namespace {
+
+Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
+                            const std::map<int64_t, ScheduleView>& schedules, std::vector<OpenJob> open_jobs,
+                            const FailedLineageSet& failed_in, bool correlation, TimePoint now);
+
+}  // namespace
+
 Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, TimePoint now) {
+  return AccumulateImpl(events, schedules, std::move(open_jobs), FailedLineageSet(), /*correlation=*/false, now);
+}
+
+Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
+                        std::vector<OpenJob> open_jobs, const FailedLineageSet& failed, TimePoint now) {
+  return AccumulateImpl(events, schedules, std::move(open_jobs), failed, /*correlation=*/true, now);
+}
+
+namespace {
+
+Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
+                            const std::map<int64_t, ScheduleView>& schedules, std::vector<OpenJob> open_jobs,
+                            const FailedLineageSet& failed_in, bool correlation, TimePoint now) {
   Accumulation out;
   out.jobs = std::move(open_jobs);
   const std::string at = FormatTime(now);
-  // schedule id -> index in out.jobs of its job still collecting events.
-  std::unordered_map<int64_t, size_t> open;
+  FailedLineageSet failed = failed_in;
+  // (schedule id, lineage) -> index in out.jobs of its job still collecting events; the lineage
+  // is empty for an uncorrelated schedule (one open job per schedule).
+  std::map<std::pair<int64_t, std::string>, size_t> open;
   for (size_t i = 0; i < out.jobs.size(); ++i) {
     OpenJob& job = out.jobs[i];
     auto s = schedules.find(job.schedule_id);
@@ -91,7 +116,7 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::m
       job.history.push_back(HistoryEntry(at, "discarded: schedule updated").Take());
       continue;
     }
-    open[job.schedule_id] = i;
+    open[{job.schedule_id, job.lineage}] = i;
   }
   out.applied.assign(events.size(), false);
   for (size_t ei = 0; ei < events.size(); ++ei) {
@@ -111,7 +136,11 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::m
       const Schedule& schedule = *s->second.schedule;
       // Outside its active period a schedule behaves as suspended: its events are ignored.
       if (schedule.active && !schedule.active->Contains(now)) continue;
-      auto it = open.find(sid);
+      const bool correlated = correlation && IsCorrelated(schedule.trigger);
+      // A correlated trigger holds only program leaves (the parser sees to it).
+      std::string lineage = correlated && event.type == EventType::kProgram ? EventLineage(event.program) : "";
+      std::pair<int64_t, std::string> key{sid, lineage};
+      auto it = open.find(key);
       TriggerState probe;
       TriggerState* state;
       if (it != open.end()) {
@@ -138,21 +167,30 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::m
                                     .Take());
           open.erase(it);
         }
+        if (correlated && failed.insert(key).second) {
+          Millis memory = schedule.timeout ? schedule.timeout->after : kFailedLineageMemory;
+          out.failed_lineages.push_back({sid, lineage, now + memory});
+        }
         // Published whether or not a job was open, so the failure travels down the DAG.
         out.published.push_back(UpstreamFailedEvent(schedule, event, now));
         continue;
       }
       if (!r.changed) continue;
+      // A lineage that failed for this schedule opens nothing (SPEC §10).
+      if (correlated && it == open.end() && failed.contains(key)) continue;
       out.applied[ei] = true;
       if (it == open.end()) {
         OpenJob job;
         job.schedule_id = sid;
         job.schedule_version = s->second.version;
+        job.lineage = lineage;
         job.state = std::move(probe);
         job.opened_at = now;
-        job.history.push_back(HistoryEntry(at, "opened").String("event", event.id).Take());
+        JsonObjectText opened = HistoryEntry(at, "opened").String("event", event.id);
+        if (correlated) opened.String("lineage", lineage);
+        job.history.push_back(opened.Take());
         out.jobs.push_back(std::move(job));
-        it = open.emplace(sid, out.jobs.size() - 1).first;
+        it = open.emplace(key, out.jobs.size() - 1).first;
       }
       OpenJob& job = out.jobs[it->second];
       job.changed = true;
@@ -177,5 +215,7 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::m
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace trigd

@@ -8,7 +8,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -38,6 +40,9 @@ struct OpenJob {
   int64_t id = 0;  // 0: opened by this batch, not stored yet
   int64_t schedule_id = 0;
   int schedule_version = 0;
+  // The lineage whose events the job collects, for a correlated schedule (SPEC §10); empty
+  // otherwise. A correlated schedule holds at most one open job per lineage.
+  std::string lineage;
   TriggerState state;
   std::vector<TriggeringEvent> triggered_by;
   TimePoint opened_at;
@@ -54,6 +59,18 @@ struct AccumulateInput {
   std::vector<int64_t> schedule_ids;  // reached through the reverse index
 };
 
+// A lineage that failed for a correlated schedule (SPEC §10): events of it open no job of the
+// schedule until `expires_at` (docs/adr/0116-failed-lineage-memory.md).
+struct FailedLineage {
+  int64_t schedule_id = 0;
+  std::string lineage;
+  TimePoint expires_at;
+};
+// (schedule id, lineage) of the unexpired failures of the reached schedules, as stored.
+using FailedLineageSet = std::set<std::pair<int64_t, std::string>>;
+// How long a lineage stays failed for a schedule without a timeout; with one, timeout.after.
+inline constexpr Millis kFailedLineageMemory = std::chrono::hours(24);
+
 struct Accumulation {
   // Every job the batch touched, existing ones first in the order given, then new ones in
   // the order they were opened. A schedule may have several (one completed, a new one open).
@@ -62,13 +79,24 @@ struct Accumulation {
   std::vector<Event> published;
   // Per input event: true when it changed at least one job (else "no_match").
   std::vector<bool> applied;
+  // Lineages this batch marked failed, for the store to remember.
+  std::vector<FailedLineage> failed_lineages;
 };
 
 // `open_jobs`: the stored PENDING_TRIGGER job of each reached schedule, if any (at most one per
 // schedule). `schedules`: every reached schedule that is active (others are ignored).
-// `now` stamps history entries and new jobs' opened_at.
+// `now` stamps history entries and new jobs' opened_at. Every schedule is counted as without
+// `correlate` (SPEC §5): the store calls the overload below once it reads and writes jobs'
+// lineages and the failed-lineage memory.
 Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, TimePoint now);
+// The same, for schedules that may be correlated: `open_jobs` may hold one job per (schedule,
+// lineage) of a correlated schedule, and `failed` the lineages remembered failed. An event of a
+// correlated schedule goes to the job of its lineage (EventLineage), never to another; an
+// upstream failure of lineage L discards the job of L and marks L failed (failed_lineages);
+// an event of a failed lineage opens nothing.
+Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
+                        std::vector<OpenJob> open_jobs, const FailedLineageSet& failed, TimePoint now);
 
 // A history entry, {"at": at, "what": what}, for the caller to add members to and Take():
 // HistoryEntry(at, "opened").String("event", id).Take(). `at`: the instant as FormatTime
@@ -77,7 +105,7 @@ JsonObjectText HistoryEntry(std::string_view at, std::string_view what);
 
 // The killed event trigd publishes for `schedule`'s own program when its upstream failed.
 // Its id is derived from the schedule and the failed event, so a replay publishes nothing new;
-// its run id is that id (no run exists).
+// its run id is that id (no run exists). It carries the failed event's lineage.
 Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoint now);
 
 }  // namespace trigd

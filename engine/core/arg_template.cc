@@ -209,9 +209,11 @@ nlohmann::json TemplateValuesJson(const TemplateValues& values) {
   return out;
 }
 
-RenderedProgram RenderProgram(const Schedule& schedule, std::string_view run_id, std::string_view triggered_by_json) {
+RenderedProgram RenderProgram(const Schedule& schedule, std::string_view run_id, std::string_view lineage,
+                              std::string_view triggered_by_json) {
   const nlohmann::json triggered_by = nlohmann::json::parse(triggered_by_json, nullptr, false);
-  const TemplateValues values = JobTemplateValues(schedule, run_id, triggered_by);
+  TemplateValues values = JobTemplateValues(schedule, run_id, triggered_by);
+  values.lineage = std::string(lineage);
   Program program = schedule.program;
   program.args = RenderArgs(schedule.program.args, values);
   const auto dump = [](const nlohmann::json& j) {

@@ -4,8 +4,8 @@
 //
 // Placeholders:
 //   run_id, attempt, schedule, lineage     the run's (attempt: the first attempt's, 1; a retry
-//                                          keeps the first rendering; lineage: empty unless the
-//                                          run belongs to a lineage)
+//                                          keeps the first rendering; lineage: SPEC §10, the
+//                                          run id itself for a run that starts one)
 //   fire_time   RFC 3339 fire time of the tick that triggered the job; empty without one
 //   fire_date   that fire time's date (YYYY-MM-DD) in the time leaf's zone; empty without one
 //   partitions  the triggering partitions, sorted, distinct, space-separated
@@ -71,12 +71,14 @@ nlohmann::json TemplateValuesJson(const TemplateValues& values);
 
 // A templated schedule's program for one launch: ProgramJson with the args rendered, and the
 // values rendered (TemplateValuesJson, dumped) for the request's `placeholders`.
-// `triggered_by_json`: the job's triggered_by array as stored.
+// `lineage`: the run's lineage (SPEC §10). `triggered_by_json`: the job's triggered_by array as
+// stored.
 struct RenderedProgram {
   std::string program_json;
   std::string placeholders_json;
 };
-RenderedProgram RenderProgram(const Schedule& schedule, std::string_view run_id, std::string_view triggered_by_json);
+RenderedProgram RenderProgram(const Schedule& schedule, std::string_view run_id, std::string_view lineage,
+                              std::string_view triggered_by_json);
 
 // `args` with every placeholder of every string value replaced. Unknown placeholders (none
 // after CheckArgTemplates) are left as they are.

@@ -286,6 +286,15 @@ Status ParseProgram(DeadLetterReason& why, const nlohmann::json& payload, Progra
     }
     out.reason = reason->get<std::string>();
   }
+  for (auto [name, field] : {std::pair{"lineage", &out.lineage}, std::pair{"worker", &out.worker}}) {
+    auto v = payload.find(name);
+    if (v == payload.end() || v->is_null()) continue;
+    if (!v->is_string()) {
+      return Reject(why, DeadLetterReason::kBadField,
+                    std::string("payload.") + name + ": expected a string, got " + v->type_name());
+    }
+    *field = v->get<std::string>();
+  }
   return Status::Ok();
 }
 
@@ -528,7 +537,7 @@ std::string TriggeredByWithin(std::string_view triggered_by, size_t max_bytes, b
   cut = true;
   static const std::map<std::string, std::vector<std::string>> kFields = {
       {"partition", {"dataset", "partitions", "bytes"}},
-      {"program", {"program", "run_id", "status", "attempt", "reason"}},
+      {"program", {"program", "run_id", "status", "attempt", "reason", "lineage"}},
       {"tick", {"schedule", "fire_time"}},
       {"custom", {"name", "key"}},
   };
@@ -580,6 +589,7 @@ nlohmann::json EnvelopeToJson(const Event& event) {
         payload["status"] = ProgramStatusName(event.program.status);
         payload["attempt"] = event.program.attempt;
         if (!event.program.reason.empty()) payload["reason"] = event.program.reason;
+        if (!event.program.lineage.empty()) payload["lineage"] = event.program.lineage;
         break;
       case EventType::kTick:
         payload["schedule"] = event.tick.schedule;

@@ -33,6 +33,10 @@ std::string LaunchRequestTemplate(const LaunchRequest& r) {
   out += ",\"triggered_by\":";
   out += r.triggered_by_json;
   if (r.triggered_by_truncated) out += ",\"triggered_by_truncated\":true";
+  if (!r.lineage.empty()) {
+    out += ",\"lineage\":";
+    AppendJsonString(out, r.lineage);
+  }
   out += '}';
   return out;
 }

@@ -56,6 +56,7 @@ struct LaunchRequest {
   // What the args placeholders rendered to, a JSON object by name (core/arg_template.h), when
   // the schedule's program.args is templated; empty (and absent from the request) otherwise.
   std::string placeholders_json;
+  std::string lineage;  // the run's lineage (SPEC §10); left out of the request when empty
 };
 
 // The fields of one attempt, kept as columns (runs, outbox) and placed at publish time.
@@ -72,7 +73,7 @@ std::string ProgramJson(const Program& program);
 
 // The stored text of `r`: a JSON object of the shared fields in the order a request carries
 // them, {[ "placeholders":{...},]"program":...,"run_id":...,"schedule":...,"schedule_version":N,
-// "triggered_by":[...][,"triggered_by_truncated":true]}.
+// "triggered_by":[...][,"triggered_by_truncated":true][,"lineage":"..."]}.
 std::string LaunchRequestTemplate(const LaunchRequest& r);
 
 // The request a worker receives: `a`'s fields first, then the template's, in one object:

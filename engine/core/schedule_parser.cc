@@ -72,7 +72,7 @@ constexpr std::string_view kTriggerKinds[] = {"time", "partition", "program", "a
 constexpr std::string_view kTimeTriggerFields[] = {"cron", "every", "timezone", "catchup", "catchup_window"};
 constexpr std::string_view kPartitionTriggerFields[] = {"dataset", "count", "min_bytes", "match"};
 constexpr std::string_view kEventTriggerFields[] = {"name", "where", "count"};
-constexpr std::string_view kProgramTriggerFields[] = {"name", "status", "count", "on_upstream_failure"};
+constexpr std::string_view kProgramTriggerFields[] = {"name", "status", "count", "on_upstream_failure", "correlate"};
 constexpr std::string_view kConstraintFields[] = {"max_concurrent_runs", "concurrency_group",  "delay",
                                                   "time_window",         "min_since_last_run", "max_runs_per"};
 constexpr std::string_view kConcurrencyGroupFields[] = {"name", "max", "on_unmet"};
@@ -214,6 +214,7 @@ class DocumentParser {
         ParseProgram(*value, path, s.program);
       } else if (key == "trigger") {
         ParseTrigger(*value, path, 1, s.trigger);
+        if (IsCorrelated(s.trigger)) CheckCorrelatedLeaves(s.trigger, path);
       } else if (key == "constraints") {
         ParseConstraints(*value, path, s.constraints);
       } else if (key == "timeout") {
@@ -531,6 +532,24 @@ class DocumentParser {
     }
   }
 
+  // A correlated trigger counts every event in the job of the event's lineage; a partition,
+  // a tick or an uncorrelated program event has no lineage to be counted in, so a trigger with
+  // a correlated leaf holds only correlated program leaves (docs/adr/0115-correlated-joins.md).
+  void CheckCorrelatedLeaves(const Trigger& t, const std::string& path) {
+    if (t.kind == TriggerKind::kAll || t.kind == TriggerKind::kAny) {
+      for (size_t i = 0; i < t.children.size(); ++i) {
+        CheckCorrelatedLeaves(t.children[i], ElementPath(FieldPath(path, TriggerKindName(t.kind)), i));
+      }
+    } else if (t.kind != TriggerKind::kProgram) {
+      Error(FieldPath(path, TriggerKindName(t.kind)),
+            "a trigger with a correlated program leaf holds only program leaves with \"correlate\": true");
+    } else if (!t.program.correlate) {
+      Error(FieldPath(path, "program.correlate"),
+            "must be true: another program leaf of this trigger is correlated, and a join counts per lineage only "
+            "when all its leaves do");
+    }
+  }
+
   void ParseComposite(const Json& value, const std::string& path, int depth, std::vector<Trigger>& children) {
     if (!value.is_array()) {
       Error(path, std::string("expected an array of triggers, got ") + value.type_name());
@@ -727,6 +746,8 @@ class DocumentParser {
         if (auto v = ReadEnum(*field, p, "on_upstream_failure", kUpstreamFailurePolicies)) {
           out.on_upstream_failure = *v;
         }
+      } else if (key == "correlate") {
+        if (auto v = ReadBool(*field, p)) out.correlate = *v;
       } else {
         UnknownField(key, p, kProgramTriggerFields);
       }
@@ -1235,6 +1256,8 @@ nlohmann::json TriggerToJson(const Trigger& t) {
       program["status"] = std::move(statuses);
       program["count"] = t.program.count;
       program["on_upstream_failure"] = NameOf(kUpstreamFailurePolicies, t.program.on_upstream_failure);
+      // Absent unless set, so that documents without it keep their canonical form.
+      if (t.program.correlate) program["correlate"] = true;
       j["program"] = std::move(program);
       break;
     }

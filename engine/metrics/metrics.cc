@@ -14,6 +14,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   jobs_total_ = &BuildCounter().Name("trigd_jobs_total").Help("Job transitions").Register(*registry_);
   jobs_ = &BuildGauge().Name("trigd_jobs").Help("Jobs by state").Register(*registry_);
   runs_ = &BuildCounter().Name("trigd_runs_total").Help("Run outcomes").Register(*registry_);
+  lineages_ = &BuildCounter()
+                   .Name("trigd_lineages_total")
+                   .Help("Lineages (DAG runs) that ended, by outcome (SPEC 10)")
+                   .Register(*registry_);
   checks_ = &BuildCounter()
                  .Name("trigd_constraint_checks_total")
                  .Help("Constraint checks by constraint and result")
@@ -61,6 +65,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
     for (EventOutcome o : kCountedEventOutcomes) Event(t, o);
   for (const char* t : {"opened", "ready", "launched", "discarded"}) JobTransition(t);
   for (const char* o : {"succeeded", "failed", "killed", "lost", "retried", "cancelled", "timeout"}) RunOutcome(o);
+  for (const char* o : {"succeeded", "failed"}) LineageOutcome(o);
   for (DeadLetterReason r : kDeadLetterReasons) DeadLetter(r);
   for (const char* s : {"pending_trigger", "pending_constraint", "pending_launch"}) Jobs(s);
   for (const char* c : {"max_concurrent_runs", "concurrency_group", "delay", "time_window", "min_since_last_run",
@@ -107,6 +112,10 @@ prometheus::Counter& Metrics::JobTransition(const std::string& transition) {
 prometheus::Gauge& Metrics::Jobs(const std::string& state) { return Get(*jobs_, gauge_cache_, {{"state", state}}); }
 prometheus::Counter& Metrics::OperatorAction(const std::string& action) {
   return Get(*operator_actions_, counter_cache_, {{"action", action}});
+}
+
+prometheus::Counter& Metrics::LineageOutcome(const std::string& outcome) {
+  return Get(*lineages_, counter_cache_, {{"outcome", outcome}});
 }
 
 prometheus::Counter& Metrics::RunOutcome(const std::string& outcome) {

@@ -30,6 +30,8 @@ class Metrics {
   prometheus::Counter& JobTransition(const std::string& transition);
   prometheus::Gauge& Jobs(const std::string& state);
   prometheus::Counter& RunOutcome(const std::string& outcome);
+  // trigd_lineages_total{outcome}: lineages that ended, succeeded or failed (SPEC §10).
+  prometheus::Counter& LineageOutcome(const std::string& outcome);
   prometheus::Counter& ConstraintCheck(const std::string& constraint, const std::string& result);
   prometheus::Histogram& EventToLaunch() { return *event_to_launch_; }
   prometheus::Gauge& ConsumerLag(const std::string& topic, int partition);
@@ -58,6 +60,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* jobs_;
   prometheus::Family<prometheus::Counter>* runs_;
   prometheus::Family<prometheus::Counter>* operator_actions_;
+  prometheus::Family<prometheus::Counter>* lineages_;
   prometheus::Family<prometheus::Counter>* checks_;
   prometheus::Family<prometheus::Gauge>* lag_;
   prometheus::Histogram* event_to_launch_;

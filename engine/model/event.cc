@@ -68,4 +68,6 @@ bool IsOwnTick(EventType type, std::string_view id, std::string_view schedule) {
          id.substr(kPrefix.size(), schedule.size()) == schedule && id[kPrefix.size() + schedule.size()] == ':';
 }
 
+const std::string& EventLineage(const ProgramPayload& p) { return p.lineage.empty() ? p.run_id : p.lineage; }
+
 }  // namespace trigd

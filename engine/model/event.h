@@ -60,7 +60,15 @@ struct ProgramPayload {
   ProgramStatus status = ProgramStatus::kSucceeded;
   int64_t attempt = 1;
   std::string reason;  // set by trigd for "lost" and "upstream_failed"
+  // The run's lineage (SPEC §10): carried by trigd's own events and launch requests; a worker's
+  // report may omit it, then ingestion reads it from the run (empty while unknown).
+  std::string lineage;
+  std::string worker;  // the reporting worker's id (host:pid for the reference worker), optional
 };
+
+// The lineage an event of a program counts in: its own, or, when unknown (a report of no run
+// trigd knows, without `lineage`), the run id: such a run starts its own lineage.
+const std::string& EventLineage(const ProgramPayload& p);
 
 struct TickPayload {
   std::string schedule;  // "namespace/name"

@@ -72,6 +72,13 @@ std::vector<const Trigger*> TriggerLeaves(const Trigger& trigger) {
   return out;
 }
 
+bool IsCorrelated(const Trigger& trigger) {
+  for (const Trigger* leaf : TriggerLeaves(trigger)) {
+    if (leaf->kind == TriggerKind::kProgram && leaf->program.correlate) return true;
+  }
+  return false;
+}
+
 std::string LeafEventKey(const Trigger& leaf, const ScheduleName& schedule) {
   switch (leaf.kind) {
     case TriggerKind::kTime: return "time:" + schedule.value();

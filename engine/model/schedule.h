@@ -93,6 +93,9 @@ struct ProgramTrigger {
   std::vector<ProgramStatus> statuses = {ProgramStatus::kSucceeded};
   int64_t count = 1;
   UpstreamFailurePolicy on_upstream_failure = UpstreamFailurePolicy::kWait;
+  // Count events per lineage (SPEC §10): a job of the schedule collects only events of one
+  // lineage, and the schedule may hold one open job per lineage.
+  bool correlate = false;
   bool operator==(const ProgramTrigger&) const = default;
 };
 
@@ -223,6 +226,10 @@ struct Schedule {
 
 // Leaves of a trigger in depth-first order (index = leaf number).
 std::vector<const Trigger*> TriggerLeaves(const Trigger& trigger);
+
+// Whether any program leaf of `trigger` says "correlate": true (then every leaf does: the
+// parser refuses a mix, docs/adr/0115-correlated-joins.md).
+bool IsCorrelated(const Trigger& trigger);
 
 // The event key a leaf listens on: "partition:<dataset>", "program:<program>",
 // "time:<namespace/name>", "custom:<name>". An event leaf with `where` listens on

@@ -1,4 +1,5 @@
 // The constraint checker step: due jobs claimed, decided by core, written.
+#include "store/lineage_store.h"
 #include "store/pg_store_parts.h"
 
 #include "core/arg_template.h"
@@ -340,6 +341,7 @@ class PgStore::CheckStep {
     rows.AddText(w.forced.value_or(false) ? "t" : "f");
     w.reason ? rows.AddText(*w.reason) : rows.AddNull();
     state == JobState::kLaunched || state == JobState::kDiscarded ? rows.AddText(ctx_.now_text) : rows.AddNull();
+    rows.AddText(f.lineage);
     rows.EndRow();
   }
 
@@ -467,10 +469,14 @@ class PgStore::CheckStep {
       req.program_json = ProgramJson(with_args->program);
     }
     const Schedule& effective = with_args ? *with_args : s;
+    // Before triggered_by moves into the request; {{lineage}} renders it.
+    const RunLineage lineage = LaunchLineage(d.triggered_by, run_id);
+    req.lineage = lineage.lineage;
+    launched_lineages_.push_back(lineage.lineage);
     // Templated args are rendered per job, once: retries publish this template again
     // (docs/adr/0121).
     if (req.program_json.find("{{") != std::string::npos && HasArgTemplates(effective.program.args)) {
-      RenderedProgram rendered = RenderProgram(effective, run_id, d.triggered_by);
+      RenderedProgram rendered = RenderProgram(effective, run_id, lineage.lineage, d.triggered_by);
       req.program_json = std::move(rendered.program_json);
       req.placeholders_json = std::move(rendered.placeholders_json);
     }
@@ -507,6 +513,8 @@ class PgStore::CheckStep {
     runs.AddText(request);
     runs.AddText(run_history_);
     runs.AddText(ctx_.now_text);
+    runs.AddText(lineage.lineage);
+    lineage.all.size() > 1 ? runs.AddText(json(lineage.all).dump()) : runs.AddNull();
     runs.EndRow();
     outbox_->AddLaunch(store_.topics_.Launch(s.program.target), s.program.name, request, first, d.id, d.ready_text);
     Counters& rt = sched_rt_[d.schedule_id];
@@ -532,6 +540,7 @@ class PgStore::CheckStep {
     }
     if (!runs_->as_arrays() && runs_->rows() > 0) CopyIn(tx_, kRuns.name, kRuns.Names(), runs_->copy());
     outbox_->InsertInto(tx_);
+    RecordLineages(tx_, launched_lineages_);
     SqlArray rt_id, rt_active, rt_last, g_name, g_active;
     if (runs_->rows() > 0) {
       for (const auto& [id, c] : sched_rt_) {
@@ -588,6 +597,7 @@ class PgStore::CheckStep {
   std::optional<TableRows> runs_, fresh_rows_;
   std::optional<OutboxRows> outbox_;
   std::map<int64_t, std::string> program_json_;  // a schedule's program, serialised once per check
+  std::vector<std::string> launched_lineages_;   // of the runs launched here (RecordLineages)
 };
 
 // The checker step in the caller's transaction: due jobs (all, or only those of `filter`'s

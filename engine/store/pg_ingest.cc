@@ -1,5 +1,6 @@
 // Ingestion: one transaction per batch of events (positions, de-duplication, run reports,
 // jobs accumulated, the fast path's check).
+#include "store/lineage_store.h"
 #include "store/pg_store_parts.h"
 
 namespace trigd {
@@ -232,12 +233,23 @@ class PgStore::IngestStep {
       for (size_t k : store_.CheckProducerTicks(ctx_, built_->inputs)) repeated.insert(input_index_[k]);
       DropInputs(repeated, EventOutcome::kDuplicate);
     }
+    // A report without its lineage gets its run's (SPEC §10), for the triggers and launch requests.
+    pg_internal::FillReportLineages(tx_, built_->inputs, built_->filled);
     LoadOpenJobs();
     if (!reports_.empty()) ApplyReports();
     Accumulate();
     UpdateStoredJobs();
     CopyNewJobs();
     PublishAndCheck();
+    // After the jobs and the fast path's launches: a lineage with a job waiting or a run just
+    // launched has not ended. The check's writes, deferred to the COMMIT, go first then.
+    if (!ended_run_ids_.empty() && ctx_.deferred_writes && !ctx_.deferred_writes->empty()) {
+      tx_.exec_prepared("checker_writes", pqxx::prepare::make_dynamic_params(*ctx_.deferred_writes));
+      ctx_.deferred_writes->clear();
+    }
+    for (const auto& [outcome, n] : pg_internal::EndLineages(tx_, ended_run_ids_)) {
+      result_.lineage_outcomes[outcome] += n;
+    }
     if (ctx_.free_after_commit) *ctx_.free_after_commit = std::move(built_);
   }
 
@@ -250,6 +262,7 @@ class PgStore::IngestStep {
     std::map<int64_t, ScheduleView> schedules;
     Accumulation acc;
     std::vector<FreshJob> fresh_jobs;  // new jobs that are complete: decided before written (fast path)
+    std::deque<Event> filled;          // program events with the lineage read from their run
   };
 
   // The events not seen before: run reports, and inputs for the schedules they reach.
@@ -315,10 +328,20 @@ class PgStore::IngestStep {
             {t.value("id", ""), t.value("type", ""), std::make_shared<const json>(t.value("payload", json()))});
       }
       job.opened_at = FromMillis(r[5].as<int64_t>());
+      job.lineage = r[6].as<std::string>();
       open_.push_back(std::move(job));
     }
     built_->schedules = ResolveSchedules(tx_, store_.cache_, versions);
     std::erase_if(open_, [&](const OpenJob& job) { return !built_->schedules.count(job.schedule_id); });
+    // Correlated schedules (docs/adr/0115): their open jobs are read again once this
+    // transaction holds the lock of each (schedule, lineage) it touches, so that what another
+    // instance committed meanwhile for one of those lineages is seen.
+    if (pg_internal::LockCorrelatedLineages(tx_, built_->inputs, built_->schedules)) {
+      const std::set<int64_t> correlated = pg_internal::CorrelatedSchedules(built_->schedules);
+      std::erase_if(open_, [&](const OpenJob& job) { return correlated.contains(job.schedule_id); });
+      for (OpenJob& job : pg_internal::LoadOpenJobs(tx_, correlated)) open_.push_back(std::move(job));
+      failed_lineages_ = pg_internal::LoadFailedLineages(tx_, built_->schedules);
+    }
   }
 
   // Run reports first: one that moves no run trigd knows (a worker's repeated or late report,
@@ -354,7 +377,7 @@ class PgStore::IngestStep {
     TRIGD_CHECK(IsAllowedTransition(RunState::kLaunched, to) &&
                 (to == RunState::kRunning || IsAllowedTransition(RunState::kRunning, to)));
     auto r = tx_.exec_params(
-        "UPDATE runs SET state = $6, last_seen_at = now(), "
+        "UPDATE runs SET state = $6, last_seen_at = now(), worker = coalesce($7, worker), "
         "attempt_started_at = CASE WHEN $2 = 'started' THEN now() ELSE attempt_started_at END, "
         "finished_at = CASE WHEN $3 THEN now() END, reason = CASE WHEN $3 THEN $2 ELSE reason END, "
         "history = CASE WHEN $2 = 'heartbeat' THEN history ELSE trigd_append_history(history, "
@@ -364,11 +387,15 @@ class PgStore::IngestStep {
             SqlIn(RunState::kLaunched, RunState::kRunning) +
             " AND ($4 = 0 OR attempt = $4) AND program = $5 "
             "RETURNING schedule_id, concurrency_group",
-        rep.run_id, status, final_status, rep.attempt, rep.program, RunStateName(to));
+        rep.run_id, status, final_status, rep.attempt, rep.program, RunStateName(to),
+        batch_.events[rep.event].program.worker.empty()
+            ? std::optional<std::string>()
+            : std::optional<std::string>(batch_.events[rep.event].program.worker));
     if (r.empty()) return false;
     result_.outcome[rep.event] = EventOutcome::kApplied;
     if (!final_status) return true;
     ++result_.run_outcomes[status];
+    ended_run_ids_.push_back(rep.run_id);
     ended_.push_back({r[0][0].as<int64_t>(),
                       r[0][1].is_null() ? std::nullopt : std::optional<std::string>(r[0][1].as<std::string>())});
     return true;
@@ -424,8 +451,9 @@ class PgStore::IngestStep {
       }
       id_copy->Send();
     }
-    built_->acc = trigd::Accumulate(built_->inputs, built_->schedules, std::move(open_), ctx_.now);
+    built_->acc = trigd::Accumulate(built_->inputs, built_->schedules, std::move(open_), failed_lineages_, ctx_.now);
     if (id_copy) id_copy->Finish();
+    pg_internal::StoreFailedLineages(tx_, built_->acc.failed_lineages);
     for (size_t k = 0; k < built_->inputs.size(); ++k) {
       if (built_->acc.applied[k]) result_.outcome[input_index_[k]] = EventOutcome::kApplied;
     }
@@ -457,7 +485,7 @@ class PgStore::IngestStep {
   // New complete jobs of the fast path are left to the check, which writes each once.
   void UpdateStoredJobs() {
     struct {
-      SqlArray id, state, trigger_state, triggered_by, history, ready_at, next_check_at, discard_reason;
+      SqlArray id, state, trigger_state, triggered_by, history, ready_at, next_check_at, discard_reason, lineage;
     } upd;
     std::string text;
     for (OpenJob& job : built_->acc.jobs) {
@@ -475,6 +503,7 @@ class PgStore::IngestStep {
         f.history = std::move(job.history);  // written with the decision (CheckJobs)
         f.opened_at = job.opened_at;
         if (s.constraints.concurrency_group) f.group = s.constraints.concurrency_group->name;
+        f.lineage = job.complete ? pg_internal::ProspectiveLineage(job) : job.lineage;
         continue;
       }
       const std::optional<TimePoint> next_check = NextCheck(job, s);
@@ -487,22 +516,23 @@ class PgStore::IngestStep {
       upd.ready_at.AddIntOrNull(job.complete ? std::optional<int64_t>(ToMillis(ctx_.now)) : std::nullopt);
       upd.next_check_at.AddIntOrNull(next_check ? std::optional<int64_t>(ToMillis(*next_check)) : std::nullopt);
       job.discarded ? upd.discard_reason.AddText(job.discard_reason) : upd.discard_reason.AddNull();
+      upd.lineage.AddText(job.complete ? pg_internal::ProspectiveLineage(job) : job.lineage);
     }
     if (upd.id.empty()) return;
     tx_.exec_params(
         "UPDATE jobs j SET state = x.state, trigger_state = x.trigger_state, triggered_by = x.triggered_by, "
         "history = trigd_append_history(j.history, x.history), "
         "ready_at = coalesce(to_timestamp(x.ready_at / 1000.0), j.ready_at), "
-        "next_check_at = to_timestamp(x.next_check_at / 1000.0), discard_reason = x.discard_reason, "
+        "next_check_at = to_timestamp(x.next_check_at / 1000.0), discard_reason = x.discard_reason, lineage = x.lineage, "
         "finished_at = CASE WHEN x.state = " +
             Sql(JobState::kDiscarded) +
             " THEN now() END "
             "FROM unnest($1::bigint[], $2::text[], $3::jsonb[], $4::jsonb[], $5::jsonb[], $6::bigint[], "
-            "$7::bigint[], $8::text[]) "
-            "AS x(id, state, trigger_state, triggered_by, history, ready_at, next_check_at, discard_reason) "
+            "$7::bigint[], $8::text[], $9::text[]) "
+            "AS x(id, state, trigger_state, triggered_by, history, ready_at, next_check_at, discard_reason, lineage) "
             "WHERE j.id = x.id",
         upd.id.Take(), upd.state.Take(), upd.trigger_state.Take(), upd.triggered_by.Take(), upd.history.Take(),
-        upd.ready_at.Take(), upd.next_check_at.Take(), upd.discard_reason.Take());
+        upd.ready_at.Take(), upd.next_check_at.Take(), upd.discard_reason.Take(), upd.lineage.Take());
   }
 
   // New jobs by COPY (PostgreSQL fills whole heap pages per WAL record, where INSERT writes a
@@ -511,7 +541,7 @@ class PgStore::IngestStep {
     CopyStream ins(
         tx_, "jobs",
         {"schedule_id", "schedule_name", "schedule_version", "state", "priority", "trigger_state", "triggered_by",
-         "history", "opened_at", "first_event_at", "ready_at", "next_check_at", "concurrency_group"});
+         "history", "opened_at", "first_event_at", "ready_at", "next_check_at", "concurrency_group", "lineage"});
     std::string text;
     for (const OpenJob& job : built_->acc.jobs) {
       if (!Copied(job)) continue;
@@ -535,6 +565,7 @@ class PgStore::IngestStep {
       job.complete ? row.AddText(FormatTime(ctx_.now)) : row.AddNull();
       next_check ? row.AddText(FormatTime(*next_check)) : row.AddNull();
       s.constraints.concurrency_group ? row.AddText(s.constraints.concurrency_group->name) : row.AddNull();
+      row.AddText(job.complete ? pg_internal::ProspectiveLineage(job) : job.lineage);
       ins.EndRow();
     }
     ins.Finish();
@@ -598,6 +629,8 @@ class PgStore::IngestStep {
   std::vector<RunReport> reports_;
   std::vector<OpenJob> open_;
   std::vector<EndedRun> ended_;
+  std::vector<std::string> ended_run_ids_;  // for the lineages' endings (EndLineages)
+  FailedLineageSet failed_lineages_;         // of the reached correlated schedules
   std::vector<DeadLetter> refused_letters_;  // reports refused here (another program's run)
 };
 

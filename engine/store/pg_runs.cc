@@ -203,12 +203,12 @@ Result<SweepResult> PgStore::SweepRuns() {
             run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait), std::string(why));
       } else {
         if (!timed_out) ++out.failed;
-        tx.exec_params(
+        const pqxx::result lost_run = tx.exec_params(
             "UPDATE runs SET state=" + Sql(t->next) +
                 ", reason=$2, finished_at=now(), "
                 "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
                 ", "
-                "'status', 'failed', 'reason', $2::text, 'attempt', attempt))) WHERE run_id=$1",
+                "'status', 'failed', 'reason', $2::text, 'attempt', attempt))) WHERE run_id=$1 RETURNING lineage",
             run_id, std::string(why));
         ended.push_back(
             {schedule_id, r[6].is_null() ? std::nullopt : std::optional<std::string>(r[6].as<std::string>())});
@@ -220,6 +220,7 @@ Result<SweepResult> PgStore::SweepRuns() {
         std::string program = r[3].as<std::string>();
         e.payload = {{"program", program}, {"run_id", run_id}, {"status", "failed"},
                      {"attempt", attempt}, {"reason", why},    {"schedule", r[5].as<std::string>()}};
+        if (!lost_run.empty() && !lost_run[0][0].is_null()) e.payload["lineage"] = lost_run[0][0].as<std::string>();
         outbox.Add(topics_.events_program, program, EnvelopeToJson(e).dump());
       }
     }

@@ -72,7 +72,8 @@ const Table kDecidedJobs{"jobs",
                           {"last_decision", "text"},
                           {"forced", "boolean"},
                           {"discard_reason", "text"},
-                          {"finished_at", "timestamptz"}}};
+                          {"finished_at", "timestamptz"},
+                          {"lineage", "text"}}};
 const Table kRuns{"runs",
                   {{"run_id", "text"},
                    {"job_id", "bigint"},
@@ -89,7 +90,9 @@ const Table kRuns{"runs",
                    {"last_seen_at", "timestamptz"},
                    {"request", "text"},
                    {"history", "jsonb"},
-                   {"attempt_launched_at", "timestamptz"}}};
+                   {"attempt_launched_at", "timestamptz"},
+                   {"lineage", "text"},
+                   {"lineages", "jsonb"}}};
 const Table kOutbox{"outbox",
                     {{"topic", "text"},
                      {"key", "text"},
@@ -178,13 +181,13 @@ const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
       {"schedules_and_open_jobs",
        "WITH s AS (SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE), "
        "j AS (SELECT id, schedule_id, schedule_version, trigger_state::text AS trigger_state, "
-       "triggered_by::text AS triggered_by, " TRIGD_MS(
+       "triggered_by::text AS triggered_by, lineage, " TRIGD_MS(
            "opened_at") " AS opened_ms FROM jobs "
                         "WHERE schedule_id = ANY(ARRAY(SELECT id FROM s)) AND state = " +
            Sql(JobState::kPendingTrigger) +
            " ORDER BY id FOR UPDATE) "
-           "SELECT id, version, NULL::bigint, NULL::text, NULL::text, NULL::bigint FROM s UNION ALL "
-           "SELECT id, schedule_version, schedule_id, trigger_state, triggered_by, opened_ms FROM j"},
+           "SELECT id, version, NULL::bigint, NULL::text, NULL::text, NULL::bigint, NULL::text FROM s UNION ALL "
+           "SELECT id, schedule_version, schedule_id, trigger_state, triggered_by, opened_ms, lineage FROM j"},
       {"lock_counters", "SELECT schedule_id, active_runs, " TRIGD_MS(
                             "last_launch_at") " FROM schedule_runtime "
                                               "WHERE schedule_id = ANY($1::bigint[]) ORDER BY schedule_id FOR UPDATE"},

@@ -98,6 +98,7 @@ struct PgStore::FreshJob {
   std::vector<std::string> history;         // entries so far (JSON objects)
   TimePoint opened_at;
   std::optional<std::string> group;
+  std::string lineage;  // jobs.lineage (schema/018)
 };
 
 struct PgStore::CheckFilter {

@@ -91,6 +91,8 @@ Result<PruneTotals> HistoryPruner::Step(int64_t limit) {
                                       "SELECT (SELECT count(*) FROM gone_jobs), (SELECT count(*) FROM gone_runs), " +
                                       tail;
     auto row = tx.exec_params1(sql, after_id_, limit, ToMillis(cutoff_), ToMillis(runs_cutoff_));
+    // Once a pass: the failed-lineage memory past its expiry (docs/adr/0116) opens nothing any more.
+    if (!dry_run_ && after_id_ == 0) tx.exec("DELETE FROM failed_lineages WHERE expires_at < now()");
     tx.commit();
     PruneTotals t{row[0].as<int64_t>(), row[1].as<int64_t>()};
     if (!row[2].is_null()) after_id_ = row[2].as<int64_t>();

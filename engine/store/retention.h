@@ -7,7 +7,8 @@
 // its run once the run ended (succeeded, failed or killed) before the cutoff. What stays, however
 // old: open and waiting jobs, active runs (launched, running, waiting for a retry), a job whose
 // launch request is still in the outbox, and runs launched within the longest `max_runs_per`
-// period of any schedule (that constraint counts them).
+// period of any schedule (that constraint counts them). Each pass also deletes the failed-lineage
+// memory past its expiry (schema/018).
 #pragma once
 
 #include <cstdint>

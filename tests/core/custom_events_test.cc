@@ -233,14 +233,17 @@ TEST(ArgTemplate, RendersFromTheTriggeringEvents) {
 }
 
 TEST(ArgTemplate, RenderProgramGivesTheRequestsProgramAndPlaceholders) {
-  Schedule s = Parse(R"({"namespace":"ns","name":"x","program":{"name":"p","args":{"command":"echo {{partitions}}"},
+  Schedule s = Parse(
+      R"({"namespace":"ns","name":"x","program":{"name":"p","args":{"command":"echo {{partitions}} in {{lineage}}"},
     "target":"spark"},"trigger":{"partition":{"dataset":"d"}}})");
-  RenderedProgram r =
-      RenderProgram(s, "run-7", R"([{"id":"1","type":"partition","payload":{"dataset":"d","partitions":["b","a"]}}])");
-  EXPECT_EQ(json::parse(r.program_json), json::parse(R"({"name":"p","args":{"command":"echo a b"},"target":"spark"})"));
+  RenderedProgram r = RenderProgram(
+      s, "run-7", "lin-3", R"([{"id":"1","type":"partition","payload":{"dataset":"d","partitions":["b","a"]}}])");
+  EXPECT_EQ(json::parse(r.program_json),
+            json::parse(R"({"name":"p","args":{"command":"echo a b in lin-3"},"target":"spark"})"));
   json placeholders = json::parse(r.placeholders_json);
   EXPECT_EQ(placeholders["partitions"], "a b");
   EXPECT_EQ(placeholders["run_id"], "run-7");
+  EXPECT_EQ(placeholders["lineage"], "lin-3");
   EXPECT_EQ(placeholders["attempt"], "1");
   EXPECT_EQ(placeholders["fire_time"], "");
   // The request carries the values in front of its other fields.

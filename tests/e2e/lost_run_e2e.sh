@@ -159,17 +159,21 @@ echo "failed attempt retried: run $flaky $story"
 # attempt is launched (docs/adr/0020-delete-kills-and-announces.md).
 cat >"$tmp/doomed.json" <<'EOF'
 {"namespace": "default", "name": "doomed", "program": {"name": "doomed.job", "args": {"command": "exit 1"}},
- "trigger": {"partition": {"dataset": "doomed.raw"}}, "retry": {"max_attempts": 3, "backoff": "3s", "jitter": "0%"}}
+ "trigger": {"partition": {"dataset": "doomed.raw"}}, "retry": {"max_attempts": 2, "backoff": "8s", "jitter": "0%"}}
 EOF
 "$bin/trigctl" schedules apply -f "$tmp/doomed.json" >/dev/null || fail "apply doomed"
 "$bin/trigctl" events emit partition doomed.raw dt=1 >/dev/null || fail "emit doomed.raw"
 doomed_run() { first_run default/doomed; }
 doomed_waits() { local id; id=$(doomed_run); [[ -n $id && $(run_field "$id" state) == retry_wait ]]; }
+# The one retry waits 8 s: time enough for the polls below on a loaded machine to see the wait
+# and delete within it (a poll later than the backoff would see attempt 2 instead).
 wait_until 30 doomed_waits || fail "doomed run never waited for a retry: $("$bin/trigctl" runs list --schedule default/doomed)"
+waiting_since=$SECONDS
 doomed=$(doomed_run)
 "$bin/trigctl" schedules delete default/doomed >/dev/null || fail "delete doomed"
 [[ $(run_field "$doomed" state) == killed ]] || fail "doomed run $doomed: $(run_field "$doomed" state) after delete, expected killed"
-sleep 5  # past the 3 s backoff
+((SECONDS - waiting_since < 8)) || fail "the delete came after the 8 s backoff: the machine is too slow for this check"
+sleep $((waiting_since + 10 - SECONDS))  # past the backoff
 attempts=$(launches | grep -c "\"run_id\":\"$doomed\"")
 [[ $attempts == 1 ]] || fail "doomed run $doomed launched $attempts times, expected once (no retry after the delete)"
 [[ $(run_field "$doomed" state) == killed ]] || fail "doomed run $doomed: $(run_field "$doomed" state) 5 s after delete"

@@ -59,6 +59,7 @@ void AddScheduleReplay(CLI::App& schedules, Context& ctx);
 // valid and named once, else each problem on standard error and exit code 1 (0 when read).
 int ReadScheduleDocuments(const std::vector<std::string>& paths, const std::string& command,
                           std::vector<trigd::Schedule>& schedules);
+void AddLineages(CLI::App& root, Context& ctx);
 
 // Exit codes: 0 ok, 1 refused input, 2 cannot reach Kafka or PostgreSQL.
 int ExitCodeFor(const trigd::Status& s);
