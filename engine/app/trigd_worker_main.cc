@@ -107,7 +107,7 @@ struct Request {
   std::string program;
   std::string schedule;
   int64_t attempt = 1;
-  std::string lineage;  // echoed in reports (SPEC §10); empty when the request has none
+  std::string lineage;                 // echoed in reports (SPEC §10); empty when the request has none
   std::optional<std::string> command;  // nullopt: no command, succeeds at once
   // Why the request cannot be run although it names its run (reported failed at once); empty:
   // it can.

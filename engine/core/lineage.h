@@ -19,8 +19,8 @@
 namespace trigd {
 
 struct RunLineage {
-  std::string lineage;             // the run's lineage
-  std::vector<std::string> all;    // every lineage of its upstream runs, sorted (may be empty)
+  std::string lineage;           // the run's lineage
+  std::vector<std::string> all;  // every lineage of its upstream runs, sorted (may be empty)
 };
 
 // The lineage of the run `run_id` of a job. `job_lineage`: the lineage a correlated job

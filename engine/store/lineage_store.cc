@@ -72,11 +72,11 @@ std::vector<OpenJob> LoadOpenJobs(pqxx::transaction_base& tx, const std::set<int
   if (schedule_ids.empty()) return out;
   SqlArray ids;
   for (int64_t id : schedule_ids) ids.AddInt(id);
-  for (const auto& r : tx.exec_params(
-           "SELECT id, schedule_version, schedule_id, trigger_state::text, triggered_by::text, " TRIGD_MS(
-               "opened_at") ", lineage FROM jobs WHERE schedule_id = ANY($1::bigint[]) AND state = " +
-               Sql(JobState::kPendingTrigger) + " ORDER BY id FOR UPDATE",
-           ids.Take())) {
+  for (const auto& r :
+       tx.exec_params("SELECT id, schedule_version, schedule_id, trigger_state::text, triggered_by::text, " TRIGD_MS(
+                          "opened_at") ", lineage FROM jobs WHERE schedule_id = ANY($1::bigint[]) AND state = " +
+                          Sql(JobState::kPendingTrigger) + " ORDER BY id FOR UPDATE",
+                      ids.Take())) {
     OpenJob& job = out.emplace_back();
     job.id = r[0].as<int64_t>();
     job.schedule_version = r[1].as<int>();
@@ -96,9 +96,9 @@ FailedLineageSet LoadFailedLineages(pqxx::transaction_base& tx, const std::map<i
   SqlArray ids;
   for (int64_t id : CorrelatedSchedules(schedules)) ids.AddInt(id);
   if (ids.empty()) return out;
-  for (const auto& r : tx.exec_params(
-           "SELECT schedule_id, lineage FROM failed_lineages WHERE schedule_id = ANY($1::bigint[]) AND expires_at > now()",
-           ids.Take())) {
+  for (const auto& r : tx.exec_params("SELECT schedule_id, lineage FROM failed_lineages WHERE schedule_id = "
+                                      "ANY($1::bigint[]) AND expires_at > now()",
+                                      ids.Take())) {
     out.emplace(r[0].as<int64_t>(), r[1].as<std::string>());
   }
   return out;
@@ -156,12 +156,14 @@ std::map<std::string, int> EndLineages(pqxx::transaction_base& tx, const std::ve
   const std::string open_jobs = SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint);
   for (const auto& r : tx.exec_params(
            "WITH ended AS (SELECT DISTINCT lineage FROM runs WHERE run_id = ANY($1::text[]) AND lineage IS NOT NULL), "
-           "over AS (SELECT e.lineage, CASE WHEN EXISTS (SELECT 1 FROM runs r WHERE r.lineage = e.lineage AND r.state IN " +
+           "over AS (SELECT e.lineage, CASE WHEN EXISTS (SELECT 1 FROM runs r WHERE r.lineage = e.lineage AND r.state "
+           "IN " +
                bad_runs +
                ") THEN 'failed' ELSE 'succeeded' END AS outcome FROM ended e "
                "WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.lineage = e.lineage AND r.state IN " +
                active_runs +
-               ") AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.lineage = e.lineage AND j.lineage <> '' AND j.state IN " +
+               ") AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.lineage = e.lineage AND j.lineage <> '' AND j.state "
+               "IN " +
                open_jobs +
                ")) "
                "UPDATE lineages l SET ended_at = now(), outcome = o.outcome FROM over o "

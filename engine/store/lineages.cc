@@ -41,10 +41,11 @@ std::string CountsAndState(const std::string& id) {
 
 ListStatement LineagesListStatement(std::optional<LineageState> state, size_t limit) {
   ListStatement st;
-  st.sql = "SELECT l.id AS lineage, st.state, l.started_at, c.runs, c.active_runs, c.failed_runs, c.open_jobs "
-           "FROM lineages l " +
-           CountsAndState("l.id") + (state ? "WHERE st.state = $1 " : "") + "ORDER BY l.id DESC LIMIT " +
-           std::to_string(limit);
+  st.sql =
+      "SELECT l.id AS lineage, st.state, l.started_at, c.runs, c.active_runs, c.failed_runs, c.open_jobs "
+      "FROM lineages l " +
+      CountsAndState("l.id") + (state ? "WHERE st.state = $1 " : "") + "ORDER BY l.id DESC LIMIT " +
+      std::to_string(limit);
   if (state) st.params.push_back(LineageStateName(*state));
   return st;
 }

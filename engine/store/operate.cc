@@ -292,14 +292,13 @@ Result<CancelledRun> CancelRun(const std::string& pg, const std::string& topic_p
     tx.exec_params("DELETE FROM outbox WHERE job_id = $1", r[0][3].as<int64_t>());
     json entry = {{"status", "killed"}, {"reason", "cancelled"}, {"by", actor.who}};
     if (!why.empty()) entry["why"] = why;
-    auto ended = tx.exec_params(
-        "UPDATE runs SET state=" + Sql(RunState::kKilled) +
-            ", reason='cancelled', finished_at=now(), next_attempt_at=NULL, "
-            "history = trigd_append_history(history, jsonb_build_array($2::jsonb || "
-            "jsonb_build_object('at', " TRIGD_NOW_TEXT
-            ", 'attempt', attempt))) WHERE run_id = $1 "
-            "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS,
-        run_id, entry.dump());
+    auto ended = tx.exec_params("UPDATE runs SET state=" + Sql(RunState::kKilled) +
+                                    ", reason='cancelled', finished_at=now(), next_attempt_at=NULL, "
+                                    "history = trigd_append_history(history, jsonb_build_array($2::jsonb || "
+                                    "jsonb_build_object('at', " TRIGD_NOW_TEXT
+                                    ", 'attempt', attempt))) WHERE run_id = $1 "
+                                    "RETURNING concurrency_group, " TRIGD_ENDED_RUN_COLUMNS,
+                                run_id, entry.dump());
     out.attempt = ended[0][2].as<int64_t>();
     // trigd's own `killed` event (reason cancelled) for downstream triggers, and the control
     // message that stops the worker running it: both in the outbox, published by the relay.

@@ -435,7 +435,7 @@ class PgStore::CheckStep {
             ", 'status', 'killed', 'reason', 'overlap', 'attempt', attempt, 'what', "
             "'cancelled by max_concurrent_runs on_unmet cancel_oldest for job ' || $2::text))) "
             "WHERE run_id = ANY($1::text[]) "
-            "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS,
+            "RETURNING concurrency_group, " TRIGD_ENDED_RUN_COLUMNS,
         victim_ids.Take(), std::to_string(d.id));
     pg_internal::AnnounceEndedRuns(tx_, store_.topics_, ended, 1, {"killed", "overlap", "killed"});
     const std::optional<std::string> group = s.constraints.concurrency_group

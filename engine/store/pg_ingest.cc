@@ -523,7 +523,8 @@ class PgStore::IngestStep {
         "UPDATE jobs j SET state = x.state, trigger_state = x.trigger_state, triggered_by = x.triggered_by, "
         "history = trigd_append_history(j.history, x.history), "
         "ready_at = coalesce(to_timestamp(x.ready_at / 1000.0), j.ready_at), "
-        "next_check_at = to_timestamp(x.next_check_at / 1000.0), discard_reason = x.discard_reason, lineage = x.lineage, "
+        "next_check_at = to_timestamp(x.next_check_at / 1000.0), discard_reason = x.discard_reason, lineage = "
+        "x.lineage, "
         "finished_at = CASE WHEN x.state = " +
             Sql(JobState::kDiscarded) +
             " THEN now() END "
@@ -629,7 +630,7 @@ class PgStore::IngestStep {
   std::vector<RunReport> reports_;
   std::vector<OpenJob> open_;
   std::vector<EndedRun> ended_;
-  std::vector<std::string> ended_run_ids_;  // for the lineages' endings (EndLineages)
+  std::vector<std::string> ended_run_ids_;   // for the lineages' endings (EndLineages)
   FailedLineageSet failed_lineages_;         // of the reached correlated schedules
   std::vector<DeadLetter> refused_letters_;  // reports refused here (another program's run)
 };

@@ -217,9 +217,10 @@ inline std::string KilledByDeleteSet() {
          ", "
          "'status', 'killed', 'reason', 'schedule deleted', 'attempt', attempt))) ";
 }
+// The columns of an ended run that AnnounceEndedRuns reads, in its order.
+#define TRIGD_ENDED_RUN_COLUMNS "run_id, attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS ", lineage"
 // What such an UPDATE returns for KillByDeleteEvents.
-#define TRIGD_KILLED_BY_DELETE_RETURNING \
-  "RETURNING concurrency_group, run_id, attempt, program, schedule_name, " TRIGD_RUN_START_BY_MS " "
+#define TRIGD_KILLED_BY_DELETE_RETURNING "RETURNING concurrency_group, " TRIGD_ENDED_RUN_COLUMNS " "
 
 // How trigd ended runs itself: the program event's status and reason, and its id's prefix
 // (<prefix>:<run>:<attempt>), by which ingestion counts the event although the run ended.
@@ -229,8 +230,8 @@ struct RunEnding {
   const char* id_prefix;
 };
 
-// trigd's own report for each run it ended (rows with run_id, attempt, program, schedule_name
-// and the request's start_by from column `first`), written to the outbox for the program topic,
+// trigd's own report for each run it ended (rows with TRIGD_ENDED_RUN_COLUMNS from column
+// `first`), carrying the run's lineage (SPEC §10), written to the outbox for the program topic,
 // so downstream schedules see the run end, and a control message, so no worker starts it: the
 // attempt's request may be on the launch topic, where a worker of another group may read it later.
 inline void AnnounceEndedRuns(pqxx::transaction_base& tx, const TopicNames& topics, const pqxx::result& ended,
@@ -246,15 +247,16 @@ inline void AnnounceEndedRuns(pqxx::transaction_base& tx, const TopicNames& topi
     e.time = now;
     e.payload = {{"program", program}, {"run_id", run_id},     {"status", how.status},
                  {"attempt", attempt}, {"reason", how.reason}, {"schedule", r[first + 3].as<std::string>()}};
+    if (!r[first + 5].is_null()) e.payload["lineage"] = r[first + 5].as<std::string>();
     tx.exec_params("INSERT INTO outbox (topic, key, payload) VALUES ($1, $2, $3)", topics.events_program, program,
                    EnvelopeToJson(e).dump());
     AddControlMessage(tx, topics, {run_id, attempt, how.status, how.reason, true, StartByField(r[first + 4])}, now);
   }
 }
 
-// trigd's own `killed` report for each run a schedule delete killed (rows with run_id, attempt,
-// program, schedule_name and the request's start_by from column `first`, as
-// TRIGD_KILLED_BY_DELETE_RETURNING gives them from column 1), written to the outbox for the program
+// trigd's own `killed` report for each run a schedule delete killed (rows with
+// TRIGD_ENDED_RUN_COLUMNS from column `first`, as TRIGD_KILLED_BY_DELETE_RETURNING gives them
+// from column 1), written to the outbox for the program
 // topic, as a lost run's `failed` is: downstream schedules see the run end
 // (on_upstream_failure), which they would not otherwise
 // (docs/adr/0020-delete-kills-and-announces.md). Reason

@@ -91,8 +91,7 @@ Result<int> PgStore::FailUnpublishable(const std::vector<int64_t>& refused) {
                 "FROM gone WHERE runs.run_id = gone.gone_run AND runs.attempt = gone.gone_attempt AND runs.state = " +
                 Sql(RunState::kLaunched) +
                 " "
-                "RETURNING schedule_id, concurrency_group, runs.run_id, runs.attempt, program, "
-                "schedule_name, " TRIGD_RUN_START_BY_MS);
+                "RETURNING schedule_id, concurrency_group, " TRIGD_ENDED_RUN_COLUMNS);
     std::vector<EndedRun> runs;
     for (const auto& r : ended) {
       runs.push_back(

@@ -81,8 +81,7 @@ void KillRetriesOfDeleted(pqxx::transaction_base& tx, const TopicNames& topics, 
               "WHERE run_id IN (SELECT run_id FROM runs WHERE state=" + Sql(RunState::kRetryWait) +
               " AND next_attempt_at <= now() "
               "AND NOT EXISTS (SELECT 1 FROM schedules s WHERE s.id = runs.schedule_id) "
-              "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING schedule_id, concurrency_group, run_id, attempt, "
-              "program, schedule_name, " TRIGD_RUN_START_BY_MS);
+              "LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING schedule_id, concurrency_group, " TRIGD_ENDED_RUN_COLUMNS);
   for (const auto& r : killed_by_delete) {
     ++out.killed;
     ended.push_back(

@@ -124,9 +124,9 @@ struct IngestResult {
   int jobs_opened = 0;
   int jobs_ready = 0;
   int jobs_discarded = 0;
-  std::map<std::string, int> run_outcomes;  // succeeded, failed, killed
+  std::map<std::string, int> run_outcomes;      // succeeded, failed, killed
   std::map<std::string, int> lineage_outcomes;  // lineages that ended: succeeded, failed
-  int published = 0;                        // upstream_failed events written to the outbox
+  int published = 0;                            // upstream_failed events written to the outbox
   // The checker step run inside the same transaction for the jobs this batch made ready (and
   // the waiting jobs its ended runs woke): see PgStore::ApplyBatch.
   CheckerResult checker;

@@ -157,8 +157,7 @@ TEST(CorrelatedParserTest, ACorrelatedTriggerHoldsOnlyCorrelatedProgramLeaves) {
       {{"name", "x"},
        {"program", {{"name", "x"}}},
        {"trigger",
-        {{"all",
-          {{{"program", {{"name", "a"}, {"correlate", true}}}}, {{"partition", {{"dataset", "d"}}}}}}}}});
+        {{"all", {{{"program", {{"name", "a"}, {"correlate", true}}}}, {{"partition", {{"dataset", "d"}}}}}}}}});
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.errors.at(0).path, "trigger.all[1].partition");
 }

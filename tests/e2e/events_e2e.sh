@@ -13,15 +13,6 @@ e2e_tmp
 export TRIGD_METRICS="127.0.0.1:$(free_port)"
 fail() { echo "FAIL: $*"; echo "--- trigd log"; cat "$tmp/trigd.log"; echo "--- worker log"; cat "$tmp/worker.log"; exit 1; }
 
-wait_for() {  # wait_for SECONDS TOPIC PATTERN -> prints the matching messages
-  local deadline=$((SECONDS + $1)) out
-  while ((SECONDS < deadline)); do
-    out=$(kcat -C -b "$TRIGD_KAFKA" -t "$2" -e -q 2>/dev/null | grep -F -- "$3" || true)
-    [[ -n $out ]] && { echo "$out"; return 0; }
-    sleep 0.2
-  done
-  return 1
-}
 consumed() {  # consumed N: waits until trigd has committed N events of the data topic
   local deadline=$((SECONDS + 30))
   while ((SECONDS < deadline)); do
@@ -67,14 +58,14 @@ jobs=$(psql "$TRIGD_PG" -tAc "SELECT count(*) FROM jobs j JOIN schedules s ON s.
 [[ $jobs == 0 ]] || fail "a custom event whose where does not match opened $jobs job(s)"
 
 custom c-prod prod
-launch=$(wait_for 30 "${run}.launch.default" '"schedule":"default/promote"') || fail "no launch for the matching custom event"
+launch=$(wait_for_message 30 "${run}.launch.default" '"schedule":"default/promote"') || fail "no launch for the matching custom event"
 echo "$launch" | grep -qF '"command":"echo deploying fraud-v7"' || fail "{{keys}} not rendered: $launch"
 rid=$(echo "$launch" | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["run_id"])')
-wait_for 30 "${run}.events.program" "\"run_id\":\"$rid\",\"status\":\"succeeded\"" >/dev/null || fail "promote run did not succeed"
+wait_for_message 30 "${run}.events.program" "\"run_id\":\"$rid\",\"status\":\"succeeded\"" >/dev/null || fail "promote run did not succeed"
 # The same event again changes nothing (de-duplicated); a custom event without a name is dead.
 custom c-prod prod
 emit x '{"id":"c-bad","type":"custom","time":"2026-11-22T10:00:00Z","payload":{"key":"k"}}'
-wait_for 30 "${run}.dead" 'missing_field: payload.name is required' >/dev/null || fail "no dead letter for a nameless custom event"
+wait_for_message 30 "${run}.dead" 'missing_field: payload.name is required' >/dev/null || fail "no dead letter for a nameless custom event"
 consumed 4
 
 part() {  # part ID PARTITION
@@ -86,12 +77,12 @@ consumed 6
 jobs=$(psql "$TRIGD_PG" -tAc "SELECT count(*) FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/early-hours' AND j.state <> 'pending_trigger'")
 [[ $jobs == 0 ]] || fail "h=15 counted although the glob does not match it"
 part p-3 dt=1/h=02
-launch=$(wait_for 30 "${run}.launch.default" '"schedule":"default/early-hours"') || fail "no launch for the matching partitions"
+launch=$(wait_for_message 30 "${run}.launch.default" '"schedule":"default/early-hours"') || fail "no launch for the matching partitions"
 echo "$launch" | grep -qF 'echo load dt=1/h=01 dt=1/h=02' || fail "{{partitions}} not rendered: $launch"
 echo "$launch" | grep -qF '"partitions":"dt=1/h=01 dt=1/h=02"' || fail "no placeholders in the request: $launch"
 rid=$(echo "$launch" | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["run_id"])')
 # The worker's command checks TRIGD_PARTITIONS: it succeeds only when the variable is right.
-wait_for 30 "${run}.events.program" "\"run_id\":\"$rid\",\"status\":\"succeeded\"" >/dev/null || fail "TRIGD_PARTITIONS not exported"
+wait_for_message 30 "${run}.events.program" "\"run_id\":\"$rid\",\"status\":\"succeeded\"" >/dev/null || fail "TRIGD_PARTITIONS not exported"
 
 # on_update keep, half-way through a count of 4.
 count() { emit counts "{\"id\":\"$1\",\"type\":\"partition\",\"time\":\"2026-11-22T10:00:00Z\",\"payload\":{\"dataset\":\"counts\",\"partitions\":[\"$1\"]}}"; }
@@ -102,7 +93,7 @@ sed 's/"count.v1"/"count.v2"/' "$tmp/schedules.json" >"$tmp/v2.json"
 "$bin/trigctl" schedules apply -f "$tmp/v2.json" >/dev/null || fail "apply v2"
 count n-3
 count n-4
-launch=$(wait_for 30 "${run}.launch.default" '"schedule":"default/counting"') || fail "no launch after keep: $(psql "$TRIGD_PG" -tAc "SELECT state, history FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/counting'")"
+launch=$(wait_for_message 30 "${run}.launch.default" '"schedule":"default/counting"') || fail "no launch after keep: $(psql "$TRIGD_PG" -tAc "SELECT state, history FROM jobs j JOIN schedules s ON s.id = j.schedule_id WHERE s.name = 'default/counting'")"
 echo "$launch" | grep -qF '"schedule_version":2' || fail "not launched under v2: $launch"
 echo "$launch" | grep -qF '"name":"count.v2"' || fail "not the v2 program: $launch"
 for n in n-1 n-2 n-3 n-4; do echo "$launch" | grep -qF "\"$n\"" || fail "$n missing from the kept job's events: $launch"; done

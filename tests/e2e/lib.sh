@@ -14,6 +14,25 @@ print("\n".join(str(s.getsockname()[1]) for s in socks))
 PY
 }
 
+# wait_until SECONDS CMD...: runs CMD every 0.2 s until it succeeds (0) or SECONDS pass (1).
+wait_until() {
+  local deadline=$((SECONDS + $1)); shift
+  while ((SECONDS < deadline)); do "$@" && return 0; sleep 0.2; done
+  return 1
+}
+
+# wait_for_message SECONDS TOPIC PATTERN: prints the messages of TOPIC (read from its start)
+# that hold PATTERN (a fixed string) once there are any (0), or nothing after SECONDS (1).
+wait_for_message() {
+  local deadline=$((SECONDS + $1)) out
+  while ((SECONDS < deadline)); do
+    out=$(kcat -C -b "$TRIGD_KAFKA" -t "$2" -e -q 2>/dev/null | grep -F -- "$3" || true)
+    [[ -n $out ]] && { echo "$out"; return 0; }
+    sleep 0.2
+  done
+  return 1
+}
+
 # e2e_run NAME: this run's own database and topics on the services tools/services starts.
 # Sets run (NAME, the process id and the time) and db (trigd_$run), creates the database, and
 # exports TRIGD_PG (pointing at it), TRIGD_TOPIC_PREFIX ("$run."), TRIGD_GROUP ($run) and

@@ -48,17 +48,12 @@ done
 for w in 1 2; do "$bin/trigd-worker" --concurrency 2 >"$tmp/worker$w.log" 2>&1 & pids+=($!); done
 
 q() { psql "$TRIGD_PG" -tAc "$1"; }
-# wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds.
-wait_for() {
-  local deadline=$((SECONDS + $1)); shift
-  until "$@"; do ((SECONDS < deadline)) || return 1; sleep 0.1; done
-}
 p1_runs() { [[ $(q "SELECT count(*) FROM runs WHERE program = 'dag.p1'") -ge $1 ]]; }
 lineage=()
 for cycle in 1 2 3; do
   echo '{"id":"'$run'-c'$cycle'","type":"partition","time":"2026-11-22T10:00:00Z","payload":{"dataset":"'$run'.raw","partitions":["c'$cycle'"]}}' |
     kcat -P -b "$TRIGD_KAFKA" -t "${run}.events.data" -k "$run.raw"
-  wait_for 30 p1_runs "$cycle" || fail "cycle $cycle: p1 not launched"
+  wait_until 30 p1_runs "$cycle" || fail "cycle $cycle: p1 not launched"
   lineage[$cycle]=$(q "SELECT lineage FROM runs WHERE program = 'dag.p1' ORDER BY launched_at DESC, run_id DESC LIMIT 1")
   [[ -n ${lineage[$cycle]} ]] || fail "cycle $cycle: p1's run has no lineage"
   [[ $cycle == 2 ]] && echo "${lineage[2]}" >"$tmp/fail"
@@ -70,7 +65,7 @@ settled() {
   [[ $(q "SELECT count(*) FROM runs WHERE state IN ('launched','running','retry_wait')") == 0 &&
      $(q "SELECT count(*) FROM runs") == 25 ]]
 }
-wait_for 75 settled || fail "the cycles did not settle: $(q "SELECT program, state, lineage FROM runs ORDER BY launched_at")"
+wait_until 75 settled || fail "the cycles did not settle: $(q "SELECT program, state, lineage FROM runs ORDER BY launched_at")"
 settled_at=$SECONDS
 
 # Runs per lineage, "program state" sorted.

@@ -55,11 +55,6 @@ import json, sys
 v = json.load(sys.stdin).get(sys.argv[1])
 print(v if isinstance(v, str) else json.dumps(v))' "$2"
 }
-wait_until() {  # wait_until SECONDS CMD...: polls CMD every 0.3 s
-  local deadline=$((SECONDS + $1)); shift
-  while ((SECONDS < deadline)); do "$@" && return 0; sleep 0.3; done
-  return 1
-}
 launches() { kcat -C -b "$TRIGD_KAFKA" -t "${run}.launch.default" -e -q 2>/dev/null || true; }
 has_launch() { [[ $(launches | wc -l) -ge $1 ]]; }
 wait_until 60 has_launch 1 || fail "no launch request"

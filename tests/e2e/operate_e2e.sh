@@ -20,11 +20,6 @@ fail() {
   "$bin/trigctl" runs list || true
   exit 1
 }
-wait_until() {  # wait_until SECONDS CMD...: polls CMD every 0.2 s
-  local deadline=$((SECONDS + $1)); shift
-  while ((SECONDS < deadline)); do "$@" && return 0; sleep 0.2; done
-  return 1
-}
 field() {  # field KEY: KEY of the JSON object on stdin (of a list: of its first element)
   python3 -c 'import json, sys
 d = json.load(sys.stdin); d = d[0] if isinstance(d, list) else d

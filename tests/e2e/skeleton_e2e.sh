@@ -25,20 +25,11 @@ event='{"id":"skeleton-1","type":"partition","time":"2026-11-22T10:00:00Z","payl
 echo "$event" | kcat -P -b "$TRIGD_KAFKA" -t "${run}.events.data" -k demo.raw
 echo 'not json' | kcat -P -b "$TRIGD_KAFKA" -t "${run}.events.data" -k junk
 
-wait_for() {  # wait_for SECONDS TOPIC PATTERN -> prints the matching messages
-  local deadline=$((SECONDS + $1)) out
-  while ((SECONDS < deadline)); do
-    out=$(kcat -C -b "$TRIGD_KAFKA" -t "$2" -e -q 2>/dev/null | grep -F -- "$3" || true)
-    [[ -n $out ]] && { echo "$out"; return 0; }
-    sleep 0.5
-  done
-  return 1
-}
-launch=$(wait_for 60 "${run}.launch.default" '"schedule":"default/demo-ingest"') || fail "no launch request"
+launch=$(wait_for_message 60 "${run}.launch.default" '"schedule":"default/demo-ingest"') || fail "no launch request"
 run_id=$(echo "$launch" | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["run_id"])')
 [[ -n $run_id ]] || fail "launch request without run id"
-wait_for 60 "${run}.events.program" "\"run_id\":\"$run_id\",\"status\":\"succeeded\"" >/dev/null || fail "no succeeded report for $run_id"
-wait_for 30 "${run}.dead" '"reason":"bad_json' >/dev/null || fail "no dead letter"
+wait_for_message 60 "${run}.events.program" "\"run_id\":\"$run_id\",\"status\":\"succeeded\"" >/dev/null || fail "no succeeded report for $run_id"
+wait_for_message 30 "${run}.dead" '"reason":"bad_json' >/dev/null || fail "no dead letter"
 
 # The same event id again changes nothing.
 echo "$event" | kcat -P -b "$TRIGD_KAFKA" -t "${run}.events.data" -k demo.raw
@@ -74,7 +65,7 @@ sleep 3
 "$bin/trigctl" schedules resume default/demo-ingest | grep -q "resumed" || fail "resume"
 sleep 1.5
 "$bin/trigctl" events emit partition demo.raw dt=resumed >/dev/null
-wait_for 30 "${run}.launch.default" 'dt=resumed' >/dev/null || fail "no launch after resume"
+wait_for_message 30 "${run}.launch.default" 'dt=resumed' >/dev/null || fail "no launch after resume"
 "$bin/trigctl" schedules delete default/demo-ingest | grep -q "deleted" || fail "delete"
 "$bin/trigctl" schedules delete default/demo-ingest 2>/dev/null && fail "deleting twice must be refused"
 sleep 1.5

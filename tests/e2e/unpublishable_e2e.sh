@@ -15,11 +15,6 @@ fail() {
   "$bin/trigctl" runs list || true
   exit 1
 }
-wait_until() {  # wait_until SECONDS CMD...: polls CMD every 0.3 s
-  local deadline=$((SECONDS + $1)); shift
-  while ((SECONDS < deadline)); do "$@" && return 0; sleep 0.3; done
-  return 1
-}
 # The usual topics, and a launch topic for target `small` that takes messages of 2,000 bytes at most.
 mkdir "$tmp/topics"
 cp "$src"/topics/*.json "$tmp/topics/"

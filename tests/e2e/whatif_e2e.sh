@@ -22,14 +22,6 @@ ms = int(sys.argv[1])
 t = datetime.datetime.fromtimestamp(ms // 1000, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 print(t + ("" if ms % 1000 == 0 else ".%03d" % (ms % 1000)) + "Z")' "$1"; }
 # wait_until SECONDS CMD...: polls CMD every 0.2 s until it succeeds, fails after SECONDS.
-wait_until() {
-  local limit=$1; shift
-  local deadline=$((SECONDS + limit))
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
 
 # A window closed now: it opens two hours from now (UTC) for an hour.
 closed_start=$(date -u -d '+2 hours' +%H:00)

@@ -20,11 +20,6 @@ fail() {
   "$bin/trigctl" runs list || true
   exit 1
 }
-wait_until() {  # wait_until SECONDS CMD...: polls CMD every 0.3 s
-  local deadline=$((SECONDS + $1)); shift
-  while ((SECONDS < deadline)); do "$@" && return 0; sleep 0.3; done
-  return 1
-}
 mkdir "$tmp/ran"
 # Each attempt that runs leaves a file named after its run id and attempt.
 cat >"$tmp/schedules.json" <<EOF

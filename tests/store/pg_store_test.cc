@@ -1283,6 +1283,7 @@ TEST_F(PgStoreTest, ARunKilledByADeleteIsAnnouncedForDownstreamSchedules) {
   EXPECT_EQ(e->id, "killed:" + run + ":1");
   EXPECT_EQ(e->program.status, ProgramStatus::kKilled);
   EXPECT_EQ(e->program.reason, "schedule_deleted");
+  EXPECT_EQ(e->program.lineage, run);  // a partition-triggered run starts its own lineage
   // Read back, it reaches down (the run it names has ended, as a lost run's failed has).
   Exec("DELETE FROM outbox");
   auto r = store_->ApplyBatch(Batch({*e}, 3));

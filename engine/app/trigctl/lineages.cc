@@ -18,7 +18,8 @@ int LineagesList(const Context& ctx, const std::optional<std::string>& state_fla
   if (state_flag) {
     state = trigd::LineageStateFromName(*state_flag);
     if (!state) {
-      return Refuse("lineages list", "unknown lineage state \"" + *state_flag + "\" (one of running, succeeded, failed)");
+      return Refuse("lineages list",
+                    "unknown lineage state \"" + *state_flag + "\" (one of running, succeeded, failed)");
     }
   }
   auto r = trigd::QueryLineages(ctx.config.pg, state, *limit);
