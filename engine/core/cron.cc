@@ -346,4 +346,35 @@ DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor, s
   return result;
 }
 
+std::optional<TimePoint> NextActiveFireTime(const TimeTrigger& trigger, const std::optional<ActivePeriod>& active,
+                                            TimePoint anchor, TimePoint after) {
+  if (active && active->from && after < *active->from - Millis(1)) after = *active->from - Millis(1);
+  std::optional<TimePoint> next = NextFireTime(trigger, anchor, after);
+  if (next && active && active->until && *next >= *active->until) return std::nullopt;
+  return next;
+}
+
+DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, const std::optional<ActivePeriod>& active,
+                                 TimePoint anchor, std::optional<TimePoint> last_fired, TimePoint now) {
+  if (!active) return ComputeDueFireTimes(trigger, anchor, last_fired, now);
+  // Before `from` there are no fire times: the due range starts just before it, so none of them
+  // is due, missed or counted as skipped.
+  if (active->from && last_fired.value_or(anchor) < *active->from - Millis(1)) {
+    last_fired = *active->from - Millis(1);
+  }
+  // After `until` there are none either, and the period's fire times not produced before its
+  // end (trigd down or behind) are skipped: their ticks would come when the schedule ignores
+  // events, as a suspended one does.
+  DueFireTimes due;
+  if (active->until && now >= *active->until) {
+    TimeTrigger missed = trigger;
+    missed.catchup = CatchupPolicy::kNone;
+    due = ComputeDueFireTimes(missed, anchor, last_fired, *active->until - Millis(1), Millis(-1));
+  } else {
+    due = ComputeDueFireTimes(trigger, anchor, last_fired, now);
+  }
+  due.next = NextActiveFireTime(trigger, active, anchor, now);
+  return due;
+}
+
 }  // namespace trigd

@@ -67,7 +67,22 @@ struct DueFireTimes {
   std::optional<TimePoint> next;  // the next fire time after now
   std::vector<std::pair<TimePoint, TimePoint>> not_fired;
 };
+// How late a fire time may be produced before it counts as missed.
+inline constexpr Millis kTickGrace = std::chrono::seconds(60);
 DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor, std::optional<TimePoint> last_fired,
-                                 TimePoint now, Millis grace = std::chrono::seconds(60), size_t limit = 100000);
+                                 TimePoint now, Millis grace = kTickGrace, size_t limit = 100000);
+
+// The same, for a schedule with an active period (SPEC §9, `active`): fire times outside
+// [active.from, active.until) do not exist. None before `from` is due or skipped (the first is
+// the first at or after `from`); none at or after `until` is produced, those of the period still
+// due once it has ended are skipped (events are ignored by then), and `next` is unset once the
+// period has ended (the producer stops). Without a period: ComputeDueFireTimes.
+DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, const std::optional<ActivePeriod>& active,
+                                 TimePoint anchor, std::optional<TimePoint> last_fired, TimePoint now);
+
+// The first fire time of `trigger` strictly after `after` inside `active` (NextFireTime when
+// there is no period); std::nullopt when the period ends before it.
+std::optional<TimePoint> NextActiveFireTime(const TimeTrigger& trigger, const std::optional<ActivePeriod>& active,
+                                            TimePoint anchor, TimePoint after);
 
 }  // namespace trigd

@@ -56,7 +56,10 @@ struct SimSchedule {
   std::vector<size_t> waiting;  // jobs with a complete trigger, not decided yet
   int64_t active_runs = 0;
   std::optional<TimePoint> last_launch;
-  std::vector<TimePoint> launches;
+  // Launch times within the schedule's max_runs_per period (older ones are dropped as the
+  // clock passes them: a check reads only the period, and scanning every launch since `from`
+  // made each check slower than the last).
+  std::deque<TimePoint> launches;
   size_t runs_started = 0;  // which recorded duration the next run takes
 };
 
@@ -118,9 +121,9 @@ struct Replay::Impl {
     const auto& group = schedule.constraints.concurrency_group;
     if (group) facts.group_active_runs = group_active[group->name];
     if (schedule.constraints.max_runs_per) {
-      for (TimePoint t : s.launches) {
-        if (t > clock - schedule.constraints.max_runs_per->period) facts.launches_in_period.push_back(t);
-      }
+      const TimePoint since = clock - schedule.constraints.max_runs_per->period;
+      while (!s.launches.empty() && s.launches.front() <= since) s.launches.pop_front();
+      facts.launches_in_period.assign(s.launches.begin(), s.launches.end());
     }
     bool complete = job.state == SimState::kWaiting;
     JobFacts job_facts{job.open.opened_at, job.ready_at};
@@ -165,7 +168,7 @@ struct Replay::Impl {
     result.schedules[job.schedule].launches.push_back(std::move(launch));
     ++s.active_runs;
     s.last_launch = clock;
-    s.launches.push_back(clock);
+    if (schedule.constraints.max_runs_per) s.launches.push_back(clock);
     if (group) ++group_active[group->name];
     Push(clock + duration, TimerKind::kRunEnd, job.schedule);
   }
@@ -303,7 +306,8 @@ struct Replay::Impl {
     in[0].event = &event;
     std::vector<OpenJob> open;
     for (int64_t sid : sids) {
-      if (!views.count(sid)) continue;
+      // `views` holds the enabled schedules: their flag says it without a lookup in the map.
+      if (!result.schedules[static_cast<size_t>(sid - 1)].enabled) continue;
       in[0].schedule_ids.push_back(sid);
       SimSchedule& s = schedules[static_cast<size_t>(sid - 1)];
       if (s.open_job) {

@@ -1,5 +1,9 @@
 #include "core/run_lifecycle.h"
 
+#include <algorithm>
+
+#include "core/operate.h"
+
 namespace trigd {
 namespace {
 
@@ -39,6 +43,15 @@ std::optional<RunTransition> OnCancel(RunState from) {
 std::optional<RunTransition> OnRunTimeout(RunState from, int64_t attempt, int64_t max_attempts, bool schedule_exists) {
   // The same answer as silence: the attempt is over in trigd's books and its worker is told.
   return OnSilence(from, attempt, max_attempts, schedule_exists);
+}
+
+Millis RetryBackoff(const RetryPolicy& retry, int64_t attempt, double u) {
+  // The product is only computed when it is below the cap (backoff can be kMaxDuration, 3.2e11
+  // ms, which times 2^30 would wrap int64).
+  const int shift = static_cast<int>(std::clamp<int64_t>(attempt - 1, 0, 30));
+  if (retry.backoff.count() < 0 || retry.backoff.count() > (retry.max_backoff.count() >> shift))
+    return JitteredBackoff(retry.max_backoff, retry.jitter_percent, u);
+  return JitteredBackoff(retry.backoff * (int64_t{1} << shift), retry.jitter_percent, u);
 }
 
 }  // namespace trigd

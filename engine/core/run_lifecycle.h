@@ -51,4 +51,9 @@ std::optional<RunTransition> OnCancel(RunState from);
 // (reason timeout) with a program event. nullopt for a run that is not going.
 std::optional<RunTransition> OnRunTimeout(RunState from, int64_t attempt, int64_t max_attempts, bool schedule_exists);
 
+// The wait before attempt `attempt` + 1 under `retry`: exponential from `backoff`, capped at
+// `max_backoff`, spread by up to retry.jitter of itself (JitteredBackoff) so runs that failed
+// together do not retry together. `u` is a uniform draw in [0, 1) from the caller's random source.
+Millis RetryBackoff(const RetryPolicy& retry, int64_t attempt, double u);
+
 }  // namespace trigd

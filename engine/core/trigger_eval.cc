@@ -132,6 +132,12 @@ std::string SilenceDetail(const SilenceTrigger& leaf, const LeafState& state) {
   const std::string fires = FormatTime(*state.last_arrival + leaf.after);
   if (state.satisfied) return "no " + what + ": silent since " + since + ", fired at " + fires;
   return "no " + what + " for " + FormatDuration(leaf.after) + ": silent since " + since + ", fires at " + fires;
+// TriggerLeaves(trigger).size(), without building the list.
+size_t CountLeaves(const Trigger& trigger) {
+  if (!IsComposite(trigger)) return 1;
+  size_t n = 0;
+  for (const Trigger& child : trigger.children) n += CountLeaves(child);
+  return n;
 }
 
 bool Evaluate(const Trigger& trigger, const TriggerState& state, size_t& next_leaf) {
@@ -199,10 +205,13 @@ std::string DescribeLeaf(const Trigger& leaf, const LeafState& state) {
   return {};
 }
 
+// `only`, when given: the leaf numbers to describe (ascending); the others are passed over.
 void Describe(const Trigger& trigger, const std::string& path, const TriggerState& state, size_t& next_leaf,
-              std::vector<LeafProgress>& out) {
+              std::vector<LeafProgress>& out, const std::vector<int>* only = nullptr) {
   if (!IsComposite(trigger)) {
-    const LeafState& leaf_state = state.leaves[next_leaf++];
+    const size_t leaf = next_leaf++;
+    if (only && !std::binary_search(only->begin(), only->end(), static_cast<int>(leaf))) return;
+    const LeafState& leaf_state = state.leaves[leaf];
     out.push_back({path, leaf_state.satisfied, DescribeLeaf(trigger, leaf_state)});
     return;
   }
@@ -212,7 +221,7 @@ void Describe(const Trigger& trigger, const std::string& path, const TriggerStat
     std::string child_path = prefix + std::to_string(i) + "]";
     // A leaf inside a composite is named by its kind, as in the schedule document.
     if (!IsComposite(child)) child_path += std::string(".") + TriggerKindName(child.kind);
-    Describe(child, child_path, state, next_leaf, out);
+    Describe(child, child_path, state, next_leaf, out, only);
   }
 }
 
@@ -242,7 +251,7 @@ bool WhereMatches(const EventTrigger& leaf, const nlohmann::json& payload) {
 
 TriggerState NewTriggerState(const Trigger& trigger) {
   TriggerState state;
-  state.leaves.resize(TriggerLeaves(trigger).size());
+  state.leaves.resize(CountLeaves(trigger));
   return state;
 }
 
@@ -384,9 +393,26 @@ bool HasSilence(const Trigger& trigger) {
 
 bool IsComplete(const Trigger& trigger, const TriggerState& state) {
   // A state from another definition of the trigger says nothing about this one.
-  if (state.leaves.size() != TriggerLeaves(trigger).size()) return false;
+  if (state.leaves.size() != CountLeaves(trigger)) return false;
   size_t next_leaf = 0;
   return Evaluate(trigger, state, next_leaf);
+}
+
+std::vector<LeafProgress> DescribeLeaves(const Trigger& trigger, const TriggerState& state,
+                                         const std::vector<int>& leaves) {
+  // A state of another definition of the trigger reads as nothing counted (as in DescribeProgress).
+  TriggerState fresh;
+  const TriggerState* current = &state;
+  if (state.leaves.size() != CountLeaves(trigger)) {
+    fresh = NewTriggerState(trigger);
+    current = &fresh;
+  }
+  std::vector<int> only = leaves;
+  std::sort(only.begin(), only.end());
+  std::vector<LeafProgress> out;
+  size_t next_leaf = 0;
+  Describe(trigger, "trigger", *current, next_leaf, out, &only);
+  return out;
 }
 
 std::vector<LeafProgress> DescribeProgress(const Trigger& trigger, const TriggerState& state) {

@@ -85,5 +85,9 @@ struct LeafProgress {
   std::string detail;
 };
 std::vector<LeafProgress> DescribeProgress(const Trigger& trigger, const TriggerState& state);
+// DescribeProgress's entries for the leaves numbered `leaves` only, in leaf order (what a history
+// entry says of the leaves an event counted): the other leaves are not described.
+std::vector<LeafProgress> DescribeLeaves(const Trigger& trigger, const TriggerState& state,
+                                         const std::vector<int>& leaves);
 
 }  // namespace trigd

@@ -154,10 +154,26 @@ Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap, co
   char err[512];
 
   // Reachability first, so "broker down" is Unavailable rather than a per-topic error.
-  if (!VisibleTopics(rk.get(), timeout_ms)) return Unavailable("cannot reach Kafka at " + bootstrap);
+  const auto seen = VisibleTopics(rk.get(), timeout_ms);
+  if (!seen) return Unavailable("cannot reach Kafka at " + bootstrap);
+  // Topics the broker has already are not asked for: a broker that refuses CreateTopics to trigd
+  // (topics made by its operators), or one without the admin API, costs no admin request.
+  std::vector<TopicSpec> wanted;
+  for (const auto& t : topics) {
+    if (!seen->count(t.name)) wanted.push_back(t);
+  }
+  auto in_order = [&](const std::vector<TopicCreation>& created) {
+    std::vector<TopicCreation> out;
+    for (const auto& t : topics) {
+      auto it = std::find_if(created.begin(), created.end(), [&](const TopicCreation& c) { return c.name == t.name; });
+      out.push_back({t.name, it != created.end() && it->created});
+    }
+    return out;
+  };
+  if (wanted.empty()) return in_order({});
 
   std::vector<rd_kafka_NewTopic_t*> news;
-  for (const auto& t : topics) {
+  for (const auto& t : wanted) {
     rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(t.name.c_str(), t.partitions, 1, err, sizeof err);
     if (!nt) {
       for (auto* n : news) rd_kafka_NewTopic_destroy(n);
@@ -207,8 +223,9 @@ Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap, co
     // The controller acknowledges a creation before every broker's metadata cache has it;
     // a produce or a metadata request right after would see "unknown topic". Return only once
     // the topics are visible, so "trigd topics create && produce" works.
-    Status visible = WaitUntilVisible(rk.get(), topics, timeout_ms);
+    Status visible = WaitUntilVisible(rk.get(), wanted, timeout_ms);
     if (!visible.ok()) return visible;
+    return in_order(*result);
   }
   return result;
 }

@@ -64,4 +64,9 @@ TriggerState TriggerStateFromJson(const nlohmann::json& j) {
   return s;
 }
 
+const nlohmann::json& TriggeringEvent::Payload() const {
+  static const nlohmann::json kNull;
+  return payload ? *payload : kNull;
+}
+
 }  // namespace trigd

@@ -2,18 +2,22 @@
 
 #include <functional>
 #include <map>
+#include <set>
 
 #include <pqxx/pqxx>
 
+#include "common/check.h"
 #include "core/accumulator.h"
 #include "core/cron.h"
 #include "core/envelope.h"
 #include "core/launch_request.h"
+#include "core/run_lifecycle.h"
 #include "core/schedule_parser.h"
 #include "core/trigger_eval.h"
 #include "model/job.h"
 #include "store/pg_internal.h"
 #include "store/pg_store.h"
+#include "store/sql_array.h"
 
 // A schedule's time trigger's next fire time, for `schedules list` and `show` (none while
 // suspended, or without a time trigger): a cron or every schedule has no job to ask `jobs why`
@@ -28,6 +32,7 @@ using nlohmann::json;
 using pg_internal::FromMillis;
 using pg_internal::Guard;
 using pg_internal::Sql;
+using pg_internal::SqlArray;
 using pg_internal::SqlIn;
 using pg_internal::ToMillis;
 
@@ -134,7 +139,7 @@ void ResetTimeTrigger(pqxx::work& tx, int64_t id, const Schedule& s, TimePoint n
   std::vector<const Trigger*> leaves = TriggerLeaves(s.trigger);
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (leaves[i]->kind != TriggerKind::kTime) continue;
-    std::optional<TimePoint> next = NextFireTime(leaves[i]->time, now, now);
+    std::optional<TimePoint> next = NextActiveFireTime(leaves[i]->time, s.active, now, now);
     tx.exec_params(
         "INSERT INTO time_triggers (schedule_id, anchor, last_fire_time, next_fire_at, leaf) "
         "VALUES ($1, to_timestamp($2::bigint / 1000.0), NULL, coalesce(to_timestamp($3::bigint / 1000.0), 'infinity'), "
@@ -396,7 +401,8 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
         if (leaves[l]->kind == TriggerKind::kTime) {
           // Fire times count from now (one time leaf per schedule: the parser refuses more); a
           // suspended schedule has none until it is resumed (ResetTimeTrigger).
-          std::optional<TimePoint> next = active[i] ? NextFireTime(leaves[l]->time, now, now) : std::nullopt;
+          std::optional<TimePoint> next =
+              active[i] ? NextActiveFireTime(leaves[l]->time, s.active, now, now) : std::nullopt;
           ticks.push_back({{"id", id}, {"leaf", l}, {"next", next ? json(ToMillis(*next)) : json()}});
         }
       }
@@ -461,9 +467,11 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
       // Launch requests decided but not yet published are withdrawn: nothing of a deleted
       // schedule launches afterwards. (A request the relay is publishing right now holds its
       // row lock; this waits for it, and that launch happened before the delete.)
+      std::set<int64_t> withdrawn;
       for (const auto& w : tx.exec_params(
                "DELETE FROM outbox o USING jobs j WHERE o.job_id = j.id AND j.schedule_id = $1 RETURNING j.id", id)) {
         int64_t job = w[0].as<int64_t>();
+        withdrawn.insert(job);
         ++discarded;
         tx.exec_params(
             "UPDATE jobs SET state=" + Sql(JobState::kDiscarded) +
@@ -472,21 +480,30 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
                 ", "
                 "'what', 'discarded: schedule deleted before its launch request was published'))) WHERE id=$1",
             job);
-        auto run = tx.exec_params("UPDATE runs SET " + pg_internal::KilledByDeleteSet() + "WHERE job_id=$1 AND state=" +
-                                      Sql(RunState::kLaunched) + " " TRIGD_KILLED_BY_DELETE_RETURNING,
-                                  job);
-        if (!run.empty()) release(run[0][0]);
-        pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), run);
       }
-      // Runs waiting for their next attempt are not retried either: their retry policy is
-      // gone with the document (docs/adr/0020-delete-kills-and-announces.md). A run still
-      // running goes on; its failure is final (PgStore::RetryFailedAttempt, SweepRuns).
-      const pqxx::result waiting = tx.exec_params("UPDATE runs SET " + pg_internal::KilledByDeleteSet() +
-                                                      "WHERE schedule_id=$1 AND state=" + Sql(RunState::kRetryWait) +
-                                                      " " TRIGD_KILLED_BY_DELETE_RETURNING,
-                                                  id);
-      for (const auto& run : waiting) release(run[0]);
-      pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), waiting);
+      // Which of its runs end is core's OnScheduleDeleted (docs/adr/0020-delete-kills-and-announces.md):
+      // one waiting for its next attempt (its retry policy is gone with the document) or launched
+      // with its request withdrawn above is killed; one a worker may have taken goes on, and its
+      // failure is final (PgStore::RetryFailedAttempt, SweepRuns). The rows are locked as read
+      // (the schedule row's lock above keeps new runs out), so each decision holds for the state
+      // it was made on.
+      SqlArray doomed;
+      for (const auto& r : tx.exec_params("SELECT run_id, state, job_id FROM runs WHERE schedule_id=$1 AND state IN " +
+                                              SqlIn(RunState::kLaunched, RunState::kRunning, RunState::kRetryWait) +
+                                              " ORDER BY run_id FOR UPDATE",
+                                          id)) {
+        const bool published = r[2].is_null() || !withdrawn.count(r[2].as<int64_t>());
+        const std::optional<RunTransition> t = OnScheduleDeleted(pg_internal::RunStateOf(r[1]), published);
+        if (!t) continue;
+        TRIGD_CHECK(t->next == RunState::kKilled && t->program_event && t->control_message);
+        doomed.AddText(r[0].as<std::string>());
+      }
+      const pqxx::result killed_runs =
+          tx.exec_params("UPDATE runs SET " + pg_internal::KilledByDeleteSet() +
+                             "WHERE run_id = ANY($1::text[]) " TRIGD_KILLED_BY_DELETE_RETURNING,
+                         doomed.Take());
+      for (const auto& run : killed_runs) release(run[0]);
+      pg_internal::KillByDeleteEvents(tx, TopicNames(topic_prefix), killed_runs);
       killed = static_cast<int64_t>(ended.size());
       pg_internal::DecrementRunCounters(tx, ended);
       // Its version goes on counting if the name is applied again (schema/013; the greatest: a

@@ -83,7 +83,8 @@ std::vector<OpenJob> LoadOpenJobs(pqxx::transaction_base& tx, const std::set<int
     job.schedule_id = r[2].as<int64_t>();
     job.state = TriggerStateFromJson(json::parse(r[3].c_str()));
     for (const auto& t : json::parse(r[4].c_str())) {
-      job.triggered_by.push_back({t.value("id", ""), t.value("type", ""), t.value("payload", json())});
+      job.triggered_by.push_back(
+          {t.value("id", ""), t.value("type", ""), std::make_shared<const json>(t.value("payload", json()))});
     }
     job.opened_at = FromMillis(r[5].as<int64_t>());
     job.lineage = r[6].as<std::string>();
@@ -125,7 +126,7 @@ std::string ProspectiveLineage(const OpenJob& job) {
   if (!job.lineage.empty()) return job.lineage;
   json by = json::array();
   for (const TriggeringEvent& t : job.triggered_by) {
-    if (t.type == "program") by.push_back({{"type", t.type}, {"payload", t.payload}});
+    if (t.type == "program") by.push_back({{"type", t.type}, {"payload", t.Payload()}});
   }
   if (by.empty()) return {};
   return DecideRunLineage("", by, "").lineage;

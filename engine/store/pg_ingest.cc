@@ -324,7 +324,8 @@ class PgStore::IngestStep {
       job.schedule_id = r[2].as<int64_t>();
       job.state = TriggerStateFromJson(json::parse(r[3].c_str()));
       for (const auto& t : json::parse(r[4].c_str())) {
-        job.triggered_by.push_back({t.value("id", ""), t.value("type", ""), t.value("payload", json())});
+        job.triggered_by.push_back(
+            {t.value("id", ""), t.value("type", ""), std::make_shared<const json>(t.value("payload", json()))});
       }
       job.opened_at = FromMillis(r[5].as<int64_t>());
       job.lineage = r[6].as<std::string>();

@@ -8,18 +8,10 @@ namespace trigd::pg_internal {
 
 using nlohmann::json;
 
-// The wait before attempt `attempt` + 1: exponential from `backoff`, capped at `max_backoff`.
-// The product is only computed when it is below the cap (backoff can be kMaxDuration, 3.2e11 ms,
-// which times 2^30 would wrap int64).
-// Spread by up to retry.jitter of itself (JitteredBackoff), so runs that failed together do not
-// retry together.
+// The wait before attempt `attempt` + 1: core's RetryBackoff, with this thread's random draw.
 Millis RetryWait(const RetryPolicy& retry, int64_t attempt) {
   static thread_local std::mt19937_64 rng(std::random_device{}());
-  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-  const int shift = static_cast<int>(std::clamp<int64_t>(attempt - 1, 0, 30));
-  if (retry.backoff.count() < 0 || retry.backoff.count() > (retry.max_backoff.count() >> shift))
-    return JitteredBackoff(retry.max_backoff, retry.jitter_percent, u);
-  return JitteredBackoff(retry.backoff * (int64_t{1} << shift), retry.jitter_percent, u);
+  return RetryBackoff(retry, attempt, std::uniform_real_distribution<double>(0.0, 1.0)(rng));
 }
 
 // The time trigger a time_triggers row names (its leaf, in TriggerLeaves' numbering); null when
@@ -46,7 +38,7 @@ void TriggeredByJson(const std::vector<TriggeringEvent>& events, std::string& ou
     out += "{\"id\":";
     AppendJsonString(out, events[i].id);
     out += ",\"payload\":";
-    out += events[i].payload.dump();
+    out += events[i].Payload().dump();
     out += ",\"type\":";
     AppendJsonString(out, events[i].type);
     out += '}';

@@ -7,35 +7,39 @@ namespace trigd {
 using nlohmann::json;
 using namespace pg_internal;  // NOLINT(google-build-using-namespace): the module's own helpers
 
-// A worker reported its attempt failed: when the run's retry policy has attempts left, the run
-// waits for the next one (retry_wait, the same backoff as a lost run's; the sweep relaunches it
-// with the same run id), and true is returned. Airflow, Temporal and Dagster users expect a
-// failure to be retried as `retry` says (docs/adr/0011-worker-failures-are-retried.md).
+// A worker reported its attempt failed: core's OnReport decides whether the run waits for its
+// next attempt (retry_wait: attempts left and the schedule still there; the sweep relaunches it
+// with the same run id, docs/adr/0011-worker-failures-are-retried.md), and the retry policy's
+// RetryBackoff how long; true when it does. Otherwise the report is the run's end, applied by
+// the caller like any other report.
 bool PgStore::RetryFailedAttempt(const TxContext& ctx, const RunReport& rep) {
   pqxx::transaction_base& tx = ctx.tx;
+  // The run row locked (FOR UPDATE OF r) and read in its state: the decision below holds for
+  // that state, which no other transaction can change before this one commits. The attempt and
+  // program filters keep a report of another attempt or program from moving the run. A deleted
+  // schedule has no row (s.id is null): its run is not retried, its retry policy is gone with
+  // its document.
   pqxx::result r = tx.exec_params(
-      "SELECT r.attempt, r.schedule_id, s.version, s.document::text FROM runs r "
-      // A deleted schedule's run is not retried (nothing of it launches after a delete), and
-      // its retry policy is gone with its document: the failure is final.
-      "JOIN schedules s ON s.id = r.schedule_id "
-      "WHERE r.run_id = $1 AND r.state IN " +
-          SqlIn(RunState::kLaunched, RunState::kRunning) +
-          " AND ($2 = 0 OR r.attempt = $2) "
-          "AND r.program = $3 AND r.attempt < r.max_attempts FOR UPDATE OF r",
+      "SELECT r.state, r.attempt, r.max_attempts, r.schedule_id, s.version, s.document::text FROM runs r "
+      "LEFT JOIN schedules s ON s.id = r.schedule_id "
+      "WHERE r.run_id = $1 AND ($2 = 0 OR r.attempt = $2) AND r.program = $3 FOR UPDATE OF r",
       rep.run_id, rep.attempt, rep.program);
   if (r.empty()) return false;
-  const int64_t attempt = r[0][0].as<int64_t>();
+  const int64_t attempt = r[0][1].as<int64_t>();
+  const bool schedule_exists = !r[0][4].is_null();
+  const std::optional<RunTransition> t =
+      OnReport(RunStateOf(r[0][0]), ProgramStatus::kFailed, attempt, r[0][2].as<int64_t>(), schedule_exists);
+  if (!t || !t->retry) return false;
   RetryPolicy retry;
-  if (auto s = cache_.Get(r[0][1].as<int64_t>(), r[0][2].as<int>(), r[0][3].as<std::string>())) retry = s->retry;
+  if (auto s = cache_.Get(r[0][3].as<int64_t>(), r[0][4].as<int>(), r[0][5].as<std::string>())) retry = s->retry;
   const Millis wait = RetryWait(retry, attempt);
   tx.exec_params(
-      "UPDATE runs SET state = " + Sql(RunState::kRetryWait) +
-          ", reason = 'failed', last_seen_at = now(), "
-          "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
-          "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
-          ", "
-          "'status', 'failed', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id = $1",
-      rep.run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait));
+      "UPDATE runs SET state = $4, reason = 'failed', last_seen_at = now(), "
+      "next_attempt_at = now() + make_interval(secs => $2::bigint / 1000.0), "
+      "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+      ", "
+      "'status', 'failed', 'attempt', attempt, 'retry_in', $3::text))) WHERE run_id = $1",
+      rep.run_id, static_cast<int64_t>(wait.count()), FormatDuration(wait), std::string(RunStateName(t->next)));
   return true;
 }
 

@@ -57,8 +57,8 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
       TimePoint anchor = FromMillis(r[1].as<int64_t>());
       std::optional<TimePoint> last;
       if (!r[2].is_null()) last = FromMillis(r[2].as<int64_t>());
-      Decided& d =
-          decided.emplace_back(Decided{id, r[4].as<std::string>(), ComputeDueFireTimes(*tt, anchor, last, now)});
+      Decided& d = decided.emplace_back(
+          Decided{id, r[4].as<std::string>(), ComputeDueFireTimes(*tt, s->active, anchor, last, now)});
       if (!r[6].is_null()) {
         const TimePoint until = FromMillis(r[6].as<int64_t>());
         for (TimePoint fire : d.due.fire) {

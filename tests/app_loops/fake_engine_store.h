@@ -1,9 +1,11 @@
 // A fake EngineStore for the loop tests (tests/app_loops/*_loop_test.cc): keeps the committed
-// positions like PostgreSQL's offsets table, records every call, and injects faults: fail the
-// next N calls of a method with a status (kAborted, kUnavailable, kInternal...), fence the next
-// batch (a position moved by another consumer), report the next batch's index stale.
+// positions like PostgreSQL's offsets table and an outbox like the outbox table, records every
+// call, and injects faults: fail the next N calls of a method with a status (kAborted,
+// kUnavailable, kInternal...), fence the next batch (a position moved by another consumer),
+// report the next batch's index stale. The checker's calls answer what the test queued.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -39,6 +41,15 @@ class FakeStoreState {
   std::vector<std::vector<ConsumedPosition>> applied;        // committed batches' positions
   std::vector<std::vector<ConsumedPosition>> refused;        // fenced or stale batches' positions
   int64_t committed_messages = 0;
+  // The outbox: rows claimed in id order (a bundle's messages share their row's id) until
+  // CompleteOutbox deletes them (ids in `completed`, in the order deleted) or FailUnpublishable
+  // withdraws them (`unpublishable`).
+  std::vector<OutboxRow> outbox;
+  std::vector<int64_t> completed, unpublishable;
+  // The checker's answers, one per call while queued (then empty results).
+  std::deque<CheckerResult> checks;
+  std::deque<TickResult> ticks;
+  std::deque<SweepResult> sweeps;
 
   // Under mu: the fault for this call of `method`, if any.
   std::optional<Status> Take(const std::string& method) {
@@ -103,9 +114,9 @@ class FakeEngineStore final : public EngineStore {
     st_.applied.push_back(batch.positions);
     return r;
   }
-  Result<CheckerResult> CheckDueJobs(size_t) override { return Simple<CheckerResult>("CheckDueJobs"); }
-  Result<TickResult> TickTimeTriggers(size_t) override { return Simple<TickResult>("TickTimeTriggers"); }
-  Result<SweepResult> SweepRuns() override { return Simple<SweepResult>("SweepRuns"); }
+  Result<CheckerResult> CheckDueJobs(size_t) override { return Queued("CheckDueJobs", st_.checks); }
+  Result<TickResult> TickTimeTriggers(size_t) override { return Queued("TickTimeTriggers", st_.ticks); }
+  Result<SweepResult> SweepRuns() override { return Queued("SweepRuns", st_.sweeps); }
   Status MarkCaughtUp(const std::string&, const std::vector<PartitionRange>&, Millis) override {
     std::lock_guard<std::mutex> l(st_.mu);
     if (auto f = st_.Take("MarkCaughtUp")) return *f;
@@ -125,11 +136,27 @@ class FakeEngineStore final : public EngineStore {
     if (auto f = st_.Take("Prune")) return *f;
     return Status();
   }
-  Result<std::vector<OutboxRow>> ClaimOutbox(size_t) override { return Simple<std::vector<OutboxRow>>("ClaimOutbox"); }
-  Result<std::vector<double>> CompleteOutbox(const std::vector<int64_t>&) override {
-    return Simple<std::vector<double>>("CompleteOutbox");
+  Result<std::vector<OutboxRow>> ClaimOutbox(size_t limit) override {
+    std::lock_guard<std::mutex> l(st_.mu);
+    if (auto f = st_.Take("ClaimOutbox")) return *f;
+    return std::vector<OutboxRow>(st_.outbox.begin(),
+                                  st_.outbox.begin() + static_cast<std::ptrdiff_t>(std::min(limit, st_.outbox.size())));
   }
-  Result<int> FailUnpublishable(const std::vector<int64_t>&) override { return Simple<int>("FailUnpublishable"); }
+  // Deletes the confirmed rows; each one's event-to-launch age is 0.5 s.
+  Result<std::vector<double>> CompleteOutbox(const std::vector<int64_t>& confirmed) override {
+    std::lock_guard<std::mutex> l(st_.mu);
+    if (auto f = st_.Take("CompleteOutbox")) return *f;
+    const std::vector<int64_t> ids = Remove(confirmed);
+    st_.completed.insert(st_.completed.end(), ids.begin(), ids.end());
+    return std::vector<double>(ids.size(), 0.5);
+  }
+  Result<int> FailUnpublishable(const std::vector<int64_t>& refused) override {
+    std::lock_guard<std::mutex> l(st_.mu);
+    if (auto f = st_.Take("FailUnpublishable")) return *f;
+    const std::vector<int64_t> ids = Remove(refused);
+    st_.unpublishable.insert(st_.unpublishable.end(), ids.begin(), ids.end());
+    return static_cast<int>(ids.size());
+  }
 
  private:
   template <typename T>
@@ -137,6 +164,25 @@ class FakeEngineStore final : public EngineStore {
     std::lock_guard<std::mutex> l(st_.mu);
     if (auto f = st_.Take(method)) return *f;
     return T{};
+  }
+  template <typename T>
+  Result<T> Queued(const std::string& method, std::deque<T>& answers) {
+    std::lock_guard<std::mutex> l(st_.mu);
+    if (auto f = st_.Take(method)) return *f;
+    if (answers.empty()) return T{};
+    T t = std::move(answers.front());
+    answers.pop_front();
+    return t;
+  }
+  // Under mu: the outbox rows with these ids removed; the ids that were there (once each).
+  std::vector<int64_t> Remove(const std::vector<int64_t>& ids) {
+    std::vector<int64_t> removed;
+    std::erase_if(st_.outbox, [&](const OutboxRow& r) {
+      if (std::find(ids.begin(), ids.end(), r.id) == ids.end()) return false;
+      if (removed.empty() || removed.back() != r.id) removed.push_back(r.id);
+      return true;
+    });
+    return removed;
   }
   FakeStoreState& st_;
 };

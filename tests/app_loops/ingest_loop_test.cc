@@ -7,104 +7,23 @@
 
 #include "app/engine_loops.h"
 #include "fake_engine_store.h"
+#include "loop_harness.h"
 
 namespace trigd::engine_internal {
 namespace {
 
 using trigd::testing::FakeEngineStoreFactory;
 using trigd::testing::FakeStoreState;
-
-constexpr int kPartitions = 2;
-
-// A mock cluster with trigd's event topics, a producer for them, and the group's committed
-// offsets as Kafka holds them.
-class MockKafka {
- public:
-  MockKafka() {
-    char err[256];
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
-    rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
-    cluster_ = rd_kafka_mock_cluster_new(rk_, 1);
-    bootstraps_ = rd_kafka_mock_cluster_bootstraps(cluster_);
-    for (const std::string& t : TopicNames("t.").Events())
-      rd_kafka_mock_topic_create(cluster_, t.c_str(), kPartitions, 1);
-  }
-  ~MockKafka() {
-    rd_kafka_mock_cluster_destroy(cluster_);
-    rd_kafka_destroy(rk_);
-  }
-  const std::string& bootstraps() const { return bootstraps_; }
-  rd_kafka_mock_cluster_t* cluster() { return cluster_; }
-
-  void Produce(int n) {
-    auto p = Producer::Create(bootstraps_);
-    ASSERT_TRUE(p.ok()) << p.status().ToString();
-    std::vector<OutMessage> out;
-    for (int i = 0; i < n; ++i) out.push_back({"t.events.data", "k" + std::to_string(i), "{}"});
-    for (bool ok : (*p)->ProduceAndWait(out, 10000)) ASSERT_TRUE(ok);
-  }
-
-  // The group's committed next offset per partition of t.events.data (-1: none).
-  std::vector<int64_t> Committed(const std::string& group) {
-    char err[256];
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
-    rd_kafka_conf_set(conf, "bootstrap.servers", bootstraps_.c_str(), err, sizeof(err));
-    rd_kafka_conf_set(conf, "group.id", group.c_str(), err, sizeof(err));
-    rd_kafka_t* c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
-    rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(kPartitions);
-    for (int i = 0; i < kPartitions; ++i) rd_kafka_topic_partition_list_add(parts, "t.events.data", i);
-    std::vector<int64_t> out(kPartitions, -2);
-    if (rd_kafka_committed(c, parts, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      for (int i = 0; i < parts->cnt; ++i) out[parts->elems[i].partition] = parts->elems[i].offset;
-    }
-    rd_kafka_topic_partition_list_destroy(parts);
-    rd_kafka_destroy(c);
-    return out;
-  }
-
- private:
-  rd_kafka_t* rk_ = nullptr;
-  rd_kafka_mock_cluster_t* cluster_ = nullptr;
-  std::string bootstraps_;
-};
+using trigd::testing::kPartitions;
+using trigd::testing::LoopHarness;
+using trigd::testing::MockKafka;
 
 // The ingest loop on its own thread over a fake store, until Stop.
-class IngestHarness {
+class IngestHarness : public LoopHarness {
  public:
-  IngestHarness(const std::string& bootstraps, FakeStoreState& st, const std::string& instance_id = "") {
-    config_.instance_id = instance_id;
-    config_.kafka = bootstraps;
-    config_.topic_prefix = "t.";
-    config_.group = "g";
-    shared_.reset(new Shared{config_, stop_, metrics_, FakeEngineStoreFactory(st), {}, {}});
-    thread_ = std::thread([this] { IngestLoop(*shared_); });
-  }
-  ~IngestHarness() { (void)Stop(); }
-  // Waits up to 30 s for `done` (under the store's lock).
-  static bool WaitFor(FakeStoreState& st, const std::function<bool()>& done) {
-    const auto until = Clock::now() + std::chrono::seconds(30);
-    while (Clock::now() < until) {
-      {
-        std::lock_guard<std::mutex> l(st.mu);
-        if (done()) return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
-  bool Halted() const { return shared_->halted.load(); }
-  Status Stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    return shared_->why;
-  }
-
- private:
-  Config config_;
-  std::atomic<bool> stop_{false};
-  Metrics metrics_;
-  std::unique_ptr<Shared> shared_;
-  std::thread thread_;
+  IngestHarness(const std::string& bootstraps, FakeStoreState& st, const std::string& instance_id = "")
+      : LoopHarness(
+            bootstraps, st, [](Shared& sh) { IngestLoop(sh); }, instance_id) {}
 };
 
 // Every message ends up committed once in the store, and Kafka's group holds exactly the

@@ -541,5 +541,79 @@ TEST(DueFireTimesTest, InvalidCronProducesNothing) {
   EXPECT_FALSE(due.next.has_value());
 }
 
+// --- Active period (SPEC §9 `active`) ----------------------------------------------------------
+
+ActivePeriod Period(const char* from, const char* until) {
+  ActivePeriod p;
+  if (from) p.from = At(from);
+  if (until) p.until = At(until);
+  return p;
+}
+
+// Before `from` nothing is due and nothing is skipped; the next fire time is the first at or
+// after `from`, and from then on the fire times are produced as usual.
+TEST(ActiveFireTimesTest, NoFireTimeBeforeTheStart) {
+  const std::optional<ActivePeriod> active = Period("2026-01-01T12:00:00Z", nullptr);
+  DueFireTimes due = ComputeDueFireTimes(Hourly(CatchupPolicy::kAll), active, kAnchor, At("2026-01-01T09:00:00Z"),
+                                         At("2026-01-01T10:30:00Z"));
+  EXPECT_TRUE(due.fire.empty());
+  EXPECT_EQ(due.skipped, 0);
+  EXPECT_EQ(due.next, At("2026-01-01T12:00:00Z"));
+  // trigd down from 09:00 to 13:30: 10:00 and 11:00 were never fire times.
+  due = ComputeDueFireTimes(Hourly(CatchupPolicy::kAll), active, kAnchor, At("2026-01-01T09:00:00Z"),
+                            At("2026-01-01T13:30:00Z"));
+  EXPECT_EQ(Format(due.fire), (Times{"2026-01-01T12:00:00Z", "2026-01-01T13:00:00Z"}));
+  EXPECT_EQ(due.skipped, 0);
+  due = ComputeDueFireTimes(Hourly(CatchupPolicy::kLatest), active, kAnchor, std::nullopt, At("2026-01-01T13:30:00Z"));
+  EXPECT_EQ(Format(due.fire), (Times{"2026-01-01T13:00:00Z"}));
+  EXPECT_EQ(due.skipped, 1);
+}
+
+// At and after `until` there is no fire time: none is produced and the producer stops (no next).
+TEST(ActiveFireTimesTest, NoFireTimeFromTheEndOn) {
+  const std::optional<ActivePeriod> active = Period(nullptr, "2026-01-01T12:00:00Z");
+  DueFireTimes due = ComputeDueFireTimes(Hourly(CatchupPolicy::kAll), active, kAnchor, At("2026-01-01T10:00:00Z"),
+                                         At("2026-01-01T11:00:00Z"));
+  EXPECT_EQ(Format(due.fire), (Times{"2026-01-01T11:00:00Z"}));
+  EXPECT_FALSE(due.next) << FormatTime(*due.next);
+  // trigd down across the end: the period's fire times not produced before it are skipped
+  // whatever the policy (their ticks would reach a schedule that ignores events), the later
+  // ones never existed.
+  for (CatchupPolicy policy : {CatchupPolicy::kAll, CatchupPolicy::kLatest, CatchupPolicy::kNone}) {
+    due = ComputeDueFireTimes(Hourly(policy), active, kAnchor, At("2026-01-01T09:00:00Z"), At("2026-01-01T14:30:00Z"));
+    EXPECT_TRUE(due.fire.empty()) << Format(due.fire)[0];
+    EXPECT_EQ(due.skipped, 2);
+    EXPECT_FALSE(due.next);
+  }
+  // Everything up to the end decided: nothing more, ever.
+  due = ComputeDueFireTimes(Hourly(CatchupPolicy::kAll), active, kAnchor, At("2026-01-01T14:30:00Z"),
+                            At("2026-01-02T14:30:00Z"));
+  EXPECT_TRUE(due.fire.empty());
+  EXPECT_EQ(due.skipped, 0);
+  EXPECT_FALSE(due.next);
+}
+
+// Without a period: ComputeDueFireTimes as it always was.
+TEST(ActiveFireTimesTest, NoPeriodIsThePlainComputation) {
+  DueFireTimes due = ComputeDueFireTimes(Hourly(CatchupPolicy::kAll), std::nullopt, kAnchor, At("2026-01-01T10:00:00Z"),
+                                         At("2026-01-01T13:30:00Z"));
+  EXPECT_EQ(Format(due.fire), (Times{"2026-01-01T11:00:00Z", "2026-01-01T12:00:00Z", "2026-01-01T13:00:00Z"}));
+  EXPECT_EQ(due.next, At("2026-01-01T14:00:00Z"));
+}
+
+// The first fire time of a schedule applied before its period (the time trigger's first
+// next_fire_at): the period's first, and none for a period already over.
+TEST(ActiveFireTimesTest, NextActiveFireTime) {
+  const TimePoint now = At("2026-01-01T10:30:00Z");
+  EXPECT_EQ(NextActiveFireTime(Hourly(CatchupPolicy::kAll), Period("2026-01-02T00:00:00Z", nullptr), kAnchor, now),
+            At("2026-01-02T00:00:00Z"));
+  EXPECT_EQ(NextActiveFireTime(Hourly(CatchupPolicy::kAll), Period("2026-01-02T00:00:01Z", nullptr), kAnchor, now),
+            At("2026-01-02T01:00:00Z"));
+  EXPECT_EQ(NextActiveFireTime(Hourly(CatchupPolicy::kAll), std::nullopt, kAnchor, now), At("2026-01-01T11:00:00Z"));
+  EXPECT_FALSE(NextActiveFireTime(Hourly(CatchupPolicy::kAll), Period(nullptr, "2026-01-01T11:00:00Z"), kAnchor, now));
+  EXPECT_EQ(NextActiveFireTime(Every(std::chrono::minutes(45)), Period("2026-01-01T12:00:00Z", nullptr), now, now),
+            At("2026-01-01T12:00:00Z"));
+}
+
 }  // namespace
 }  // namespace trigd

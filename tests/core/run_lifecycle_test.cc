@@ -89,5 +89,26 @@ TEST(RunLifecycleTest, RunTimeoutRetriesThenFails) {
   EXPECT_FALSE(OnRunTimeout(S::kSucceeded, 1, 2, true));
 }
 
+// The retry policy's wait: doubling from backoff, capped at max_backoff, spread by the jitter
+// around its middle draw (u = 0.5 is the unspread wait); no overflow for the longest backoff.
+TEST(RunLifecycleTest, RetryBackoffDoublesUpToTheCapWithJitter) {
+  RetryPolicy r;
+  r.backoff = std::chrono::minutes(1);
+  r.max_backoff = std::chrono::minutes(5);
+  r.jitter_percent = 10;
+  EXPECT_EQ(RetryBackoff(r, 1, 0.5), std::chrono::minutes(1));
+  EXPECT_EQ(RetryBackoff(r, 2, 0.5), std::chrono::minutes(2));
+  EXPECT_EQ(RetryBackoff(r, 3, 0.5), std::chrono::minutes(4));
+  EXPECT_EQ(RetryBackoff(r, 4, 0.5), std::chrono::minutes(5));
+  EXPECT_EQ(RetryBackoff(r, 1000, 0.5), std::chrono::minutes(5));
+  EXPECT_EQ(RetryBackoff(r, 1, 0.0), std::chrono::seconds(54));
+  EXPECT_EQ(RetryBackoff(r, 1, 1.0), std::chrono::seconds(66));
+  r.jitter_percent = 0;
+  EXPECT_EQ(RetryBackoff(r, 2, 0.9), std::chrono::minutes(2));
+  r.backoff = kMaxDuration;
+  r.max_backoff = kMaxDuration;
+  EXPECT_EQ(RetryBackoff(r, 31, 0.5), kMaxDuration);
+}
+
 }  // namespace
 }  // namespace trigd

@@ -5,7 +5,7 @@
 # `jobs why` say who started it; runs cancel stops a `sleep 600` command (its process is gone
 # within 5 s), ends the run killed (reason cancelled) with trigd's killed event, and refuses a
 # second cancel; runs rerun gives a new run linked both ways; schedules next lists fire times on
-# the hour; a backfill of three hourly fire times sent twice launches three runs; a run past its
+# the hour; runs start waits on a closed time window and --force launches at once; a backfill of three hourly fire times sent twice launches three runs; a run past its
 # run_timeout is stopped and ends failed (reason timeout).
 set -euo pipefail
 src=$1; bin=$2
@@ -20,14 +20,28 @@ fail() {
   "$bin/trigctl" runs list || true
   exit 1
 }
+metric() {  # metric SERIES: its value on trigd's /metrics as a number (0 when absent)
+  curl -sf "http://$TRIGD_METRICS/metrics" | awk -v s="$1" '$1 == s {v = $2} END {print v + 0}'
+}
+metric_is() { [[ $(metric "$1") == "$2" ]]; }
+# metrics_are SERIES=VALUE...: trigd's /metrics shows each within 10 s (operator actions are
+# counted from the database every 2 s), and then no more.
+metrics_are() {
+  local pair
+  for pair in "$@"; do
+    wait_until 10 metric_is "${pair%=*}" "${pair##*=}" || fail "/metrics: ${pair%=*} is $(metric "${pair%=*}"), expected ${pair##*=}"
+  done
+}
 field() {  # field KEY: KEY of the JSON object on stdin (of a list: of its first element)
   python3 -c 'import json, sys
 d = json.load(sys.stdin); d = d[0] if isinstance(d, list) else d
 v = d.get(sys.argv[1]); print("" if v is None else (v if isinstance(v, str) else json.dumps(v)))' "$1"
 }
 python3 - "$tmp" >"$tmp/schedules.json" <<'PY'
-import json, sys
+import datetime, json, sys
 tmp = sys.argv[1]
+# A time window that is closed now: it opens two hours from now, for an hour.
+opens = (datetime.datetime.now(datetime.timezone.utc).hour + 2) % 24
 def sleeper(pidfile):
     return "sleep 600 & echo $! >%s/%s; wait" % (tmp, pidfile)
 print(json.dumps([
@@ -40,6 +54,10 @@ print(json.dumps([
     {"name": "hourly", "program": {"name": "hourly.job"},
      "trigger": {"time": {"cron": "0 * * * *", "timezone": "Europe/Berlin"}},
      "constraints": {"max_concurrent_runs": 1}},
+    {"name": "windowed", "program": {"name": "windowed.job"},
+     "trigger": {"partition": {"dataset": "windowed.raw"}},
+     "constraints": {"time_window": {"start": "%02d:00" % opens, "end": "%02d:00" % ((opens + 1) % 24),
+                                     "timezone": "UTC"}}},
 ], indent=1))
 PY
 "$bin/trigctl" topics create >/dev/null
@@ -71,6 +89,20 @@ merged=$(request "$run" | python3 -c 'import json, sys; print(json.dumps(json.lo
 grep -qF "opened by hand (trigctl runs start) by trigctl ($(id -un))" "$tmp/why" || fail "jobs why: $(cat "$tmp/why")"
 echo "runs start: job $job launched as run $run with its args merged"
 
+# runs start --force: a schedule whose time window is closed now waits without --force (the job
+# pending on time_window) and launches at once with it.
+"$bin/trigctl" runs start default/windowed --json >"$tmp/start" || fail "start windowed"
+[[ -z $(field run_id <"$tmp/start") && $(field state <"$tmp/start") == pending_constraint ]] ||
+  fail "runs start without --force launched in a closed window: $(cat "$tmp/start")"
+"$bin/trigctl" jobs why "$(field job_id <"$tmp/start")" >"$tmp/why"
+grep -qF time_window "$tmp/why" || fail "jobs why names no time_window: $(cat "$tmp/why")"
+"$bin/trigctl" runs start default/windowed --force --json >"$tmp/start" || fail "start windowed --force"
+forced=$(field run_id <"$tmp/start")
+[[ -n $forced ]] || fail "runs start --force did not launch in a closed window: $(cat "$tmp/start")"
+"$bin/trigctl" jobs why "$(field job_id <"$tmp/start")" >"$tmp/why"
+grep -qF "launched by hand with --force: constraints not applied" "$tmp/why" || fail "jobs why: $(cat "$tmp/why")"
+echo "runs start --force: waits on a closed time window without --force, run $forced with it"
+
 # runs cancel: the command's process is gone within 5 s.
 "$bin/trigctl" runs start default/sleeper --json >"$tmp/start" || fail "start sleeper"
 sleeper=$(field run_id <"$tmp/start")
@@ -93,6 +125,12 @@ wait_until 10 killed_event || fail "no killed event (reason cancelled) for $slee
 expect 1 "trigctl runs cancel: run $sleeper has finished (killed): there is nothing to cancel" \
   "$bin/trigctl" runs cancel "$sleeper"
 expect 1 "trigctl runs cancel: no run nope" "$bin/trigctl" runs cancel nope
+
+# The operate metrics (docs/operations.md) so far: four starts (manual, windowed twice, the
+# sleeper) and one cancel, counted once each; the cancel also as a run outcome.
+metrics_are 'trigd_operator_actions_total{action="start"}=4' 'trigd_operator_actions_total{action="cancel"}=1' \
+  'trigd_runs_total{outcome="cancelled"}=1' 'trigd_operator_actions_total{action="rerun"}=0'
+echo "metrics: 4 starts and 1 cancel on /metrics"
 
 # A cancel committed while trigd is down (killed between the cancel's commit and its
 # publication): its control message goes out after the restart and still stops the command.
@@ -155,4 +193,11 @@ wait_until 15 timed_out || fail "run $timed not timed out: $("$bin/trigctl" runs
 [[ $("$bin/trigctl" runs show "$timed" --json | field state) == failed ]] || fail "the timed out run is not failed"
 wait_until 5 gone "$tpid" || fail "the timed out command is still running"
 echo "run_timeout: run failed (reason timeout), its command stopped"
+
+# The operate metrics of the restarted trigd: the cancel made while it was down, the rerun, the
+# backfills' six ticks, the timed-out run (failed, its only attempt).
+metrics_are 'trigd_operator_actions_total{action="cancel"}=1' 'trigd_runs_total{outcome="cancelled"}=1' \
+  'trigd_operator_actions_total{action="rerun"}=1' 'trigd_operator_actions_total{action="backfill_tick"}=6' \
+  'trigd_runs_total{outcome="timeout"}=1' 'trigd_runs_total{outcome="failed"}=0'
+echo "metrics: the restarted trigd counted the cancel, the rerun, 6 backfill ticks and the timeout"
 echo PASS

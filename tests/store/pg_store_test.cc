@@ -950,6 +950,45 @@ TEST_F(PgStoreTest, DueTickIsProducedOncePerFireTime) {
   EXPECT_EQ(Count("SELECT count(*) FROM seen_events"), 0);
 }
 
+// SPEC §9 `active`: the tick producer makes no fire time outside the schedule's period. One
+// that begins later waits for it (its first due time is the period's first fire time); one
+// that ended stops, and its fire times not produced before the end are skipped, since the
+// schedule ignores events by then.
+TEST_F(PgStoreTest, NoTickOutsideTheActivePeriod) {
+  const TimePoint now = TimePoint(Millis(Count("SELECT floor(extract(epoch from now()) * 1000)::bigint")));
+  const TimePoint from = now + std::chrono::hours(1), until = now - std::chrono::seconds(60);
+  auto every_minute = [](const std::string& name) {
+    return json{{"name", name}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"every", "1m"}}}}}};
+  };
+  json later = every_minute("later"), ended = every_minute("ended");
+  later["active"] = {{"from", FormatTime(from)}};
+  ended["active"] = {{"until", FormatTime(until)}};
+  Apply({later, ended});
+  const std::string ms = "floor(extract(epoch from next_fire_at) * 1000)::bigint";
+  const std::string later_id = "(SELECT id FROM schedules WHERE name = 'default/later')";
+  const std::string ended_id = "(SELECT id FROM schedules WHERE name = 'default/ended')";
+  EXPECT_GE(Count("SELECT " + ms + " FROM time_triggers WHERE schedule_id = " + later_id),
+            from.time_since_epoch().count());
+  EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at = 'infinity' AND schedule_id = " + ended_id),
+            1);
+  // Both made due with fire times 90 s and 30 s ago: the later one's are before its period; the
+  // ended one's first is inside its period but due after its end, its second after its end.
+  Exec(
+      "UPDATE time_triggers SET anchor = date_trunc('second', now()) - interval '150 seconds', "
+      "next_fire_at = now() - interval '1 second'");
+  auto r = store_->TickTimeTriggers(100);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->produced, 0);
+  EXPECT_EQ(r->skipped, 1) << "the ended schedule's fire time 90 s ago";
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs"), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
+  EXPECT_GE(Count("SELECT " + ms + " FROM time_triggers WHERE schedule_id = " + later_id),
+            from.time_since_epoch().count());
+  EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at = 'infinity' AND schedule_id = " + ended_id),
+            1);
+  EXPECT_EQ(store_->TickTimeTriggers(100)->produced, 0);
+}
+
 // SPEC §5: a fire time has one identity (schedule + fire time), whether trigd's checker or a
 // producer's tick decides it: a producer's tick for a fire time trigd has fired does not launch
 // it again (docs/adr/0006-fire-time-identity.md).
