@@ -209,7 +209,7 @@ Result<StartedJob> StartRun(const std::string& pg, const std::string& name, cons
     if (args.is_object() && !args.empty()) payload["args"] = args;
     json triggered_by = json::array(
         {{{"id", "manual:" + pg_internal::NewRunId()}, {"type", "manual"}, {"payload", std::move(payload)}}});
-    std::string what = "opened by hand (trigctl runs start) by " + actor.who + ": trigger counts as complete";
+    std::string what = "opened by hand (runs start) by " + actor.who + ": trigger counts as complete";
     if (args.is_object() && !args.empty()) what += "; args " + args.dump();
     if (force) what += "; --force: constraints not applied";
     auto out = OpenCompleteJob(tx, *s, name, triggered_by.dump(), force, what, std::nullopt);
@@ -237,7 +237,7 @@ Result<StartedJob> RerunRun(const std::string& pg, const std::string& run_id, bo
       }
       return s.status();
     }
-    std::string what = "opened by hand (trigctl runs rerun " + run_id + ") by " + actor.who +
+    std::string what = "opened by hand (runs rerun " + run_id + ") by " + actor.who +
                        ": the same triggered_by, schedule v" + std::to_string(s->version);
     if (force) what += "; --force: constraints not applied";
     auto out = OpenCompleteJob(tx, *s, name, r[0][1].as<std::string>(), force, what, run_id);

@@ -86,7 +86,7 @@ request() {
 merged=$(request "$run" | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["program"]["args"], sort_keys=True))')
 [[ $merged == '{"day": "x", "mode": "delta"}' ]] || fail "args not merged: $merged"
 "$bin/trigctl" jobs why "$job" >"$tmp/why"
-grep -qF "opened by hand (trigctl runs start) by trigctl ($(id -un))" "$tmp/why" || fail "jobs why: $(cat "$tmp/why")"
+grep -qF "opened by hand (runs start) by trigctl ($(id -un))" "$tmp/why" || fail "jobs why: $(cat "$tmp/why")"
 echo "runs start: job $job launched as run $run with its args merged"
 
 # runs start --force: a schedule whose time window is closed now waits without --force (the job
