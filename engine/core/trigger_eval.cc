@@ -132,6 +132,8 @@ std::string SilenceDetail(const SilenceTrigger& leaf, const LeafState& state) {
   const std::string fires = FormatTime(*state.last_arrival + leaf.after);
   if (state.satisfied) return "no " + what + ": silent since " + since + ", fired at " + fires;
   return "no " + what + " for " + FormatDuration(leaf.after) + ": silent since " + since + ", fires at " + fires;
+}
+
 // TriggerLeaves(trigger).size(), without building the list.
 size_t CountLeaves(const Trigger& trigger) {
   if (!IsComposite(trigger)) return 1;
