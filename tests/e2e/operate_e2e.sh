@@ -164,6 +164,9 @@ assert len(d["fire_times"]) == 3 and d["timezone"] == "Europe/Berlin", d
 for t in d["fire_times"]:
     assert t["utc"].endswith(":00:00Z") and t["local"][19:] in ("+01:00", "+02:00"), t
 PY
+# The table shows the local column in local time too.
+"$bin/trigctl" schedules next default/hourly --count 1 | tail -1 | grep -qE 'Z +[0-9T:-]{19}\+0[12]:00$' ||
+  fail "next (table): $("$bin/trigctl" schedules next default/hourly --count 1)"
 
 # backfill twice: three fire times, three runs.
 for i in 1 2; do

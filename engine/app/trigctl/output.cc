@@ -58,6 +58,8 @@ void NormalizeTime(json& v) {
 void NormalizeRowTimes(json& row) {
   if (!row.is_object()) return;
   for (auto& [key, value] : row.items()) {
+    // A local time (schedules next) is shown with its zone's offset, as the user asked for it.
+    if (key.starts_with("local")) continue;
     NormalizeTime(value);
     if (key == "history" && value.is_array()) {
       for (auto& entry : value) {
