@@ -45,8 +45,9 @@ int HttpStatusOf(const Status& s) {
   switch (s.code()) {
     case StatusCode::kInvalid: return 400;
     case StatusCode::kNotFound: return 404;
-    case StatusCode::kAborted: return 409;
-    case StatusCode::kFailedPrecondition: return 409;
+    case StatusCode::kAborted:             // a conflicting change won a race
+    case StatusCode::kFailedPrecondition:  // the state refuses it (a finished run cancelled)
+      return 409;
     case StatusCode::kUnavailable: return 503;
     default: return 500;
   }
