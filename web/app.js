@@ -286,7 +286,12 @@ async function whoami() {
   }
 }
 
+// Each drawing of a page has a number: one that finishes after a newer one started (an action's
+// refresh still loading when the user opens another page) is dropped, not drawn over it.
+let routeGeneration = 0;
+
 async function route() {
+  const generation = ++routeGeneration;
   const hash = location.hash.replace(/^#/, "") || "schedules";
   const [path, query] = hash.split("?");
   const [name, ...rest] = path.split("/");
@@ -300,6 +305,7 @@ async function route() {
   } catch (e) {
     say(e.message, "error");
   }
+  if (generation !== routeGeneration) return;
   document.getElementById("page").replaceChildren(page);
   document.body.setAttribute("data-loaded", name);
 }
