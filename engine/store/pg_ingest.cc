@@ -318,18 +318,7 @@ class PgStore::IngestStep {
         versions.emplace_back(r[0].as<int64_t>(), r[1].as<int>());
         continue;
       }
-      OpenJob job;
-      job.id = r[0].as<int64_t>();
-      job.schedule_version = r[1].as<int>();
-      job.schedule_id = r[2].as<int64_t>();
-      job.state = TriggerStateFromJson(json::parse(r[3].c_str()));
-      for (const auto& t : json::parse(r[4].c_str())) {
-        job.triggered_by.push_back(
-            {t.value("id", ""), t.value("type", ""), std::make_shared<const json>(t.value("payload", json()))});
-      }
-      job.opened_at = FromMillis(r[5].as<int64_t>());
-      job.lineage = r[6].as<std::string>();
-      open_.push_back(std::move(job));
+      open_.push_back(pg_internal::OpenJobFromRow(r));
     }
     built_->schedules = ResolveSchedules(tx_, store_.cache_, versions);
     std::erase_if(open_, [&](const OpenJob& job) { return !built_->schedules.count(job.schedule_id); });
