@@ -71,7 +71,7 @@ TEST_F(ClaimPlanTest, ClaimWalksThePriorityIndexWhenHistoryDwarfsTheDueJobs) {
 }
 
 // The sweep's look for runs past their schedule's run_timeout (PgStore::SweepRuns) starts from
-// the schedules that set one, through their partial index (schema/021): a sequential scan of
+// the schedules that set one, through their partial index (schema/022): a sequential scan of
 // every schedule took 75 ms at 100,000 schedules on every sweep, none of them setting a
 // run_timeout (docs/adr/0157-sweep-reads-only-schedules-with-a-run-timeout.md).
 TEST_F(ClaimPlanTest, SweepReadsOnlyTheSchedulesWithARunTimeout) {
