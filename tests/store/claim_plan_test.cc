@@ -83,9 +83,10 @@ TEST_F(ClaimPlanTest, SweepReadsOnlyTheSchedulesWithARunTimeout) {
   tx.exec("ANALYZE schedules");
   // The run_timeout part of the sweep's query, as PgStore::SweepRuns has it.
   std::string plan;
-  for (const auto& r : tx.exec("EXPLAIN SELECT r.run_id FROM schedules s JOIN runs r ON r.schedule_id = s.id "
-                               "AND r.state IN ('launched', 'running') WHERE s.run_timeout_ms IS NOT NULL "
-                               "AND r.attempt_launched_at <= now() - make_interval(secs => s.run_timeout_ms / 1000.0)")) {
+  for (const auto& r :
+       tx.exec("EXPLAIN SELECT r.run_id FROM schedules s JOIN runs r ON r.schedule_id = s.id "
+               "AND r.state IN ('launched', 'running') WHERE s.run_timeout_ms IS NOT NULL "
+               "AND r.attempt_launched_at <= now() - make_interval(secs => s.run_timeout_ms / 1000.0)")) {
     plan += r[0].as<std::string>() + "\n";
   }
   EXPECT_EQ(plan.find("Seq Scan on schedules"), std::string::npos) << plan;
