@@ -2011,7 +2011,7 @@ TEST_F(PgStoreTest, AScheduleChangeAbortedByADeadlockRunsAgain) {
   const std::string waiting =
       "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
       "WHERE NOT l.granted AND a.datname = current_database()";
-  for (int i = 0; i < 100 && Count(waiting) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 500 && Count(waiting) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   if (Count(waiting) == 0) {
     checker.commit();
     change.join();
