@@ -1,5 +1,6 @@
 #include "core/accumulator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string_view>
 #include <unordered_map>
@@ -11,6 +12,51 @@ namespace trigd {
 
 JsonObjectText HistoryEntry(std::string_view at, std::string_view what) {
   return std::move(JsonObjectText().String("at", at).String("what", what));
+}
+
+std::string_view HistoryWhat(HistoryRecord::Kind kind) {
+  switch (kind) {
+    case HistoryRecord::Kind::kOpened: return "opened";
+    case HistoryRecord::Kind::kCounted: return "event counted";
+    case HistoryRecord::Kind::kComplete: return "trigger complete";
+    case HistoryRecord::Kind::kDiscardedUpdated: return "discarded: schedule updated";
+    case HistoryRecord::Kind::kDiscardedUpstream: return "discarded: upstream failed";
+  }
+  return "";
+}
+
+std::vector<std::string> HistoryLeaves(const HistoryRecord& record, const Trigger& trigger) {
+  std::vector<std::string> out;
+  out.reserve(record.leaves.size());
+  for (const HistoryRecord::Leaf& l : record.leaves) {
+    LeafProgress progress = DescribeLeafAt(trigger, l.leaf, l.state);
+    out.push_back(progress.path + ": " + progress.detail);
+  }
+  return out;
+}
+
+std::string HistoryText(const HistoryRecord& record, const Trigger& trigger, std::string_view at) {
+  JsonObjectText entry = HistoryEntry(at, HistoryWhat(record.kind));
+  switch (record.kind) {
+    case HistoryRecord::Kind::kOpened:
+      entry.String("event", record.event);
+      if (record.has_lineage) entry.String("lineage", record.extra);
+      break;
+    case HistoryRecord::Kind::kCounted: {
+      JsonArrayText leaves;
+      for (const std::string& leaf : HistoryLeaves(record, trigger)) leaves.String(leaf);
+      entry.String("event", record.event).Raw("leaves", leaves.Take());
+      break;
+    }
+    case HistoryRecord::Kind::kComplete:
+    case HistoryRecord::Kind::kDiscardedUpdated: break;
+    case HistoryRecord::Kind::kDiscardedUpstream:
+      entry.String("event", record.event)
+          .String("program", record.extra)
+          .String("status", ProgramStatusName(record.status));
+      break;
+  }
+  return entry.Take();
 }
 
 namespace {
@@ -88,28 +134,43 @@ namespace {
 
 Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
                             const std::map<int64_t, ScheduleView>& schedules, std::vector<OpenJob> open_jobs,
-                            const FailedLineageSet& failed_in, bool correlation, TimePoint now);
+                            const FailedLineageSet& failed_in, bool correlation, TimePoint now, HistoryForm form);
 
 }  // namespace
 
 Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, TimePoint now) {
-  return AccumulateImpl(events, schedules, std::move(open_jobs), FailedLineageSet(), /*correlation=*/false, now);
+  return AccumulateImpl(events, schedules, std::move(open_jobs), FailedLineageSet(), /*correlation=*/false, now,
+                        HistoryForm::kText);
+}
+
+Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
+                        std::vector<OpenJob> open_jobs, TimePoint now, HistoryForm form) {
+  return AccumulateImpl(events, schedules, std::move(open_jobs), FailedLineageSet(), /*correlation=*/false, now, form);
 }
 
 Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, const FailedLineageSet& failed, TimePoint now) {
-  return AccumulateImpl(events, schedules, std::move(open_jobs), failed, /*correlation=*/true, now);
+  return AccumulateImpl(events, schedules, std::move(open_jobs), failed, /*correlation=*/true, now, HistoryForm::kText);
 }
 
 namespace {
 
 Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
                             const std::map<int64_t, ScheduleView>& schedules, std::vector<OpenJob> open_jobs,
-                            const FailedLineageSet& failed_in, bool correlation, TimePoint now) {
+                            const FailedLineageSet& failed_in, bool correlation, TimePoint now, HistoryForm form) {
   Accumulation out;
   out.jobs = std::move(open_jobs);
-  const std::string at = FormatTime(now);
+  // The entries' time, formatted once, and only when they are written as text.
+  std::string at;
+  auto add_history = [&](OpenJob& job, const Trigger& trigger, HistoryRecord record) {
+    if (form == HistoryForm::kRecords) {
+      job.history_records.push_back(std::move(record));
+      return;
+    }
+    if (at.empty()) at = FormatTime(now);
+    job.history.push_back(HistoryText(record, trigger, at));
+  };
   FailedLineageSet failed = failed_in;
   // (schedule id, lineage) -> index in out.jobs of its job still collecting events; the lineage
   // is empty for an uncorrelated schedule (one open job per schedule).
@@ -122,7 +183,7 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
       // The schedule changed since the job opened: counting starts afresh (SPEC §5).
       job.discarded = true;
       job.discard_reason = "schedule updated";
-      job.history.push_back(HistoryEntry(at, "discarded: schedule updated").Take());
+      add_history(job, s->second.schedule->trigger, {.kind = HistoryRecord::Kind::kDiscardedUpdated});
       continue;
     }
     open[{job.schedule_id, job.lineage}] = i;
@@ -169,11 +230,11 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
           job.state = std::move(*before);
           job.discarded = true;
           job.discard_reason = "upstream_failed";
-          job.history.push_back(HistoryEntry(at, "discarded: upstream failed")
-                                    .String("event", event.id)
-                                    .String("program", event.program.program)
-                                    .String("status", ProgramStatusName(event.program.status))
-                                    .Take());
+          add_history(job, schedule.trigger,
+                      {.kind = HistoryRecord::Kind::kDiscardedUpstream,
+                       .status = event.program.status,
+                       .event = event.id,
+                       .extra = event.program.program});
           open.erase(it);
         }
         if (correlated && failed.insert(key).second) {
@@ -195,10 +256,12 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
         job.lineage = lineage;
         job.state = std::move(probe);
         job.opened_at = now;
-        JsonObjectText opened = HistoryEntry(at, "opened").String("event", event.id);
-        if (correlated) opened.String("lineage", lineage);
-        job.history.push_back(opened.Take());
         out.jobs.push_back(std::move(job));
+        add_history(out.jobs.back(), schedule.trigger,
+                    {.kind = HistoryRecord::Kind::kOpened,
+                     .has_lineage = correlated,
+                     .event = event.id,
+                     .extra = correlated ? lineage : std::string()});
         it = open.emplace(key, out.jobs.size() - 1).first;
       }
       OpenJob& job = out.jobs[it->second];
@@ -207,16 +270,27 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
         if (!payload) payload = std::make_shared<const nlohmann::json>(event.payload);
         job.triggered_by.push_back({event.id, EventTypeName(event.type), payload});
       }
-      // The leaves the event counted, described alone (not every leaf of the trigger).
-      JsonArrayText leaves;
-      for (const LeafProgress& progress : DescribeLeaves(schedule.trigger, job.state, r.leaves)) {
-        leaves.String(progress.path + ": " + progress.detail);
+      // The leaves the event counted, as they stand now (described alone, not every leaf of the
+      // trigger; as text only when the entry is written as text).
+      HistoryRecord counted{.kind = HistoryRecord::Kind::kCounted, .event = event.id};
+      std::vector<int> leaves = r.leaves;
+      std::sort(leaves.begin(), leaves.end());
+      leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());
+      counted.leaves.reserve(leaves.size());
+      for (int leaf : leaves) {
+        // A state of another definition of the trigger reads as nothing counted (as in
+        // DescribeProgress); ApplyEvent has reset such a state already.
+        LeafState copy;
+        if (static_cast<size_t>(leaf) < job.state.leaves.size()) {
+          const LeafState& l = job.state.leaves[static_cast<size_t>(leaf)];
+          copy = LeafState{l.count, l.bytes, {}, l.satisfied, l.last_arrival};
+        }
+        counted.leaves.push_back({leaf, std::move(copy)});
       }
-      job.history.push_back(
-          HistoryEntry(at, "event counted").String("event", event.id).Raw("leaves", leaves.Take()).Take());
+      add_history(job, schedule.trigger, std::move(counted));
       if (IsComplete(schedule.trigger, job.state)) {
         job.complete = true;
-        job.history.push_back(HistoryEntry(at, "trigger complete").Take());
+        add_history(job, schedule.trigger, {.kind = HistoryRecord::Kind::kComplete});
         // A completed job is never changed again: the next event opens a new job.
         open.erase(it);
       }

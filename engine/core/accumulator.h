@@ -35,6 +35,44 @@ struct ScheduleView {
   std::shared_ptr<const Schedule> schedule;
 };
 
+// A job history entry Accumulate writes, as a record: what happened, the event, and the state
+// of the leaves the event counted (not their text). HistoryText writes it as the JSON text
+// trigd stores; the replay keeps the records as its timeline and writes text only for what it
+// prints (docs/adr/0153-history-records.md).
+struct HistoryRecord {
+  enum class Kind : uint8_t {
+    kOpened,             // {"what": "opened", "event", "lineage" (correlated)}
+    kCounted,            // {"what": "event counted", "event", "leaves": [...]}
+    kComplete,           // {"what": "trigger complete"}
+    kDiscardedUpdated,   // {"what": "discarded: schedule updated"}
+    kDiscardedUpstream,  // {"what": "discarded: upstream failed", "event", "program", "status"}
+  };
+  // A counted leaf: its number (depth-first) and its state right after the event (without its
+  // partition list, which no description reads).
+  struct Leaf {
+    int leaf = 0;
+    LeafState state;
+  };
+  Kind kind = Kind::kOpened;
+  bool has_lineage = false;                       // kOpened of a correlated schedule
+  ProgramStatus status = ProgramStatus::kFailed;  // kDiscardedUpstream
+  std::string event;
+  std::string extra;         // kOpened: the lineage; kDiscardedUpstream: the failed program
+  std::vector<Leaf> leaves;  // kCounted, in leaf order
+};
+
+// The entry's "what": "opened", "event counted", "trigger complete", "discarded: ...".
+std::string_view HistoryWhat(HistoryRecord::Kind kind);
+// A kCounted record's leaves as its entry's "leaves" says them ("trigger.partition: 2 of 4
+// partitions of sales.raw"), in leaf order. `trigger`: the job's schedule's trigger.
+std::vector<std::string> HistoryLeaves(const HistoryRecord& record, const Trigger& trigger);
+// The entry's JSON text, as stored in the job's history. `at`: the instant as FormatTime writes it.
+std::string HistoryText(const HistoryRecord& record, const Trigger& trigger, std::string_view at);
+
+// How Accumulate hands back the history entries it writes: as JSON text in OpenJob::history
+// (what the store writes), or as records in OpenJob::history_records (the replay).
+enum class HistoryForm { kText, kRecords };
+
 // A job collecting events (PENDING_TRIGGER), as loaded from the store or opened by the batch.
 struct OpenJob {
   int64_t id = 0;  // 0: opened by this batch, not stored yet
@@ -51,7 +89,8 @@ struct OpenJob {
   bool complete = false;   // trigger satisfied: the job moves to PENDING_CONSTRAINT
   bool discarded = false;  // upstream failure (or version change)
   std::string discard_reason;
-  std::vector<std::string> history;  // entries to append, each a JSON object (HistoryEntry)
+  std::vector<std::string> history;            // entries to append, each a JSON object (HistoryEntry)
+  std::vector<HistoryRecord> history_records;  // the same, with HistoryForm::kRecords
 };
 
 struct AccumulateInput {
@@ -90,6 +129,9 @@ struct Accumulation {
 // lineages and the failed-lineage memory.
 Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, TimePoint now);
+// The same, with the history entries in the given form.
+Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
+                        std::vector<OpenJob> open_jobs, TimePoint now, HistoryForm form);
 // The same, for schedules that may be correlated: `open_jobs` may hold one job per (schedule,
 // lineage) of a correlated schedule, and `failed` the lineages remembered failed. An event of a
 // correlated schedule goes to the job of its lineage (EventLineage), never to another; an

@@ -63,8 +63,12 @@ std::string DescribeWindow(const TimeWindow& window) {
   return FormatMinuteOfDay(window.start_minute) + "-" + FormatMinuteOfDay(window.end_minute) + " " + window.timezone;
 }
 
+// Written digit by digit: date::format makes an ostringstream per call (microseconds), and a
+// window's reason says a local time at every check of a job under it.
 std::string FormatLocalClock(const date::time_zone* zone, TimePoint t) {
-  return date::format("%H:%M", date::floor<std::chrono::minutes>(zone->to_local(t)));
+  const auto local = date::floor<std::chrono::minutes>(zone->to_local(t));
+  const int64_t minute = (local - date::floor<date::days>(local)).count();  // 0 .. 1439
+  return FormatMinuteOfDay(static_cast<int>(minute));
 }
 
 // What a timeout does at its deadline, for the reasons that name the deadline ahead of time.
@@ -112,27 +116,32 @@ std::vector<TimePoint> WindowEntryCandidates(const TimeWindow& window, const dat
   return candidates;
 }
 
-ConstraintCheck CheckDelay(Millis delay, const JobFacts& job, TimePoint now) {
+ConstraintCheck CheckDelay(Millis delay, const JobFacts& job, TimePoint now, bool describe) {
   // The delay counts from the trigger's completion; when the caller has not recorded that
   // instant, the job's opening is the best bound it has.
   TimePoint ready = job.ready_at.value_or(job.opened_at);
   TimePoint until = ready + delay;
   ConstraintCheck check{"delay", ConstraintResult::kSatisfied, "", std::nullopt};
   if (now >= until) {
-    check.reason = FormatDuration(delay) + " passed since ready at " + FormatTime(ready);
+    if (describe) check.reason = FormatDuration(delay) + " passed since ready at " + FormatTime(ready);
   } else {
     check.result = ConstraintResult::kWait;
-    check.reason = "ready at " + FormatTime(ready) + "; " + FormatDuration(delay) + " delay until " + FormatTime(until);
+    if (describe) {
+      check.reason =
+          "ready at " + FormatTime(ready) + "; " + FormatDuration(delay) + " delay until " + FormatTime(until);
+    }
     check.next_check_at = until;
   }
   return check;
 }
 
-ConstraintCheck CheckWindow(const TimeWindow& window, TimePoint now) {
+ConstraintCheck CheckWindow(const TimeWindow& window, TimePoint now, bool describe) {
   const date::time_zone* zone = Zone(window);
   ConstraintCheck check{"time_window", ConstraintResult::kSatisfied, "", std::nullopt};
   if (InsideWindow(window, now)) {
-    check.reason = "inside window " + DescribeWindow(window) + " (local " + FormatLocalClock(zone, now) + ")";
+    if (describe) {
+      check.reason = "inside window " + DescribeWindow(window) + " (local " + FormatLocalClock(zone, now) + ")";
+    }
     return check;
   }
   TimePoint opens = NextWindowOpening(window, now);
@@ -141,31 +150,33 @@ ConstraintCheck CheckWindow(const TimeWindow& window, TimePoint now) {
   // entry whenever the text changes; "(local 14:34)" would change every minute, and a nightly
   // window's wait push a job's first entries out of its 50 (docs/adr/0040-bounded-job-records.md).
   // `jobs why` shows the local time now beside it (LocalClock).
-  check.reason = "outside window " + DescribeWindow(window) + "; opens " + FormatTime(opens) + " (local " +
-                 FormatLocalClock(zone, opens) + ")";
+  if (describe) {
+    check.reason = "outside window " + DescribeWindow(window) + "; opens " + FormatTime(opens) + " (local " +
+                   FormatLocalClock(zone, opens) + ")";
+  }
   check.next_check_at = opens;
   return check;
 }
 
-ConstraintCheck CheckMinSinceLastRun(const MinSinceLastRun& rule, const RunFacts& runs, TimePoint now) {
+ConstraintCheck CheckMinSinceLastRun(const MinSinceLastRun& rule, const RunFacts& runs, TimePoint now, bool describe) {
   ConstraintCheck check{"min_since_last_run", ConstraintResult::kSatisfied, "", std::nullopt};
   if (!runs.last_launch) {
-    check.reason = "no previous run";
+    if (describe) check.reason = "no previous run";
     return check;
   }
   TimePoint until = *runs.last_launch + rule.duration;
-  std::string last = "last run " + FormatTime(*runs.last_launch) + "; ";
+  std::string last = describe ? "last run " + FormatTime(*runs.last_launch) + "; " : "";
   if (now >= until) {
-    check.reason = last + FormatDuration(rule.duration) + " passed";
+    if (describe) check.reason = last + FormatDuration(rule.duration) + " passed";
     return check;
   }
   check.result = rule.on_unmet == OnUnmet::kSkip ? ConstraintResult::kSkip : ConstraintResult::kWait;
-  check.reason = last + FormatDuration(rule.duration) + " must pass (until " + FormatTime(until) + ")";
+  if (describe) check.reason = last + FormatDuration(rule.duration) + " must pass (until " + FormatTime(until) + ")";
   check.next_check_at = until;
   return check;
 }
 
-ConstraintCheck CheckMaxRunsPer(const MaxRunsPer& rule, const RunFacts& runs, TimePoint now) {
+ConstraintCheck CheckMaxRunsPer(const MaxRunsPer& rule, const RunFacts& runs, TimePoint now, bool describe) {
   ConstraintCheck check{"max_runs_per", ConstraintResult::kSatisfied, "", std::nullopt};
   // A launch exactly one period ago has aged out, so the slot it held frees at launch+period,
   // the same instant reported as next_check_at.
@@ -175,7 +186,8 @@ ConstraintCheck CheckMaxRunsPer(const MaxRunsPer& rule, const RunFacts& runs, Ti
   }
   int64_t used = static_cast<int64_t>(counted.size());
   std::string usage =
-      std::to_string(used) + " of " + std::to_string(rule.count) + " runs in " + FormatDuration(rule.period);
+      describe ? std::to_string(used) + " of " + std::to_string(rule.count) + " runs in " + FormatDuration(rule.period)
+               : std::string();
   if (used < rule.count) {
     check.reason = usage;
     return check;
@@ -187,17 +199,20 @@ ConstraintCheck CheckMaxRunsPer(const MaxRunsPer& rule, const RunFacts& runs, Ti
   size_t index = static_cast<size_t>(used - rule.count);
   if (index < counted.size()) {
     check.next_check_at = counted[index] + rule.period;
-    check.reason = usage + "; next slot " + FormatTime(*check.next_check_at);
-  } else {
+    if (describe) check.reason = usage + "; next slot " + FormatTime(*check.next_check_at);
+  } else if (describe) {
     check.reason = usage + "; no slot can free";
   }
   return check;
 }
 
 ConstraintCheck CheckActiveRuns(std::string constraint, int64_t active, int64_t max, OnUnmet on_unmet,
-                                const std::string& scope) {
+                                const std::string* group, bool describe) {
   ConstraintCheck check{std::move(constraint), ConstraintResult::kSatisfied, "", std::nullopt};
-  check.reason = std::to_string(active) + " of " + std::to_string(max) + " runs active" + scope;
+  if (describe) {
+    check.reason = std::to_string(active) + " of " + std::to_string(max) + " runs active";
+    if (group) check.reason += " in group " + *group;
+  }
   // Only a run ending frees a slot, so there is no time to check again: the caller wakes the
   // job when a run ends.
   if (active >= max) {
@@ -207,7 +222,7 @@ ConstraintCheck CheckActiveRuns(std::string constraint, int64_t active, int64_t 
 }
 
 std::vector<ConstraintCheck> CheckConstraints(const Constraints& constraints, const JobFacts& job, const RunFacts& runs,
-                                              TimePoint now) {
+                                              TimePoint now, bool describe) {
   std::vector<ConstraintCheck> checks;
   if (constraints.max_concurrent_runs) {
     const int64_t max = *constraints.max_concurrent_runs;
@@ -224,21 +239,21 @@ std::vector<ConstraintCheck> CheckConstraints(const Constraints& constraints, co
     } else {
       checks.push_back(CheckActiveRuns("max_concurrent_runs", runs.active_runs, max,
                                        constraints.on_overlap == OverlapPolicy::kSkip ? OnUnmet::kSkip : OnUnmet::kWait,
-                                       ""));
+                                       nullptr, describe));
     }
   }
   if (constraints.concurrency_group) {
     const ConcurrencyGroup& group = *constraints.concurrency_group;
-    checks.push_back(CheckActiveRuns("concurrency_group", runs.group_active_runs, group.max, group.on_unmet,
-                                     " in group " + group.name));
+    checks.push_back(
+        CheckActiveRuns("concurrency_group", runs.group_active_runs, group.max, group.on_unmet, &group.name, describe));
   }
-  if (constraints.delay) checks.push_back(CheckDelay(*constraints.delay, job, now));
-  if (constraints.time_window) checks.push_back(CheckWindow(*constraints.time_window, now));
+  if (constraints.delay) checks.push_back(CheckDelay(*constraints.delay, job, now, describe));
+  if (constraints.time_window) checks.push_back(CheckWindow(*constraints.time_window, now, describe));
   if (constraints.min_since_last_run) {
-    checks.push_back(CheckMinSinceLastRun(*constraints.min_since_last_run, runs, now));
+    checks.push_back(CheckMinSinceLastRun(*constraints.min_since_last_run, runs, now, describe));
   }
   if (constraints.max_runs_per) {
-    checks.push_back(CheckMaxRunsPer(*constraints.max_runs_per, runs, now));
+    checks.push_back(CheckMaxRunsPer(*constraints.max_runs_per, runs, now, describe));
   }
   return checks;
 }
@@ -281,7 +296,8 @@ TimePoint NextWindowOpening(const TimeWindow& window, TimePoint now) {
 }
 
 CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigger_complete, const RunFacts& runs,
-                      TimePoint now) {
+                      TimePoint now, CheckText text) {
+  const bool describe = text == CheckText::kReasons;
   CheckOutcome outcome;
   // Outside its active period a schedule behaves as suspended: its jobs are discarded.
   if (schedule.active && !schedule.active->Contains(now)) {
@@ -305,7 +321,7 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
     timed_out = now >= *deadline;
     ConstraintCheck check{"timeout", ConstraintResult::kSatisfied, "", std::nullopt};
     if (!timed_out) {
-      check.reason = "expires at " + FormatTime(*deadline) + "; " + TimeoutConsequence(timeout.action);
+      if (describe) check.reason = "expires at " + FormatTime(*deadline) + "; " + TimeoutConsequence(timeout.action);
     } else if (timeout.action == TimeoutAction::kDiscard) {
       check.result = ConstraintResult::kSkip;
       check.reason = "expired at " + FormatTime(*deadline) + " (" + FormatDuration(timeout.after) +
@@ -320,14 +336,15 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
   if (!trigger_complete) {
     // An event, not a clock, completes the trigger; the only time to look again is the
     // deadline.
-    outcome.checks.push_back(
-        {"trigger", ConstraintResult::kWait,
-         job.trigger_wait.empty() ? "trigger incomplete" : "trigger incomplete: " + job.trigger_wait,
-         Earliest(deadline, job.trigger_wakes_at)});
+    outcome.checks.push_back({"trigger", ConstraintResult::kWait,
+                              !describe                  ? std::string()
+                              : job.trigger_wait.empty() ? "trigger incomplete"
+                                                         : "trigger incomplete: " + job.trigger_wait,
+                              Earliest(deadline, job.trigger_wakes_at)});
   } else {
     // Constraints are evaluated even past the deadline so `jobs why` shows what a forced
     // launch ignored or what kept a discarded job waiting.
-    for (ConstraintCheck& check : CheckConstraints(schedule.constraints, job, runs, now)) {
+    for (ConstraintCheck& check : CheckConstraints(schedule.constraints, job, runs, now, describe)) {
       outcome.checks.push_back(std::move(check));
     }
   }
@@ -357,6 +374,7 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
   if (!trigger_complete) {
     outcome.decision = Decision::kWait;
     outcome.next_check_at = Earliest(deadline, job.trigger_wakes_at);
+    if (!describe) return outcome;
     outcome.reason = "trigger incomplete";
     if (!job.trigger_wait.empty()) outcome.reason += ": " + job.trigger_wait;
     if (deadline) {
@@ -375,18 +393,21 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
   }
 
   std::vector<std::string> waiting;
+  bool waits = false;
   std::optional<TimePoint> next = deadline;
   for (const ConstraintCheck& check : outcome.checks) {
     if (check.result != ConstraintResult::kWait) continue;
-    waiting.push_back(check.constraint + " (" + check.reason + ")");
+    waits = true;
+    if (describe) waiting.push_back(check.constraint + " (" + check.reason + ")");
     next = Earliest(next, check.next_check_at);
     if (!check.next_check_at) outcome.wakes_on_run_end = true;
   }
-  if (waiting.empty()) {
+  if (!waits) {
     outcome.decision = Decision::kLaunch;
     if (schedule.constraints.max_concurrent_runs && schedule.constraints.on_overlap == OverlapPolicy::kCancelOldest) {
       outcome.cancel_oldest = std::max<int64_t>(0, runs.active_runs - *schedule.constraints.max_concurrent_runs + 1);
     }
+    if (!describe) return outcome;
     size_t held = outcome.checks.size() - (schedule.timeout ? 1 : 0);
     outcome.reason = held == 0 ? "trigger complete; no constraints"
                                : "trigger complete; all " + std::to_string(held) +
@@ -395,6 +416,7 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
   }
   outcome.decision = Decision::kWait;
   outcome.next_check_at = next;
+  if (!describe) return outcome;
   outcome.reason = "waiting for ";
   for (size_t i = 0; i < waiting.size(); ++i) {
     if (i > 0) outcome.reason += "; ";

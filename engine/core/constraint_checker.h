@@ -79,9 +79,16 @@ inline constexpr const char* kForcedByHand = "started by hand with --force: cons
 // (a wake-up lost to a crash between the two).
 constexpr Millis kRunEndRecheck = std::chrono::seconds(30);
 
+// Whether CheckJob writes its reasons (CheckOutcome::reason, ConstraintCheck::reason), or only
+// decides: with kDecision the reasons are left empty or incomplete and every other field is the
+// same. For a caller that needs a reason only when it changed (the replay compares the checks'
+// results, times and run counts, and asks again with kReasons when they moved;
+// docs/adr/0154-replay-wait-reason-when-it-changes.md).
+enum class CheckText { kReasons, kDecision };
+
 // `trigger_complete` says whether the job's trigger is satisfied.
 CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigger_complete, const RunFacts& runs,
-                      TimePoint now);
+                      TimePoint now, CheckText text = CheckText::kReasons);
 
 // The next instant at or after `now` inside the window (now itself when inside).
 TimePoint NextWindowOpening(const TimeWindow& window, TimePoint now);

@@ -38,6 +38,38 @@ struct Timer {
 
 enum class SimState { kOpen, kWaiting, kDone };
 
+// What a complete job's wait reason is written from (CheckJob): each check's result and time,
+// and the run facts its text quotes. Two waits with the same key have the same reason, so a
+// re-check whose key did not move writes no text (the reason is asked for only on a change).
+struct WaitKey {
+  std::vector<std::pair<ConstraintResult, std::optional<TimePoint>>> checks;
+  int64_t active_runs = 0;
+  int64_t group_active_runs = 0;
+  size_t launches_in_period = 0;
+  std::optional<TimePoint> last_launch;
+
+  WaitKey(const CheckOutcome& out, const RunFacts& facts)
+      : active_runs(facts.active_runs),
+        group_active_runs(facts.group_active_runs),
+        launches_in_period(facts.launches_in_period.size()),
+        last_launch(facts.last_launch) {
+    checks.reserve(out.checks.size());
+    for (const ConstraintCheck& c : out.checks) checks.emplace_back(c.result, c.next_check_at);
+  }
+  // Whether `out` under `facts` has this key (compared in place: most re-checks match).
+  bool Matches(const CheckOutcome& out, const RunFacts& facts) const {
+    if (active_runs != facts.active_runs || group_active_runs != facts.group_active_runs ||
+        launches_in_period != facts.launches_in_period.size() || last_launch != facts.last_launch ||
+        checks.size() != out.checks.size()) {
+      return false;
+    }
+    for (size_t i = 0; i < checks.size(); ++i) {
+      if (checks[i].first != out.checks[i].result || checks[i].second != out.checks[i].next_check_at) return false;
+    }
+    return true;
+  }
+};
+
 struct SimJob {
   size_t schedule = 0;
   int64_t number = 0;
@@ -46,7 +78,8 @@ struct SimJob {
   std::optional<TimePoint> ready_at;
   uint64_t generation = 0;  // a check timer of an older generation is stale
   bool wakes_on_run_end = false;
-  std::string last_reason;  // a wait is recorded when its reason changes (as the store does)
+  std::string last_reason;             // a wait is recorded when its reason changes (as the store does)
+  std::unique_ptr<WaitKey> last_wait;  // what last_reason was written from (complete jobs)
 };
 
 struct SimSchedule {
@@ -94,8 +127,8 @@ struct Replay::Impl {
         ReplayStep{at, j.number, std::move(what), std::move(event), std::move(detail)});
   }
 
-  // A history entry Accumulate wrote, kept as it is until DecodeTimeline.
-  void StepFromHistory(size_t job, std::string entry) {
+  // A history entry Accumulate wrote, kept as a record until DecodeTimeline.
+  void StepFromHistory(size_t job, HistoryRecord entry) {
     if (!options.keep_timeline) return;
     const SimJob& j = jobs[job];
     ReplayStep step{clock, j.number, {}, {}, {}, std::move(entry)};
@@ -144,12 +177,21 @@ struct Replay::Impl {
         job_facts.trigger_wait = DescribeLeafDeadline(schedule.trigger, job.open.state);
       }
     }
-    CheckOutcome out = CheckJob(schedule, job_facts, complete, facts, clock);
+    // Decided without text; a reason is written for a discard, and for a wait whose key moved.
+    CheckOutcome out = CheckJob(schedule, job_facts, complete, facts, clock, CheckText::kDecision);
     ++job.generation;
     job.wakes_on_run_end = false;
     if (out.decision == Decision::kWait) {
-      if (complete && out.reason != job.last_reason) Step(job_index, clock, "wait", {}, out.reason);
-      job.last_reason = out.reason;
+      if (!complete) {
+        // Only a complete job's wait is recorded; its first one always differs from this.
+        job.last_reason.clear();
+        job.last_wait.reset();
+      } else if (!job.last_wait || !job.last_wait->Matches(out, facts)) {
+        std::string reason = CheckJob(schedule, job_facts, complete, facts, clock, CheckText::kReasons).reason;
+        if (reason != job.last_reason) Step(job_index, clock, "wait", {}, reason);
+        job.last_reason = std::move(reason);
+        job.last_wait = std::make_unique<WaitKey>(out, facts);
+      }
       job.wakes_on_run_end = out.wakes_on_run_end;
       if (out.next_check_at) Push(std::max(*out.next_check_at, clock), TimerKind::kCheck, job_index, job.generation);
       return;
@@ -157,7 +199,9 @@ struct Replay::Impl {
     Leave(job_index);
     if (out.decision == Decision::kDiscard) {
       ++result.schedules[job.schedule].discarded;
-      Step(job_index, clock, "discard", {}, out.reason);
+      Step(job_index, clock, "discard", {},
+           CheckJob(schedule, job_facts, complete, facts, clock, CheckText::kReasons).reason);
+      Release(job_index);
       return;
     }
     const Millis duration = RunDuration(s);
@@ -166,6 +210,7 @@ struct Replay::Impl {
          std::string(out.forced ? "launched by timeout (action run)" : "constraints hold") + "; run lasts " +
              FormatDuration(duration));
     result.schedules[job.schedule].launches.push_back(std::move(launch));
+    Release(job_index);
     ++s.active_runs;
     s.last_launch = clock;
     if (schedule.constraints.max_runs_per) s.launches.push_back(clock);
@@ -208,6 +253,15 @@ struct Replay::Impl {
     if (s.open_job == job_index) s.open_job.reset();
     std::erase(s.waiting, job_index);
     job.state = SimState::kDone;
+  }
+
+  // A decided job's state is read no more: freed, so the jobs of a long range hold no memory
+  // but their number (the launch has taken its triggered_by).
+  void Release(size_t job_index) {
+    SimJob& job = jobs[job_index];
+    job.open = OpenJob();
+    job.last_reason = std::string();
+    job.last_wait.reset();
   }
 
   void RunEnded(size_t schedule_index) {
@@ -312,13 +366,13 @@ struct Replay::Impl {
       SimSchedule& s = schedules[static_cast<size_t>(sid - 1)];
       if (s.open_job) {
         OpenJob& o = jobs[*s.open_job].open;
-        o.history.clear();
+        o.history_records.clear();
         open.push_back(std::move(o));
       }
     }
     if (in[0].schedule_ids.empty()) return;
     ++result.matched;
-    Accumulation acc = Accumulate(in, views, std::move(open), clock);
+    Accumulation acc = Accumulate(in, views, std::move(open), clock, HistoryForm::kRecords);
     for (OpenJob& o : acc.jobs) {
       const size_t si = static_cast<size_t>(o.schedule_id - 1);
       size_t ji;
@@ -334,12 +388,13 @@ struct Replay::Impl {
         schedules[si].open_job = ji;
       }
       SimJob& job = jobs[ji];
-      for (std::string& h : o.history) StepFromHistory(ji, std::move(h));
+      for (HistoryRecord& h : o.history_records) StepFromHistory(ji, std::move(h));
       const bool complete = o.complete;
       const bool discarded = o.discarded;
       job.open = std::move(o);
       if (discarded) {
         Leave(ji);
+        Release(ji);
         ++result.schedules[si].discarded;
       } else if (complete) {
         SimSchedule& s = schedules[si];
@@ -376,6 +431,7 @@ Replay::Replay(std::vector<Schedule> schedules, ReplayOptions options) : impl_(s
     ReplaySchedule r;
     r.name = schedule.id().value();
     r.enabled = enabled;
+    r.schedule = s.schedule;
     m.result.schedules.push_back(std::move(r));
     if (enabled) {
       m.views[id] = ScheduleView{id, 1, s.schedule};
@@ -434,21 +490,21 @@ ReplayResult Replay::Finish() {
 void DecodeTimeline(ReplayResult& result) {
   for (ReplaySchedule& s : result.schedules) {
     for (ReplayStep& step : s.timeline) {
-      if (step.history.empty()) continue;
-      nlohmann::json h = nlohmann::json::parse(step.history, nullptr, false);
-      step.history.clear();
-      if (!h.is_object()) continue;
-      if (auto leaves = h.find("leaves"); leaves != h.end() && leaves->is_array()) {
-        for (const auto& l : *leaves) {
-          if (l.is_string()) step.detail += (step.detail.empty() ? "" : "; ") + l.get<std::string>();
+      if (!step.history) continue;
+      HistoryRecord& h = *step.history;
+      // What the entry's text says (HistoryText): its what, its event, its leaves.
+      if (h.kind == HistoryRecord::Kind::kCounted) {
+        for (const std::string& leaf : HistoryLeaves(h, s.schedule->trigger)) {
+          step.detail += (step.detail.empty() ? "" : "; ") + leaf;
         }
       }
-      step.what = h.value("what", "");
-      step.event = h.value("event", "");
+      step.what = HistoryWhat(h.kind);
+      step.event = std::move(h.event);
       if (step.what.starts_with("discarded: ")) {
         step.detail = step.what.substr(sizeof("discarded: ") - 1);
         step.what = "discard";
       }
+      step.history.reset();
     }
   }
 }

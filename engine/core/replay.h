@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/time.h"
+#include "core/accumulator.h"
 #include "model/job.h"
 #include "model/schedule.h"
 
@@ -49,10 +50,10 @@ struct ReplayStep {
   std::string what;
   std::string event;   // the event's id (opened, event counted)
   std::string detail;  // leaves' progress, a wait's or discard's reason
-  // A step the accumulator wrote: its history entry (JSON text, HistoryEntry), read into the
-  // fields above by DecodeTimeline (parsing it for every event would cost more than the
-  // evaluation itself).
-  std::string history;
+  // A step the accumulator wrote: its history entry as a record, written into the fields above
+  // by DecodeTimeline (describing it as text for every event cost more than the evaluation
+  // itself; docs/adr/0153-history-records.md).
+  std::optional<HistoryRecord> history;
 };
 
 struct ReplayLaunch {
@@ -64,7 +65,8 @@ struct ReplayLaunch {
 };
 
 struct ReplaySchedule {
-  std::string name;  // namespace/name
+  std::string name;                          // namespace/name
+  std::shared_ptr<const Schedule> schedule;  // the document (DecodeTimeline describes its leaves)
   bool enabled = true;
   std::deque<ReplayStep> timeline;  // a deque: a long one grows without being moved
   std::vector<ReplayLaunch> launches;

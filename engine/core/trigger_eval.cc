@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/check.h"
 #include "core/glob.h"
 
 namespace trigd {
@@ -415,6 +416,42 @@ std::vector<LeafProgress> DescribeLeaves(const Trigger& trigger, const TriggerSt
   size_t next_leaf = 0;
   Describe(trigger, "trigger", *current, next_leaf, out, &only);
   return out;
+}
+
+namespace {
+
+// The leaf numbered `leaf` (depth-first, as Describe numbers them) and its path, as Describe
+// names it.
+const Trigger* FindLeaf(const Trigger& trigger, const std::string& path, size_t& next_leaf, size_t leaf,
+                        std::string& leaf_path) {
+  if (!IsComposite(trigger)) {
+    if (next_leaf++ != leaf) return nullptr;
+    leaf_path = path;
+    return &trigger;
+  }
+  const std::string prefix = path + "." + TriggerKindName(trigger.kind) + "[";
+  for (size_t i = 0; i < trigger.children.size(); ++i) {
+    const Trigger& child = trigger.children[i];
+    const size_t leaves = CountLeaves(child);
+    if (leaf >= next_leaf + leaves) {
+      next_leaf += leaves;  // the leaf is past this child: no path built for it
+      continue;
+    }
+    std::string child_path = prefix + std::to_string(i) + "]";
+    if (!IsComposite(child)) child_path += std::string(".") + TriggerKindName(child.kind);
+    return FindLeaf(child, child_path, next_leaf, leaf, leaf_path);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+LeafProgress DescribeLeafAt(const Trigger& trigger, int leaf, const LeafState& state) {
+  std::string path;
+  size_t next_leaf = 0;
+  const Trigger* node = FindLeaf(trigger, "trigger", next_leaf, static_cast<size_t>(leaf), path);
+  TRIGD_CHECK(node != nullptr);
+  return {std::move(path), state.satisfied, DescribeLeaf(*node, state)};
 }
 
 std::vector<LeafProgress> DescribeProgress(const Trigger& trigger, const TriggerState& state) {

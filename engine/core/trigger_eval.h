@@ -89,5 +89,9 @@ std::vector<LeafProgress> DescribeProgress(const Trigger& trigger, const Trigger
 // entry says of the leaves an event counted): the other leaves are not described.
 std::vector<LeafProgress> DescribeLeaves(const Trigger& trigger, const TriggerState& state,
                                          const std::vector<int>& leaves);
+// DescribeLeaves's entry for leaf number `leaf` alone, from that leaf's state: what a history
+// entry kept as a record (HistoryRecord) says when it is written as text, possibly long after
+// the job's state moved on. `leaf` must be a leaf of `trigger`.
+LeafProgress DescribeLeafAt(const Trigger& trigger, int leaf, const LeafState& state);
 
 }  // namespace trigd

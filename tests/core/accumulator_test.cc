@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,52 @@ TEST(AccumulatorTest, AnUpstreamFailureDiscardsTheOpenJobAndIsPublishedDownTheDa
   ASSERT_EQ(acc.published.size(), 1u);
   EXPECT_EQ(acc.published[0].program.program, "p1");
   EXPECT_EQ(acc.published[0].program.status, ProgramStatus::kKilled);
+}
+
+// The replay takes the history as records (HistoryForm::kRecords) and writes text only for what
+// it prints: each record written by HistoryText is the entry the store writes, byte for byte,
+// for every kind (opened, counted with several leaves, complete, discarded by an update and by
+// an upstream failure).
+TEST(AccumulatorTest, HistoryRecordsWriteTheSameTextAsTheTextForm) {
+  std::map<int64_t, ScheduleView> schedules = {
+      {1,
+       View(1, 1,
+            {{"all",
+              {{{"program", {{"name", "up"}, {"on_upstream_failure", "discard"}}}},
+               {{"partition", {{"dataset", "d"}, {"count", 2}, {"quiet", "5m"}}}},
+               {{"any", {{{"partition", {{"dataset", "d"}, {"min_bytes", 10}}}}, {{"time", {{"every", "1h"}}}}}}}}}})},
+      {2, View(2, 1, {{"partition", {{"dataset", "d"}, {"count", 2}}}})},
+      {3, View(3, 2, {{"partition", {{"dataset", "d"}}}})}};
+  OpenJob stale;  // of version 1 of schedule 3: discarded by the update
+  stale.id = 9;
+  stale.schedule_id = 3;
+  stale.schedule_version = 1;
+  stale.state = NewTriggerState(schedules.at(3).schedule->trigger);
+  Event p1 = Partition("e1", "d", "p1");
+  Event p2 = Partition("e\"2", "d", "p2");  // an id that JSON escapes
+  Event failed = Failed("f1", "up", "r-1");
+  const std::vector<AccumulateInput> in = {{&p1, {1, 2, 3}}, {&p2, {1, 2, 3}}, {&failed, {1}}};
+  Accumulation text = Accumulate(in, schedules, {stale}, kNow);
+  Accumulation records = Accumulate(in, schedules, {stale}, kNow, HistoryForm::kRecords);
+  ASSERT_EQ(text.jobs.size(), records.jobs.size());
+  const std::string at = FormatTime(kNow);
+  size_t entries = 0;
+  for (size_t i = 0; i < text.jobs.size(); ++i) {
+    EXPECT_TRUE(records.jobs[i].history.empty());
+    const Trigger& trigger = schedules.at(text.jobs[i].schedule_id).schedule->trigger;
+    std::vector<std::string> written;
+    for (const HistoryRecord& r : records.jobs[i].history_records) written.push_back(HistoryText(r, trigger, at));
+    EXPECT_EQ(written, text.jobs[i].history) << i;
+    entries += written.size();
+  }
+  EXPECT_GE(entries, 9u);
+  // Every kind of entry was written.
+  std::set<std::string> whats;
+  for (const OpenJob& job : text.jobs) {
+    for (const json& h : History(job)) whats.insert(h.at("what").get<std::string>());
+  }
+  EXPECT_EQ(whats, (std::set<std::string>{"opened", "event counted", "trigger complete", "discarded: schedule updated",
+                                          "discarded: upstream failed"}));
 }
 
 TEST(AccumulatorTest, EventsOfSchedulesNotLoadedChangeNothing) {

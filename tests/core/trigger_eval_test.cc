@@ -395,6 +395,30 @@ TEST(TriggerEvalTest, DescribesNestedLeavesWithDocumentPaths) {
   EXPECT_FALSE(progress[3].satisfied);
 }
 
+// A history record describes a counted leaf from its number and its state alone
+// (DescribeLeafAt): the same path and text as DescribeProgress's entry for that leaf.
+TEST(TriggerEvalTest, DescribesOneLeafFromItsStateAsDescribeProgress) {
+  const Trigger trigger = Any({PartitionLeaf("sales.raw", std::nullopt, 1000),
+                               All({ProgramLeaf("sales.ingest", {ProgramStatus::kSucceeded, ProgramStatus::kFailed}, 2),
+                                    TimeLeaf(), Any({PartitionLeaf("d", 2, 50), PartitionLeaf("e")})})});
+  TriggerState state = NewTriggerState(trigger);
+  ApplyEvent(trigger, kSchedule, PartitionEvent("sales.raw", {"a"}, 300), state);
+  ApplyEvent(trigger, kSchedule, ProgramEvent("sales.ingest", ProgramStatus::kFailed), state);
+  ApplyEvent(trigger, kSchedule, Tick(kSchedule.value()), state);
+  ApplyEvent(trigger, kSchedule, PartitionEvent("d", {"x"}, 7), state);
+  const std::vector<LeafProgress> progress = DescribeProgress(trigger, state);
+  ASSERT_EQ(progress.size(), 5u);
+  for (size_t leaf = 0; leaf < progress.size(); ++leaf) {
+    LeafState alone = state.leaves[leaf];
+    alone.partitions.clear();  // as a record keeps it
+    const LeafProgress one = DescribeLeafAt(trigger, static_cast<int>(leaf), alone);
+    EXPECT_EQ(one.path, progress[leaf].path) << leaf;
+    EXPECT_EQ(one.detail, progress[leaf].detail) << leaf;
+    EXPECT_EQ(one.satisfied, progress[leaf].satisfied) << leaf;
+  }
+  EXPECT_EQ(DescribeLeafAt(PartitionLeaf("a"), 0, LeafState()).path, "trigger");
+}
+
 TEST(TriggerEvalTest, DescribesAStaleStateAsFresh) {
   const Trigger trigger = All({PartitionLeaf("a"), TimeLeaf()});
   TriggerState stale;
