@@ -42,7 +42,7 @@ JobVerdict CheckPlanner::Decide(const DueJob& job) const {
   v.cancel_oldest = out.cancel_oldest;
   if (out.decision == Decision::kLaunch) {
     v.state = JobState::kLaunched;
-    v.history = !out.forced                         ? "constraints hold: launching"
+    v.history = !out.forced                          ? "constraints hold: launching"
                 : job.last_decision == kForcedByHand ? "launched by hand with --force: constraints not applied"
                                                      : "launched by timeout (action run)";
     // The runs to cancel must be stored ones: those launched earlier in this check are not.

@@ -60,11 +60,11 @@ struct JobVerdict {
   // The job's history entry ("constraints hold: launching", "discarded: ...", "waiting: ...");
   // none for a wait whose reason has not changed since the last check.
   std::optional<std::string> history;
-  bool checked = false;                 // CheckJob ran (not for a schedule gone or changed)
+  bool checked = false;  // CheckJob ran (not for a schedule gone or changed)
   std::vector<ConstraintCheck> checks;
-  TimePoint next_check_at;              // kWait
-  bool forced = false;                  // kLaunch: constraints not applied (timeout run, --force)
-  int64_t cancel_oldest = 0;            // kLaunch: the schedule's oldest active runs cancelled first
+  TimePoint next_check_at;    // kWait
+  bool forced = false;        // kLaunch: constraints not applied (timeout run, --force)
+  int64_t cancel_oldest = 0;  // kLaunch: the schedule's oldest active runs cancelled first
 };
 
 class CheckPlanner {

@@ -268,7 +268,8 @@ class PgStore::CheckStep {
         it->second.active = std::max<int64_t>(it->second.active - n, 0);
     }
     for (const auto& [name, n] : ended.per_group) {
-      if (auto it = counters_.groups.find(name); it != counters_.groups.end()) it->second = std::max<int64_t>(it->second - n, 0);
+      if (auto it = counters_.groups.find(name); it != counters_.groups.end())
+        it->second = std::max<int64_t>(it->second - n, 0);
     }
   }
 
@@ -350,7 +351,8 @@ class PgStore::CheckStep {
     DueJob job{d.id, d.schedule_id, d.version, d.state, true, d.opened_at, d.ready_at, d.last_decision};
     auto sv = schedules_.find(d.schedule_id);
     if (d.state == JobState::kPendingTrigger && sv != schedules_.end() && sv->second.version == d.version) {
-      job.trigger_complete = IsComplete(sv->second.schedule->trigger, TriggerStateFromJson(json::parse(d.trigger_state)));
+      job.trigger_complete =
+          IsComplete(sv->second.schedule->trigger, TriggerStateFromJson(json::parse(d.trigger_state)));
     }
     JobVerdict v = planner_->Decide(job);
     int64_t in_group = 0, elsewhere = 0;
@@ -387,8 +389,9 @@ class PgStore::CheckStep {
                     .String("next_check_at", FormatTime(v.next_check_at))
                     .Take();
       }
-      WriteJob(d, v.state,
-               {.next_check_at = ToMillis(v.next_check_at), .decision = &v.reason, .history = entry ? &*entry : nullptr});
+      WriteJob(
+          d, v.state,
+          {.next_check_at = ToMillis(v.next_check_at), .decision = &v.reason, .history = entry ? &*entry : nullptr});
     }
   }
 
