@@ -178,13 +178,30 @@ function upstreamOf(run) {
 async function lineagePage(page, id) {
   page.append(el("h2", {}, "Lineage"));
   if (!id) {
-    page.append(el("p", { class: "muted" }, "Pick a run on the Runs page to see its lineage."));
+    if (!can("listLineages")) {
+      page.append(el("p", { class: "muted" }, "Pick a run on the Runs page to see its lineage."));
+      return;
+    }
+    const { items } = await api("GET", "/api/v1/lineages?limit=100");
+    page.append(items.length === 0 ? el("p", { class: "muted" }, "No lineages yet.") :
+      table(["lineage", "state", "started", "runs", "active", "failed", "open jobs"], items, (l) =>
+        el("tr", { "data-lineage": l.lineage, "data-state": l.state },
+          el("td", {}, el("a", { href: "#lineage/" + enc(l.lineage) }, l.lineage)),
+          el("td", {}, stateBadge(l.state)),
+          el("td", {}, time(l.started_at)),
+          el("td", {}, l.runs),
+          el("td", {}, l.active_runs),
+          el("td", {}, l.failed_runs),
+          el("td", {}, l.open_jobs))));
     return;
   }
   const nodes = new Map();
   const edges = [];
   if (can("getLineage")) {
     const l = await api("GET", "/api/v1/lineages/" + enc(id));
+    page.append(el("p", { "data-lineage-state": l.state }, "lineage ", l.lineage, " ", stateBadge(l.state),
+      " started ", time(l.started_at), ": ", l.run_count, " run(s), ", l.active_runs, " active, ",
+      l.failed_runs, " failed or killed, ", l.open_jobs, " open job(s)"));
     for (const r of l.runs || []) {
       nodes.set(r.run_id, r);
       for (const u of r.upstream || []) edges.push([u, r.run_id]);
@@ -269,7 +286,12 @@ async function whoami() {
   }
 }
 
+// Each drawing of a page has a number: one that finishes after a newer one started (an action's
+// refresh still loading when the user opens another page) is dropped, not drawn over it.
+let routeGeneration = 0;
+
 async function route() {
+  const generation = ++routeGeneration;
   const hash = location.hash.replace(/^#/, "") || "schedules";
   const [path, query] = hash.split("?");
   const [name, ...rest] = path.split("/");
@@ -283,6 +305,7 @@ async function route() {
   } catch (e) {
     say(e.message, "error");
   }
+  if (generation !== routeGeneration) return;
   document.getElementById("page").replaceChildren(page);
   document.body.setAttribute("data-loaded", name);
 }

@@ -67,6 +67,7 @@ Result<json> ApiClient::Call(const std::string& method, const std::string& path,
     }
   }
   if (r->status == 404) return NotFound(message);
+  if (r->status == 409) return FailedPrecondition(message);
   if (r->status >= 500) return Unavailable(message);
   return Invalid(message);
 }

@@ -19,7 +19,7 @@ class ApiClient {
   ~ApiClient();
 
   // One request. The body of a 2xx reply; otherwise a Status: kUnavailable when the API cannot
-  // be reached or answers 5xx, kNotFound for 404, kInvalid for the rest, with the reply's
+  // be reached or answers 5xx, kNotFound for 404, kFailedPrecondition for 409, kInvalid for the rest, with the reply's
   // "error" (and each problem as "path: message" on a line of its own).
   Result<nlohmann::json> Call(const std::string& method, const std::string& path,
                               const std::optional<nlohmann::json>& body = std::nullopt) const;

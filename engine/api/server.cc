@@ -13,11 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/backfill.h"
 #include "api/lag.h"
 #include "api/why.h"
 #include "common/log.h"
+#include "core/envelope_time.h"
 #include "core/schedule_parser.h"
 #include "store/admin.h"
+#include "store/lineages.h"
+#include "store/operate.h"
 
 namespace trigd {
 
@@ -41,7 +45,9 @@ int HttpStatusOf(const Status& s) {
   switch (s.code()) {
     case StatusCode::kInvalid: return 400;
     case StatusCode::kNotFound: return 404;
-    case StatusCode::kAborted: return 409;
+    case StatusCode::kAborted:             // a conflicting change won a race
+    case StatusCode::kFailedPrecondition:  // the state refuses it (a finished run cancelled)
+      return 409;
     case StatusCode::kUnavailable: return 503;
     default: return 500;
   }
@@ -237,6 +243,32 @@ struct ApiServer::Impl {
 
 namespace {
 
+// ?dry_run=true|false (false when absent).
+std::variant<bool, Reply> ReadDryRun(const Call& c) {
+  auto v = c.Query("dry_run");
+  if (!v || *v == "false") return false;
+  if (*v == "true") return true;
+  return Error(400, "invalid dry_run", json::array({Problem("dry_run", "must be true or false, got \"" + *v + "\"")}));
+}
+
+// Applies `schedules` in one transaction, or (dry run) says what applying would do: each
+// outcome as `trigctl schedules apply [--dry-run] --json` prints it; `one`: the first alone.
+Reply Apply(Server& s, const Call& c, const std::vector<Schedule>& schedules, bool one) {
+  auto dry_run = ReadDryRun(c);
+  if (auto* e = std::get_if<Reply>(&dry_run)) return *e;
+  json out = json::array();
+  if (std::get<bool>(dry_run)) {
+    auto r = DryRunApply(s.options.pg, schedules);
+    if (!r.ok()) return Fail(r.status());
+    for (const auto& e : *r) out.push_back(e.ToJson());
+  } else {
+    auto r = ApplySchedules(s.options.pg, schedules);
+    if (!r.ok()) return Fail(r.status());
+    for (const auto& o : *r) out.push_back({{"schedule", o.name}, {"version", o.version}, {"changed", o.changed}});
+  }
+  return {200, one ? out.at(0) : out};
+}
+
 Reply ApplyOne(Server& s, const Call& c) {
   const std::string name = c.params[0] + "/" + c.params[1];
   if (!c.body.is_object()) return Error(400, "the body must be one schedule document (a JSON object)");
@@ -247,10 +279,7 @@ Reply ApplyOne(Server& s, const Call& c) {
     problems.push_back(Problem("name", "the document names " + parsed.schedule.id().value() + ", the path " + name));
   }
   if (!problems.empty()) return Error(400, "schedule " + name + " refused; nothing applied", problems);
-  auto r = ApplySchedules(s.options.pg, {parsed.schedule});
-  if (!r.ok()) return Fail(r.status());
-  const auto& o = r->front();
-  return {200, json{{"schedule", o.name}, {"version", o.version}, {"changed", o.changed}}};
+  return Apply(s, c, {parsed.schedule}, true);
 }
 
 // A document or an array of them, applied in one transaction as `trigctl schedules apply`.
@@ -279,11 +308,7 @@ Reply ApplyMany(Server& s, const Call& c) {
     schedules.push_back(std::move(parsed.schedule));
   }
   if (!problems.empty()) return Error(400, std::to_string(problems.size()) + " problem(s); nothing applied", problems);
-  auto r = ApplySchedules(s.options.pg, schedules);
-  if (!r.ok()) return Fail(r.status());
-  json out = json::array();
-  for (const auto& o : *r) out.push_back({{"schedule", o.name}, {"version", o.version}, {"changed", o.changed}});
-  return {200, out};
+  return Apply(s, c, schedules, false);
 }
 
 Reply ChangeOne(Server& s, const Call& c, ScheduleAction action) {
@@ -322,9 +347,211 @@ Reply BadJobId(const std::string& text) {
   return Error(400, "job id must be a number, got \"" + text + "\"", json::array({Problem("id", "not a number")}));
 }
 
+// The fields of an operation's body: an object (or no body) whose fields are among `allowed`,
+// each of the JSON type named; anything else is 400 naming the field.
+enum class Field { kObject, kBool, kString, kCount };
+std::optional<Reply> CheckFields(const json& body, const std::map<std::string, Field>& allowed) {
+  if (body.is_null()) return std::nullopt;
+  if (!body.is_object())
+    return Error(400, "the body must be a JSON object", json::array({Problem("", "not an object")}));
+  json problems = json::array();
+  for (const auto& [key, value] : body.items()) {
+    auto it = allowed.find(key);
+    if (it == allowed.end()) {
+      problems.push_back(Problem(key, "unknown field"));
+      continue;
+    }
+    const bool ok = it->second == Field::kObject   ? value.is_object()
+                    : it->second == Field::kBool   ? value.is_boolean()
+                    : it->second == Field::kString ? value.is_string()
+                                                   : value.is_number_unsigned() && value.get<uint64_t>() > 0;
+    if (!ok) {
+      const char* want = it->second == Field::kObject   ? "a JSON object"
+                         : it->second == Field::kBool   ? "true or false"
+                         : it->second == Field::kString ? "a string"
+                                                        : "a positive integer";
+      problems.push_back(Problem(key, std::string("must be ") + want + ", got " + value.dump()));
+    }
+  }
+  if (problems.empty()) return std::nullopt;
+  return Error(400, "invalid body", problems);
+}
+
+// Who acts, for the histories of the jobs and runs an operator changes through the API.
+Actor ActorOf(const Principal& who) {
+  return Actor{std::string("api (") + RoleName(who.role) +
+               (who.token_id.empty() ? ", no token file" : ", token " + who.token_id) + ")"};
+}
+
+std::string ScheduleName(const Call& c) { return c.params[0] + "/" + c.params[1]; }
+
+// `runs start`: a job whose trigger counts as complete. Replies at once with the job (its run
+// once launched is the job's run_id: GET /api/v1/jobs/{id}).
+Reply StartSchedule(Server& s, const Call& c) {
+  if (auto e = CheckFields(c.body, {{"args", Field::kObject}, {"force", Field::kBool}})) return *e;
+  const json args = c.body.is_object() ? c.body.value("args", json::object()) : json::object();
+  const bool force = c.body.is_object() && c.body.value("force", false);
+  auto r = StartRun(s.options.pg, ScheduleName(c), args, force, ActorOf(c.who));
+  if (!r.ok()) return Fail(r.status());
+  return {200, r->ToJson()};
+}
+
+// `schedules backfill`: {from, to, dry_run, max}, the plan as `trigctl schedules backfill --json`.
+Reply BackfillSchedule(Server& s, const Call& c) {
+  if (auto e = CheckFields(
+          c.body,
+          {{"from", Field::kString}, {"to", Field::kString}, {"dry_run", Field::kBool}, {"max", Field::kCount}})) {
+    return *e;
+  }
+  BackfillRequest request{ScheduleName(c)};
+  json problems = json::array();
+  for (const char* key : {"from", "to"}) {
+    if (!c.body.contains(key)) {
+      problems.push_back(Problem(key, "required (RFC 3339, e.g. 2026-11-22T00:00:00Z)"));
+      continue;
+    }
+    auto t = ParseEnvelopeTime(c.body[key].get<std::string>());
+    if (!t) {
+      problems.push_back(Problem(key, "invalid time \"" + c.body[key].get<std::string>() +
+                                          "\": expected RFC 3339, e.g. 2026-11-22T00:00:00Z"));
+      continue;
+    }
+    (std::string(key) == "from" ? request.from : request.to) = *t;
+  }
+  if (!problems.empty()) return Error(400, "invalid backfill range", problems);
+  request.dry_run = c.body.value("dry_run", false);
+  request.max = c.body.value("max", request.max);
+  auto plan = Backfill(s.options.pg, s.options.kafka, s.options.topic_prefix, request);
+  if (!plan.ok()) return Fail(plan.status());
+  json out = plan->ToJson();
+  out["dry_run"] = request.dry_run;
+  return {200, out};
+}
+
+// `schedules next`: ?count= 1 to 1000 (default 5).
+Reply NextFireTimesOf(Server& s, const Call& c) {
+  size_t count = 5;
+  if (auto v = c.Query("count")) {
+    const bool digits = !v->empty() && v->size() <= 4 && std::all_of(v->begin(), v->end(), ::isdigit);
+    count = digits ? std::stoul(*v) : 0;
+    if (count < 1 || count > 1000) {
+      return Error(400, "invalid count",
+                   json::array({Problem("count", "must be an integer from 1 to 1000, got \"" + *v + "\"")}));
+    }
+  }
+  auto r = QueryNextFireTimes(s.options.pg, ScheduleName(c), count);
+  if (!r.ok()) return Fail(r.status());
+  return {200, r->ToJson()};
+}
+
+// A run named in the path: 404 when there is none, 403 when its schedule's namespace is out of
+// the caller's reach; nothing when the caller may act on it.
+std::optional<Reply> CheckRunReach(Server& s, const Call& c) {
+  Reply r = One(QueryRun(s.options.pg, c.params[0]), "run " + c.params[0], c.who);
+  if (r.status != 200) return r;
+  return std::nullopt;
+}
+
+// `runs cancel`: {reason}. 409 for a finished run.
+Reply CancelRunOf(Server& s, const Call& c) {
+  if (auto e = CheckFields(c.body, {{"reason", Field::kString}})) return *e;
+  if (auto e = CheckRunReach(s, c)) return *e;
+  const std::string reason = c.body.is_object() ? c.body.value("reason", "") : "";
+  auto r = CancelRun(s.options.pg, s.options.topic_prefix, c.params[0], reason, ActorOf(c.who));
+  if (!r.ok()) return Fail(r.status());
+  return {200, r->ToJson()};
+}
+
+// `runs rerun`: {force}; the new job as `runs start` replies.
+Reply RerunRunOf(Server& s, const Call& c) {
+  if (auto e = CheckFields(c.body, {{"force", Field::kBool}})) return *e;
+  if (auto e = CheckRunReach(s, c)) return *e;
+  const bool force = c.body.is_object() && c.body.value("force", false);
+  auto r = RerunRun(s.options.pg, c.params[0], force, ActorOf(c.who));
+  if (!r.ok()) return Fail(r.status());
+  return {200, r->ToJson()};
+}
+
+// A list: paging, its `schedule` filter in the caller's reach, then the page of the rows the
+// caller reaches. `read` reads `limit` rows, or refuses its own filters with a Reply.
+using ListRead = std::function<std::variant<Result<json>, Reply>(Server&, const Call&, size_t limit)>;
+Route ListRoute(std::string id, std::string path, std::set<std::string> filters, ListRead read) {
+  filters.insert({"limit", "offset"});
+  return {std::move(id),
+          "GET",
+          std::move(path),
+          Role::kViewer,
+          std::move(filters),
+          Body::kNone,
+          false,
+          [read = std::move(read)](Server& s, const Call& c) -> Reply {
+            auto p = ReadPage(c);
+            if (auto* e = std::get_if<Reply>(&p)) return *e;
+            const Page& page = std::get<Page>(p);
+            auto schedule = c.Query("schedule");
+            if (auto e = CheckScheduleFilter(c, schedule)) return *e;
+            auto rows = read(s, c, ReadLimit(page, c.who));
+            if (auto* e = std::get_if<Reply>(&rows)) return *e;
+            const auto& r = std::get<Result<json>>(rows);
+            if (!r.ok()) return FailList(r.status(), schedule);
+            return {200, PageOf(*r, page, c.who)};
+          }};
+}
+
+// A route on a schedule by name (/api/v1/schedules/{namespace}/{name}[/verb]).
+Route ByName(std::string id, std::string method, const std::string& verb, Role role, Body body,
+             std::function<Reply(Server&, const Call&)> handle, std::set<std::string> query = {}) {
+  return {std::move(id), std::move(method), "/api/v1/schedules/([^/]+)/([^/]+)" + (verb.empty() ? "" : "/" + verb),
+          role,          std::move(query),  body,
+          true,          std::move(handle)};
+}
+
+// A route on a run by id (/api/v1/runs/{run_id}[/verb]).
+Route ByRun(std::string id, std::string method, const std::string& verb, Role role, Body body,
+            std::function<Reply(Server&, const Call&)> handle) {
+  return {std::move(id), std::move(method), "/api/v1/runs/([^/]+)" + (verb.empty() ? "" : "/" + verb), role, {}, body,
+          false,         std::move(handle)};
+}
+
+// A viewer's route on a job by id (/api/v1/jobs/{id}[/verb]); an id that is no number is 400.
+Route ByJob(std::string id, const std::string& verb, std::function<Reply(Server&, const Call&, int64_t)> handle) {
+  return {std::move(id),
+          "GET",
+          "/api/v1/jobs/([^/]+)" + (verb.empty() ? "" : "/" + verb),
+          Role::kViewer,
+          {},
+          Body::kNone,
+          false,
+          [handle = std::move(handle)](Server& s, const Call& c) -> Reply {
+            auto job = ParseJobId(c.params[0]);
+            if (!job) return BadJobId(c.params[0]);
+            return handle(s, c, *job);
+          }};
+}
+
+// `lineages show`: a lineage spans namespaces, so a token that does not reach every namespace
+// sees the runs and open jobs of its own namespaces only (the ids of the others stay in
+// `upstream`), and 403 when it reaches none of them.
+Reply GetLineage(Server& s, const Call& c) {
+  auto r = QueryLineage(s.options.pg, c.params[0]);
+  if (!r.ok()) return Fail(r.status());
+  json l = *r;
+  if (c.who.ReachesAll()) return {200, l};
+  bool reached = false;
+  for (const char* key : {"runs", "jobs"}) {
+    if (!l.contains(key) || !l[key].is_array()) continue;
+    json kept = json::array();
+    for (const auto& row : l[key]) {
+      if (c.who.Reaches(NamespaceOf(ScheduleOf(row)))) kept.push_back(row);
+    }
+    reached = reached || !kept.empty();
+    l[key] = std::move(kept);
+  }
+  if (!reached) return Error(403, "this token reaches no run of lineage " + l.value("lineage", c.params[0]));
+  return {200, l};
+}
+
 std::vector<Route> Routes() {
-  const std::string name = "/api/v1/schedules/([^/]+)/([^/]+)";
-  const std::set<std::string> page = {"limit", "offset"};
   std::vector<Route> r;
   r.push_back(
       {"whoami", "GET", "/api/v1/whoami", Role::kViewer, {}, Body::kNone, false, [](Server& s, const Call& c) -> Reply {
@@ -337,119 +564,80 @@ std::vector<Route> Routes() {
                            {"auth", s.auth},
                            {"operations", ops}}};
        }});
-  r.push_back({"listSchedules", "GET", "/api/v1/schedules", Role::kViewer, page, Body::kNone, false,
-               [](Server& s, const Call& c) -> Reply {
-                 auto p = ReadPage(c);
-                 if (auto* e = std::get_if<Reply>(&p)) return *e;
-                 auto rows = QuerySchedules(s.options.pg, ReadLimit(std::get<Page>(p), c.who));
-                 if (!rows.ok()) return Fail(rows.status());
-                 return {200, PageOf(*rows, std::get<Page>(p), c.who)};
-               }});
-  r.push_back({"applySchedules", "POST", "/api/v1/schedules", Role::kAdmin, {}, Body::kRequired, false, ApplyMany});
-  r.push_back({"getSchedule", "GET", name, Role::kViewer, {}, Body::kNone, true, [](Server& s, const Call& c) -> Reply {
-                 const std::string n = c.params[0] + "/" + c.params[1];
-                 return One(QuerySchedule(s.options.pg, n), "schedule " + n, c.who);
-               }});
-  r.push_back({"applySchedule", "PUT", name, Role::kAdmin, {}, Body::kRequired, true, ApplyOne});
-  r.push_back({"deleteSchedule", "DELETE", name, Role::kAdmin, {}, Body::kNone, true, [](Server& s, const Call& c) {
-                 return ChangeOne(s, c, ScheduleAction::kDelete);
-               }});
-  r.push_back({"suspendSchedule",
-               "POST",
-               name + "/suspend",
-               Role::kOperator,
-               {},
-               Body::kOptional,
-               true,
-               [](Server& s, const Call& c) { return ChangeOne(s, c, ScheduleAction::kSuspend); }});
-  r.push_back({"resumeSchedule",
-               "POST",
-               name + "/resume",
-               Role::kOperator,
-               {},
-               Body::kOptional,
-               true,
-               [](Server& s, const Call& c) { return ChangeOne(s, c, ScheduleAction::kResume); }});
-  r.push_back({"listJobs",
-               "GET",
-               "/api/v1/jobs",
-               Role::kViewer,
-               {"limit", "offset", "state", "schedule"},
-               Body::kNone,
-               false,
-               [](Server& s, const Call& c) -> Reply {
-                 auto p = ReadPage(c);
-                 if (auto* e = std::get_if<Reply>(&p)) return *e;
-                 auto state = c.Query("state");
-                 auto schedule = c.Query("schedule");
-                 if (state && std::none_of(std::begin(kJobStates), std::end(kJobStates),
-                                           [&](const char* st) { return *state == st; })) {
-                   return Error(400, "unknown job state",
-                                json::array({Problem("state", "unknown job state \"" + *state +
-                                                                  "\" (one of pending_trigger, "
-                                                                  "pending_constraint, launched, "
-                                                                  "discarded)")}));
-                 }
-                 if (auto e = CheckScheduleFilter(c, schedule)) return *e;
-                 auto rows = QueryJobs(s.options.pg, state, schedule, ReadLimit(std::get<Page>(p), c.who));
-                 if (!rows.ok()) return FailList(rows.status(), schedule);
-                 return {200, PageOf(*rows, std::get<Page>(p), c.who)};
-               }});
-  r.push_back({"getJob",
-               "GET",
-               "/api/v1/jobs/([^/]+)",
-               Role::kViewer,
-               {},
-               Body::kNone,
-               false,
-               [](Server& s, const Call& c) -> Reply {
-                 auto id = ParseJobId(c.params[0]);
-                 if (!id) return BadJobId(c.params[0]);
-                 return One(QueryJob(s.options.pg, *id), "job " + c.params[0], c.who);
-               }});
-  r.push_back({"whyJob",
-               "GET",
-               "/api/v1/jobs/([^/]+)/why",
-               Role::kViewer,
-               {},
-               Body::kNone,
-               false,
-               [](Server& s, const Call& c) -> Reply {
-                 auto id = ParseJobId(c.params[0]);
-                 if (!id) return BadJobId(c.params[0]);
-                 auto in = InspectJob(s.options.pg, *id);
-                 if (!in.ok()) return Fail(in.status());
-                 json e = ExplainJob(*in);
-                 const std::string ns = NamespaceOf(e.value("schedule", ""));
-                 if (!c.who.Reaches(ns)) return Forbidden(c.who, ns);
-                 return {200, e};
-               }});
-  r.push_back({"listRuns",
-               "GET",
-               "/api/v1/runs",
-               Role::kViewer,
-               {"limit", "offset", "schedule"},
-               Body::kNone,
-               false,
-               [](Server& s, const Call& c) -> Reply {
-                 auto p = ReadPage(c);
-                 if (auto* e = std::get_if<Reply>(&p)) return *e;
-                 auto schedule = c.Query("schedule");
-                 if (auto e = CheckScheduleFilter(c, schedule)) return *e;
-                 auto rows = QueryRuns(s.options.pg, schedule, ReadLimit(std::get<Page>(p), c.who));
-                 if (!rows.ok()) return FailList(rows.status(), schedule);
-                 return {200, PageOf(*rows, std::get<Page>(p), c.who)};
-               }});
-  r.push_back({"getRun",
-               "GET",
-               "/api/v1/runs/([^/]+)",
-               Role::kViewer,
-               {},
-               Body::kNone,
-               false,
-               [](Server& s, const Call& c) -> Reply {
-                 return One(QueryRun(s.options.pg, c.params[0]), "run " + c.params[0], c.who);
-               }});
+  r.push_back(ListRoute("listSchedules", "/api/v1/schedules", {},
+                        [](Server& s, const Call&, size_t limit) -> std::variant<Result<json>, Reply> {
+                          return QuerySchedules(s.options.pg, limit);
+                        }));
+  r.push_back(
+      {"applySchedules", "POST", "/api/v1/schedules", Role::kAdmin, {"dry_run"}, Body::kRequired, false, ApplyMany});
+  r.push_back(ByName("getSchedule", "GET", "", Role::kViewer, Body::kNone, [](Server& s, const Call& c) {
+    return One(QuerySchedule(s.options.pg, ScheduleName(c)), "schedule " + ScheduleName(c), c.who);
+  }));
+  r.push_back(ByName("applySchedule", "PUT", "", Role::kAdmin, Body::kRequired, ApplyOne, {"dry_run"}));
+  r.push_back(ByName("deleteSchedule", "DELETE", "", Role::kAdmin, Body::kNone,
+                     [](Server& s, const Call& c) { return ChangeOne(s, c, ScheduleAction::kDelete); }));
+  r.push_back(ByName("suspendSchedule", "POST", "suspend", Role::kOperator, Body::kOptional,
+                     [](Server& s, const Call& c) { return ChangeOne(s, c, ScheduleAction::kSuspend); }));
+  r.push_back(ByName("resumeSchedule", "POST", "resume", Role::kOperator, Body::kOptional,
+                     [](Server& s, const Call& c) { return ChangeOne(s, c, ScheduleAction::kResume); }));
+  r.push_back(ByName("startSchedule", "POST", "start", Role::kOperator, Body::kOptional, StartSchedule));
+  r.push_back(ByName("backfillSchedule", "POST", "backfill", Role::kOperator, Body::kRequired, BackfillSchedule));
+  r.push_back(ByName("nextFireTimes", "GET", "next", Role::kViewer, Body::kNone, NextFireTimesOf, {"count"}));
+  r.push_back(ListRoute("listJobs", "/api/v1/jobs", {"state", "schedule"},
+                        [](Server& s, const Call& c, size_t limit) -> std::variant<Result<json>, Reply> {
+                          auto state = c.Query("state");
+                          if (state && std::none_of(std::begin(kJobStates), std::end(kJobStates),
+                                                    [&](const char* st) { return *state == st; })) {
+                            return Error(400, "unknown job state",
+                                         json::array({Problem("state", "unknown job state \"" + *state +
+                                                                           "\" (one of pending_trigger, "
+                                                                           "pending_constraint, launched, "
+                                                                           "discarded)")}));
+                          }
+                          return QueryJobs(s.options.pg, state, c.Query("schedule"), limit);
+                        }));
+  r.push_back(ByJob("getJob", "", [](Server& s, const Call& c, int64_t id) {
+    return One(QueryJob(s.options.pg, id), "job " + std::to_string(id), c.who);
+  }));
+  r.push_back(ByJob("whyJob", "why", [](Server& s, const Call& c, int64_t id) -> Reply {
+    auto in = InspectJob(s.options.pg, id);
+    if (!in.ok()) return Fail(in.status());
+    json e = ExplainJob(*in);
+    const std::string ns = NamespaceOf(e.value("schedule", ""));
+    if (!c.who.Reaches(ns)) return Forbidden(c.who, ns);
+    return {200, e};
+  }));
+  r.push_back(ListRoute("listRuns", "/api/v1/runs", {"schedule"},
+                        [](Server& s, const Call& c, size_t limit) -> std::variant<Result<json>, Reply> {
+                          return QueryRuns(s.options.pg, c.Query("schedule"), limit);
+                        }));
+  r.push_back(ByRun("getRun", "GET", "", Role::kViewer, Body::kNone, [](Server& s, const Call& c) {
+    return One(QueryRun(s.options.pg, c.params[0]), "run " + c.params[0], c.who);
+  }));
+  r.push_back(ByRun("cancelRun", "POST", "cancel", Role::kOperator, Body::kOptional, CancelRunOf));
+  r.push_back(ByRun("rerunRun", "POST", "rerun", Role::kOperator, Body::kOptional, RerunRunOf));
+  r.push_back(ListRoute("listLineages", "/api/v1/lineages", {"state"},
+                        [](Server& s, const Call& c, size_t limit) -> std::variant<Result<json>, Reply> {
+                          std::optional<LineageState> state;
+                          if (auto v = c.Query("state")) {
+                            state = LineageStateFromName(*v);
+                            if (!state) {
+                              return Error(
+                                  400, "unknown lineage state",
+                                  json::array({Problem("state", "unknown lineage state \"" + *v +
+                                                                    "\" (one of running, succeeded, failed)")}));
+                            }
+                          }
+                          // A lineage spans namespaces and its row names none: the list is for
+                          // tokens of every namespace; the others read one lineage by a run id.
+                          if (!c.who.ReachesAll()) {
+                            return Error(403,
+                                         "lineages span namespaces: listing them needs a token of every namespace "
+                                         "(\"*\"); GET /api/v1/lineages/{run_id} shows a lineage's runs in yours");
+                          }
+                          return QueryLineages(s.options.pg, state, limit);
+                        }));
+  r.push_back({"getLineage", "GET", "/api/v1/lineages/([^/]+)", Role::kViewer, {}, Body::kNone, false, GetLineage});
   r.push_back({"lag", "GET", "/api/v1/lag", Role::kViewer, {}, Body::kNone, false, [](Server& s, const Call&) -> Reply {
                  auto lag = ComputeLag(s.options.kafka, s.options.pg, s.options.topic_prefix, s.options.group);
                  if (!lag.ok()) return Fail(lag.status());

@@ -108,7 +108,7 @@ std::optional<Principal> FindToken(const TokenTable& table, std::string_view tok
   if (token.empty()) return std::nullopt;
   const std::string hash = Sha256Hex(token);
   for (const auto& e : table.entries) {
-    if (e.sha256 == hash) return Principal{e.role, e.namespaces};
+    if (e.sha256 == hash) return Principal{e.role, e.namespaces, hash.substr(0, 8)};
   }
   return std::nullopt;
 }

@@ -41,6 +41,9 @@ Result<TokenTable> LoadTokens(const std::string& path);
 struct Principal {
   Role role = Role::kAdmin;
   std::vector<std::string> namespaces{"*"};
+  // The first 8 hex digits of its token's SHA-256 (empty without a token file): names the token
+  // in the histories of the jobs and runs it changes, and reveals nothing of the token.
+  std::string token_id;
   bool Reaches(std::string_view ns) const;
   bool ReachesAll() const { return Reaches("*"); }
 };

@@ -98,8 +98,15 @@ json ExplainJob(const JobInspection& in) {
   }
   const Schedule& s = *in.schedule;
   TriggerState ts = TriggerStateFromJson(job.value("trigger_state", json::array()));
-  bool complete = state == "pending_constraint" || IsComplete(s.trigger, ts);
   JobFacts facts{MillisField(job, "opened_at_ms").value_or(in.now), MillisField(job, "ready_at_ms")};
+  // A quiet period or silence that has ended completes its leaf now, as the checker's next look
+  // will; one still running is what the job waits for (SPEC §11).
+  if (state == "pending_trigger") SettleTimedLeaves(s.trigger, ts, in.now);
+  bool complete = state == "pending_constraint" || IsComplete(s.trigger, ts);
+  if (!complete) {
+    facts.trigger_wakes_at = NextLeafDeadline(s.trigger, ts);
+    facts.trigger_wait = DescribeLeafDeadline(s.trigger, ts);
+  }
   std::optional<TimePoint> deadline;
   if (s.timeout) deadline = facts.opened_at + s.timeout->after;
   json trigger = json::array();
@@ -143,8 +150,11 @@ json ExplainJob(const JobInspection& in) {
     out["wakes_on"] = "a run of this schedule or its concurrency group ending";
   }
   if (!complete) {
-    // Not a clock: the events of its unmet branches (a time branch's tick at its next fire time).
-    out["wakes_on"] = "an event for an unmet trigger branch";
+    // The events of its unmet branches (a time branch's tick at its next fire time), or the
+    // clock at a quiet period's or silence's end.
+    out["wakes_on"] = facts.trigger_wakes_at ? "an event for an unmet trigger branch, or the clock at " +
+                                                   FormatTime(*facts.trigger_wakes_at) + " (" + facts.trigger_wait + ")"
+                                             : "an event for an unmet trigger branch";
   }
   return out;
 }

@@ -17,6 +17,9 @@ void AppendJsonString(std::string& out, std::string_view s);
 // is {"a":"x","b":[1]}. Keys are trigd's own (written as given, never escaped).
 class JsonObjectText {
  public:
+  // Room for a typical history entry or check at once, instead of a series of reallocations as
+  // the text grows (these are written for every event a job counts).
+  JsonObjectText() { out_.reserve(128); }
   JsonObjectText& String(std::string_view key, std::string_view value) {
     Key(key);
     AppendJsonString(out_, value);

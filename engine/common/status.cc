@@ -9,6 +9,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kNotFound: return "not_found";
     case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kAborted: return "aborted";
+    case StatusCode::kFailedPrecondition: return "failed_precondition";
     case StatusCode::kInternal: return "internal";
   }
   return "unknown";

@@ -1,7 +1,8 @@
 // Status and Result: expected failures as values (LevelDB's Status, Abseil's codes).
 // The code says what the caller does next: kInvalid (reject or dead-letter the input),
 // kUnavailable (retry with backoff), kAborted (rerun the transaction), kNotFound,
-// kInternal (a bug: log, count, exit non-zero).
+// kFailedPrecondition (valid, but the thing is not in a state that allows it: a finished run
+// cancelled; HTTP 409), kInternal (a bug: log, count, exit non-zero).
 #pragma once
 
 #include <optional>
@@ -14,7 +15,7 @@
 
 namespace trigd {
 
-enum class StatusCode { kOk, kInvalid, kNotFound, kUnavailable, kAborted, kInternal };
+enum class StatusCode { kOk, kInvalid, kNotFound, kUnavailable, kAborted, kFailedPrecondition, kInternal };
 
 const char* StatusCodeName(StatusCode code);
 
@@ -38,6 +39,7 @@ inline Status Invalid(std::string m) { return Status(StatusCode::kInvalid, std::
 inline Status NotFound(std::string m) { return Status(StatusCode::kNotFound, std::move(m)); }
 inline Status Unavailable(std::string m) { return Status(StatusCode::kUnavailable, std::move(m)); }
 inline Status Aborted(std::string m) { return Status(StatusCode::kAborted, std::move(m)); }
+inline Status FailedPrecondition(std::string m) { return Status(StatusCode::kFailedPrecondition, std::move(m)); }
 inline Status Internal(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
 
 // Result<T> holds a T or a non-ok Status.

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/check.h"
 #include "core/trigger_eval.h"
 
 namespace trigd {
@@ -74,6 +75,15 @@ Event UpstreamFailedEvent(const Schedule& schedule, const Event& failed, TimePoi
   return e;
 }
 
+std::optional<TimePoint> CollectingJobWake(const Schedule& schedule, const TriggerState& state, TimePoint opened_at) {
+  std::optional<TimePoint> wake = NextLeafDeadline(schedule.trigger, state);
+  if (schedule.timeout) {
+    const TimePoint deadline = opened_at + schedule.timeout->after;
+    if (!wake || deadline < *wake) wake = deadline;
+  }
+  return wake;
+}
+
 namespace {
 
 Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
@@ -120,6 +130,15 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
   out.applied.assign(events.size(), false);
   for (size_t ei = 0; ei < events.size(); ++ei) {
     const Event& event = *events[ei].event;
+    // The payload as triggered_by carries it: copied once for the event (on its first count),
+    // then shared by every job it counts for.
+    std::shared_ptr<const nlohmann::json> payload;
+    // Only a failed or killed program event can be an upstream failure, which puts the job's
+    // state back as it was: the copy of the state (its partition lists) is made for those
+    // events alone, not for every event and schedule.
+    const bool may_fail_upstream =
+        event.type == EventType::kProgram &&
+        (event.program.status == ProgramStatus::kFailed || event.program.status == ProgramStatus::kKilled);
     for (int64_t sid : events[ei].schedule_ids) {
       auto s = schedules.find(sid);
       if (s == schedules.end()) continue;
@@ -139,13 +158,15 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
         probe = NewTriggerState(schedule.trigger);
         state = &probe;
       }
-      TriggerState before = *state;
-      ApplyResult r = ApplyEvent(schedule.trigger, schedule.id(), event, *state);
+      std::optional<TriggerState> before;
+      if (may_fail_upstream) before = *state;
+      ApplyResult r = ApplyEvent(schedule.trigger, schedule.id(), event, *state, now);
       if (r.upstream_failure) {
         out.applied[ei] = true;
         if (it != open.end()) {
           OpenJob& job = out.jobs[it->second];
-          job.state = before;
+          TRIGD_CHECK(before.has_value());
+          job.state = std::move(*before);
           job.discarded = true;
           job.discard_reason = "upstream_failed";
           job.history.push_back(HistoryEntry(at, "discarded: upstream failed")
@@ -183,14 +204,13 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
       OpenJob& job = out.jobs[it->second];
       job.changed = true;
       if (job.triggered_by.size() < kMaxTriggeringEvents) {
-        job.triggered_by.push_back({event.id, EventTypeName(event.type), event.payload});
+        if (!payload) payload = std::make_shared<const nlohmann::json>(event.payload);
+        job.triggered_by.push_back({event.id, EventTypeName(event.type), payload});
       }
-      std::vector<LeafProgress> progress = DescribeProgress(schedule.trigger, job.state);
+      // The leaves the event counted, described alone (not every leaf of the trigger).
       JsonArrayText leaves;
-      for (int leaf : r.leaves) {
-        if (leaf >= 0 && static_cast<size_t>(leaf) < progress.size()) {
-          leaves.String(progress[leaf].path + ": " + progress[leaf].detail);
-        }
+      for (const LeafProgress& progress : DescribeLeaves(schedule.trigger, job.state, r.leaves)) {
+        leaves.String(progress.path + ": " + progress.detail);
       }
       job.history.push_back(
           HistoryEntry(at, "event counted").String("event", event.id).Raw("leaves", leaves.Take()).Take());

@@ -98,6 +98,11 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::m
 Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, const FailedLineageSet& failed, TimePoint now);
 
+// When the store checks a job still collecting (its next_check_at): the timeout's deadline or
+// a quiet or silence leaf's (NextLeafDeadline), whichever comes first; none when only an event
+// can move it.
+std::optional<TimePoint> CollectingJobWake(const Schedule& schedule, const TriggerState& state, TimePoint opened_at);
+
 // A history entry, {"at": at, "what": what}, for the caller to add members to and Take():
 // HistoryEntry(at, "opened").String("event", id).Take(). `at`: the instant as FormatTime
 // writes it (formatted once per batch by the caller).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/trigger_eval.h"
+
 namespace trigd {
 
 JobVerdict CheckPlanner::Decide(const DueJob& job) const {
@@ -33,8 +35,27 @@ JobVerdict CheckPlanner::Decide(const DueJob& job) const {
     }
   }
   JobFacts job_facts{job.opened_at, job.ready_at};
+  bool complete = !job.trigger;
+  if (job.trigger) {
+    // A quiet period's or silence's end completes the trigger by the clock (SPEC §11): the job
+    // was due for it (its next_check_at), or for its timeout.
+    TriggerState ts = *job.trigger;
+    std::string wait = DescribeLeafDeadline(s.trigger, ts);
+    const bool settled = SettleTimedLeaves(s.trigger, ts, now_);
+    complete = IsComplete(s.trigger, ts);
+    if (complete && settled) {
+      v.completed_by = std::move(wait);
+      if (!job.ready_at) {
+        v.ready_now = true;
+        job_facts.ready_at = now_;
+      }
+    } else if (!complete) {
+      job_facts.trigger_wakes_at = NextLeafDeadline(s.trigger, ts);
+      job_facts.trigger_wait = DescribeLeafDeadline(s.trigger, ts);
+    }
+  }
   job_facts.force = job.last_decision == kForcedByHand;  // trigctl runs start --force
-  CheckOutcome out = CheckJob(s, job_facts, job.trigger_complete, facts, now_);
+  CheckOutcome out = CheckJob(s, job_facts, complete, facts, now_);
   v.decision = out.decision;
   v.checked = true;
   v.checks = std::move(out.checks);
@@ -59,12 +80,26 @@ JobVerdict CheckPlanner::Decide(const DueJob& job) const {
     // window's opening).
     v.next_check_at = out.next_check_at.value_or(now_ + kRunEndRecheck);
     if (out.wakes_on_run_end) v.next_check_at = std::min(v.next_check_at, now_ + kRunEndRecheck);
-    v.state = job.state == JobState::kPendingTrigger && !job.trigger_complete ? JobState::kPendingTrigger
-                                                                              : JobState::kPendingConstraint;
+    v.state = job.state == JobState::kPendingTrigger && !complete ? JobState::kPendingTrigger
+                                                                  : JobState::kPendingConstraint;
     v.reason = std::move(out.reason);
     if (v.reason != job.last_decision) v.history = "waiting: " + v.reason;
   }
   return v;
+}
+
+void CheckCounters::FreeEnded(const std::map<int64_t, int>& per_schedule, const std::map<std::string, int>& per_group) {
+  for (const auto& [id, n] : per_schedule) {
+    if (auto it = schedules.find(id); it != schedules.end()) it->second.active = std::max<int64_t>(it->second.active - n, 0);
+  }
+  for (const auto& [name, n] : per_group) {
+    if (auto it = groups.find(name); it != groups.end()) it->second = std::max<int64_t>(it->second - n, 0);
+  }
+}
+
+OverlapCancel CancelOldestRun(int64_t job_id) {
+  return {RunState::kKilled, "overlap",
+          "cancelled by max_concurrent_runs on_unmet cancel_oldest for job " + std::to_string(job_id)};
 }
 
 JobVerdict CheckPlanner::TooFewToCancel(const DueJob& job, JobVerdict v) const {
@@ -78,22 +113,29 @@ JobVerdict CheckPlanner::TooFewToCancel(const DueJob& job, JobVerdict v) const {
   return v;
 }
 
-void CheckPlanner::Apply(const DueJob& job, const JobVerdict& verdict, int64_t cancelled_in_group,
-                         int64_t cancelled_elsewhere) {
-  if (verdict.decision != Decision::kLaunch) return;
+std::map<std::string, int> CheckPlanner::Apply(const DueJob& job, const JobVerdict& verdict,
+                                               const std::vector<std::optional<std::string>>& cancelled) {
+  std::map<std::string, int> not_held;
+  if (verdict.decision != Decision::kLaunch) return not_held;
   auto sv = schedules_.find(job.schedule_id);
-  if (sv == schedules_.end()) return;
+  if (sv == schedules_.end()) return not_held;
   const Schedule& s = *sv->second.schedule;
   ScheduleRunCounter& c = counters_.schedules[job.schedule_id];
-  c.active -= cancelled_in_group + cancelled_elsewhere;
+  for (const std::optional<std::string>& group : cancelled) {
+    --c.active;  // a stored active run: counted
+    if (!group) continue;
+    if (auto g = counters_.groups.find(*group); g != counters_.groups.end()) {
+      --g->second;
+    } else {
+      ++not_held[*group];
+    }
+  }
   ++c.active;
   c.last_launch = now_;
-  if (s.constraints.concurrency_group) {
-    int64_t& g = counters_.groups[s.constraints.concurrency_group->name];
-    g += 1 - cancelled_in_group;
-  }
+  if (s.constraints.concurrency_group) ++counters_.groups[s.constraints.concurrency_group->name];
   counters_.launches[job.schedule_id].push_back(now_);
   ++launched_here_[job.schedule_id];
+  return not_held;
 }
 
 int64_t CheckPlanner::LaunchedHere(int64_t schedule_id) const {
@@ -107,7 +149,11 @@ CheckPlan PlanChecks(const std::vector<DueJob>& due, const std::map<int64_t, Che
   CheckPlanner planner(schedules, counters, now);
   for (const DueJob& job : due) {
     JobVerdict v = planner.Decide(job);
-    planner.Apply(job, v, v.cancel_oldest);
+    // The oldest runs cancelled for a launch are the schedule's own (of its group, if any).
+    std::optional<std::string> group;
+    if (auto sv = schedules.find(job.schedule_id); sv != schedules.end() && sv->second.schedule->constraints.concurrency_group)
+      group = sv->second.schedule->constraints.concurrency_group->name;
+    planner.Apply(job, v, std::vector<std::optional<std::string>>(v.cancel_oldest, group));
     plan.verdicts.push_back(std::move(v));
   }
   plan.counters = std::move(counters);

@@ -320,7 +320,10 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
   if (!trigger_complete) {
     // An event, not a clock, completes the trigger; the only time to look again is the
     // deadline.
-    outcome.checks.push_back({"trigger", ConstraintResult::kWait, "trigger incomplete", deadline});
+    outcome.checks.push_back(
+        {"trigger", ConstraintResult::kWait,
+         job.trigger_wait.empty() ? "trigger incomplete" : "trigger incomplete: " + job.trigger_wait,
+         Earliest(deadline, job.trigger_wakes_at)});
   } else {
     // Constraints are evaluated even past the deadline so `jobs why` shows what a forced
     // launch ignored or what kept a discarded job waiting.
@@ -353,8 +356,9 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
 
   if (!trigger_complete) {
     outcome.decision = Decision::kWait;
-    outcome.next_check_at = deadline;
+    outcome.next_check_at = Earliest(deadline, job.trigger_wakes_at);
     outcome.reason = "trigger incomplete";
+    if (!job.trigger_wait.empty()) outcome.reason += ": " + job.trigger_wait;
     if (deadline) {
       outcome.reason +=
           "; times out at " + FormatTime(*deadline) + " (action " + TimeoutActionName(schedule.timeout->action) + ")";

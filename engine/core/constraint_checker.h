@@ -36,6 +36,10 @@ struct JobFacts {
   std::optional<TimePoint> ready_at;  // when the trigger completed; unset while open
   // Started by hand with --force (trigctl runs start, runs rerun): its constraints do not apply.
   bool force = false;
+  // A trigger still incomplete that the clock completes (a quiet or silence leaf): when
+  // (NextLeafDeadline) and why (DescribeLeafDeadline). The job is checked again then.
+  std::optional<TimePoint> trigger_wakes_at;
+  std::string trigger_wait;
 };
 
 enum class ConstraintResult { kSatisfied, kWait, kSkip };

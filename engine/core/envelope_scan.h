@@ -35,4 +35,8 @@ struct EnvelopeScan {
 // and key (out's views point into `bytes`). False: not sure; ask ParseEnvelope.
 bool ScanEnvelope(std::string_view bytes, EnvelopeScan& out, size_t max_bytes = kMaxEventBytes);
 
+// ParseEnvelope(bytes), for bytes that ScanEnvelope accepted: the same Event, without the
+// checks the scan already made (about half of ParseEnvelope's time for a small envelope).
+Result<Event> ParseScannedEnvelope(std::string_view bytes);
+
 }  // namespace trigd

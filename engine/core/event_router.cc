@@ -33,7 +33,7 @@ RoutedEvent Finish(std::string_view bytes, const ScheduleIndex& index, const Sca
       if (out.schedules.empty()) return out;
     }
   }
-  Result<Event> e = ParseEnvelope(bytes, kMaxEventBytes, &out.reason);
+  Result<Event> e = s.scanned ? ParseScannedEnvelope(bytes) : ParseEnvelope(bytes, kMaxEventBytes, &out.reason);
   if (!e.ok()) {
     out.kind = RoutedEvent::Kind::kInvalid;
     out.error = e.status();

@@ -56,7 +56,10 @@ struct SimSchedule {
   std::vector<size_t> waiting;  // jobs with a complete trigger, not decided yet
   int64_t active_runs = 0;
   std::optional<TimePoint> last_launch;
-  std::vector<TimePoint> launches;
+  // Launch times within the schedule's max_runs_per period (older ones are dropped as the
+  // clock passes them: a check reads only the period, and scanning every launch since `from`
+  // made each check slower than the last).
+  std::deque<TimePoint> launches;
   size_t runs_started = 0;  // which recorded duration the next run takes
 };
 
@@ -118,12 +121,30 @@ struct Replay::Impl {
     const auto& group = schedule.constraints.concurrency_group;
     if (group) facts.group_active_runs = group_active[group->name];
     if (schedule.constraints.max_runs_per) {
-      for (TimePoint t : s.launches) {
-        if (t > clock - schedule.constraints.max_runs_per->period) facts.launches_in_period.push_back(t);
+      const TimePoint since = clock - schedule.constraints.max_runs_per->period;
+      while (!s.launches.empty() && s.launches.front() <= since) s.launches.pop_front();
+      facts.launches_in_period.assign(s.launches.begin(), s.launches.end());
+    }
+    bool complete = job.state == SimState::kWaiting;
+    JobFacts job_facts{job.open.opened_at, job.ready_at};
+    if (job.state == SimState::kOpen) {
+      // A quiet period's or silence's end completes the trigger by the clock, as the store's
+      // checker does at the job's due time (pg_checker.cc).
+      const std::string wait = DescribeLeafDeadline(schedule.trigger, job.open.state);
+      if (SettleTimedLeaves(schedule.trigger, job.open.state, clock) && IsComplete(schedule.trigger, job.open.state)) {
+        Step(job_index, clock, "trigger complete", {}, wait);
+        if (s.open_job == job_index) s.open_job.reset();
+        job.state = SimState::kWaiting;
+        job.ready_at = clock;
+        job_facts.ready_at = clock;
+        s.waiting.push_back(job_index);
+        complete = true;
+      } else {
+        job_facts.trigger_wakes_at = NextLeafDeadline(schedule.trigger, job.open.state);
+        job_facts.trigger_wait = DescribeLeafDeadline(schedule.trigger, job.open.state);
       }
     }
-    const bool complete = job.state == SimState::kWaiting;
-    CheckOutcome out = CheckJob(schedule, {job.open.opened_at, job.ready_at}, complete, facts, clock);
+    CheckOutcome out = CheckJob(schedule, job_facts, complete, facts, clock);
     ++job.generation;
     job.wakes_on_run_end = false;
     if (out.decision == Decision::kWait) {
@@ -147,9 +168,37 @@ struct Replay::Impl {
     result.schedules[job.schedule].launches.push_back(std::move(launch));
     ++s.active_runs;
     s.last_launch = clock;
-    s.launches.push_back(clock);
+    if (schedule.constraints.max_runs_per) s.launches.push_back(clock);
     if (group) ++group_active[group->name];
     Push(clock + duration, TimerKind::kRunEnd, job.schedule);
+  }
+
+  void WakeCollecting(size_t job_index) {
+    SimJob& job = jobs[job_index];
+    ++job.generation;
+    const Schedule& schedule = *schedules[job.schedule].schedule;
+    if (auto wake = CollectingJobWake(schedule, job.open.state, job.open.opened_at)) {
+      Push(std::max(*wake, clock), TimerKind::kCheck, job_index, job.generation);
+    }
+  }
+
+  // A schedule with a silence leaf is armed when it is applied (ADR 0131): here, at `from`.
+  void ArmSilence(size_t schedule_index) {
+    const Schedule& schedule = *schedules[schedule_index].schedule;
+    const size_t ji = jobs.size();
+    SimJob job;
+    job.schedule = schedule_index;
+    job.number = ++result.schedules[schedule_index].jobs;
+    job.open.id = static_cast<int64_t>(ji) + 1;
+    job.open.schedule_id = static_cast<int64_t>(schedule_index) + 1;
+    job.open.schedule_version = 1;
+    job.open.opened_at = clock;
+    job.open.state = NewTriggerState(schedule.trigger);
+    trigd::ArmSilence(schedule.trigger, job.open.state, clock);
+    jobs.push_back(std::move(job));
+    schedules[schedule_index].open_job = ji;
+    Step(ji, clock, "opened", {}, DescribeLeafDeadline(schedule.trigger, jobs[ji].open.state));
+    WakeCollecting(ji);
   }
 
   // The job is decided (launched or discarded): it leaves its schedule's lists.
@@ -257,7 +306,8 @@ struct Replay::Impl {
     in[0].event = &event;
     std::vector<OpenJob> open;
     for (int64_t sid : sids) {
-      if (!views.count(sid)) continue;
+      // `views` holds the enabled schedules: their flag says it without a lookup in the map.
+      if (!result.schedules[static_cast<size_t>(sid - 1)].enabled) continue;
       in[0].schedule_ids.push_back(sid);
       SimSchedule& s = schedules[static_cast<size_t>(sid - 1)];
       if (s.open_job) {
@@ -282,9 +332,6 @@ struct Replay::Impl {
         jobs.push_back(std::move(fresh));
         o.id = static_cast<int64_t>(ji) + 1;
         schedules[si].open_job = ji;
-        if (const auto& timeout = schedules[si].schedule->timeout) {
-          Push(clock + timeout->after, TimerKind::kCheck, ji, 0);
-        }
       }
       SimJob& job = jobs[ji];
       for (std::string& h : o.history) StepFromHistory(ji, std::move(h));
@@ -301,6 +348,10 @@ struct Replay::Impl {
         job.ready_at = clock;
         s.waiting.push_back(ji);
         Check(ji);
+      } else {
+        // Still collecting: checked at its timeout or its quiet period's or silence's end,
+        // whichever comes first (the store's next_check_at); an earlier timer is stale.
+        WakeCollecting(ji);
       }
     }
     for (const Event& published : acc.published) {
@@ -343,6 +394,9 @@ Replay::Replay(std::vector<Schedule> schedules, ReplayOptions options) : impl_(s
       }
     }
     m.schedules.push_back(std::move(s));
+  }
+  for (size_t i = 0; i < m.schedules.size(); ++i) {
+    if (m.views.count(static_cast<int64_t>(i) + 1) && HasSilence(m.schedules[i].schedule->trigger)) m.ArmSilence(i);
   }
 }
 

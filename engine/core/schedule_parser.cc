@@ -68,10 +68,11 @@ constexpr std::string_view kScheduleFields[] = {
     "namespace",         "name",    "program",     "trigger", "constraints", "timeout", "priority", "retry",
     "heartbeat_timeout", "enabled", "run_timeout", "active",  "on_update"};
 constexpr std::string_view kProgramFields[] = {"name", "args", "target"};
-constexpr std::string_view kTriggerKinds[] = {"time", "partition", "program", "all", "any", "event"};
+constexpr std::string_view kTriggerKinds[] = {"time", "partition", "program", "all", "any", "event", "silence"};
 constexpr std::string_view kTimeTriggerFields[] = {"cron", "every", "timezone", "catchup", "catchup_window"};
-constexpr std::string_view kPartitionTriggerFields[] = {"dataset", "count", "min_bytes", "match"};
-constexpr std::string_view kEventTriggerFields[] = {"name", "where", "count"};
+constexpr std::string_view kPartitionTriggerFields[] = {"dataset", "count", "min_bytes", "match", "quiet"};
+constexpr std::string_view kEventTriggerFields[] = {"name", "where", "count", "quiet"};
+constexpr std::string_view kSilenceTriggerFields[] = {"dataset", "event", "for"};
 constexpr std::string_view kProgramTriggerFields[] = {"name", "status", "count", "on_upstream_failure", "correlate"};
 constexpr std::string_view kConstraintFields[] = {"max_concurrent_runs", "concurrency_group",  "delay",
                                                   "time_window",         "min_since_last_run", "max_runs_per"};
@@ -518,6 +519,9 @@ class DocumentParser {
       } else if (key == "event") {
         target.kind = TriggerKind::kEvent;
         ParseEventTrigger(*field, p, target.event);
+      } else if (key == "silence") {
+        target.kind = TriggerKind::kSilence;
+        ParseSilenceTrigger(*field, p, target.silence);
       } else {
         UnknownField(key, p, kTriggerKinds);
         continue;
@@ -525,10 +529,10 @@ class DocumentParser {
       kinds.push_back(key);
     }
     if (kinds.size() > 1) {
-      Error(path, "a trigger has exactly one of time, partition, program, event, all or any, got " +
+      Error(path, "a trigger has exactly one of time, partition, program, event, silence, all or any, got " +
                       JoinAlternatives(kinds, "and"));
     } else if (value.empty()) {
-      Error(path, "expected one of time, partition, program, event, all or any");
+      Error(path, "expected one of time, partition, program, event, silence, all or any");
     }
   }
 
@@ -633,6 +637,8 @@ class DocumentParser {
         if (auto v = ReadInteger(*field, p, kTriggerCountRange)) out.count = *v;
       } else if (key == "min_bytes") {
         if (auto v = ReadInteger(*field, p, kMinBytesRange)) out.min_bytes = *v;
+      } else if (key == "quiet") {
+        if (auto v = ReadDuration(*field, p, /*allow_zero=*/false)) out.quiet = *v;
       } else if (key == "match") {
         if (auto v = ReadString(*field, p)) {
           if (v->empty()) {
@@ -672,11 +678,44 @@ class DocumentParser {
         ParseWhere(*field, p, out.where);
       } else if (key == "count") {
         if (auto v = ReadInteger(*field, p, kTriggerCountRange)) out.count = *v;
+      } else if (key == "quiet") {
+        if (auto v = ReadDuration(*field, p, /*allow_zero=*/false)) out.quiet = *v;
       } else {
         UnknownField(key, p, kEventTriggerFields);
       }
     }
     Required(value, path, "name");
+  }
+
+  // {"dataset": "sales.raw", "for": "2h"} or {"event": "model.published", "for": "2h"}: the
+  // names follow the rules of a partition leaf's dataset and an event leaf's name.
+  void ParseSilenceTrigger(const Json& value, const std::string& path, SilenceTrigger& out) {
+    if (!ExpectObject(value, path)) return;
+    for (const auto& [key, field] : Fields(value, kSilenceTriggerFields)) {
+      std::string p = FieldPath(path, key);
+      if (key == "dataset" || key == "event") {
+        if (auto v = ReadString(*field, p)) {
+          if (v->empty()) {
+            Error(p, "must not be empty");
+          } else if (v->size() > kMaxDatasetLength) {
+            Error(p, "must be at most " + std::to_string(kMaxDatasetLength) + " characters");
+          } else if (key == "event" && v->find('?') != std::string::npos) {
+            Error(p, "invalid event name " + Quote(*v) + ": must not contain \"?\"");
+          } else {
+            (key == "dataset" ? out.dataset : out.event) = *v;
+          }
+        }
+      } else if (key == "for") {
+        if (auto v = ReadDuration(*field, p, /*allow_zero=*/false)) out.after = *v;
+      } else {
+        UnknownField(key, p, kSilenceTriggerFields);
+      }
+    }
+    const bool has_dataset = value.contains("dataset");
+    const bool has_event = value.contains("event");
+    if (!has_dataset && !has_event) Error(path, "one of dataset and event is required");
+    if (has_dataset && has_event) Error(path, "dataset and event are exclusive: give one of them");
+    Required(value, path, "for");
   }
 
   // {"attrs.stage": "prod", "attrs.region": {"in": ["eu", "us"]}}: dotted payload paths to a
@@ -1227,6 +1266,7 @@ nlohmann::json TriggerToJson(const Trigger& t) {
       if (t.partition.count) partition["count"] = *t.partition.count;
       if (t.partition.min_bytes) partition["min_bytes"] = *t.partition.min_bytes;
       if (t.partition.match) partition["match"] = *t.partition.match;
+      if (t.partition.quiet) partition["quiet"] = FormatDuration(*t.partition.quiet);
       j["partition"] = std::move(partition);
       break;
     }
@@ -1245,7 +1285,16 @@ nlohmann::json TriggerToJson(const Trigger& t) {
         event["where"] = std::move(where);
       }
       event["count"] = t.event.count;
+      if (t.event.quiet) event["quiet"] = FormatDuration(*t.event.quiet);
       j["event"] = std::move(event);
+      break;
+    }
+    case TriggerKind::kSilence: {
+      nlohmann::json silence;
+      if (t.silence.dataset) silence["dataset"] = *t.silence.dataset;
+      if (t.silence.event) silence["event"] = *t.silence.event;
+      silence["for"] = FormatDuration(t.silence.after);
+      j["silence"] = std::move(silence);
       break;
     }
     case TriggerKind::kProgram: {

@@ -51,30 +51,95 @@ void SortDistinct(LeafState& state) {
   }
 }
 
-bool ApplyPartition(const PartitionTrigger& leaf, const PartitionPayload& event, LeafState& state) {
+// A matching arrival on a quiet leaf still collecting restarts its quiet period, even one that
+// brings no new partition or key (the feed is still writing).
+bool Arrived(const std::optional<Millis>& quiet, LeafState& state, TimePoint at) {
+  if (!quiet || state.satisfied) return false;
+  state.last_arrival = at;
+  return true;
+}
+
+bool ApplyPartition(const PartitionTrigger& leaf, const PartitionPayload& event, LeafState& state, TimePoint at) {
   SortDistinct(state);
   bool counted = false;
+  bool matched = false;
   for (const std::string& partition : event.partitions) {
     if (leaf.match && !GlobMatch(*leaf.match, partition)) continue;
+    matched = true;
     counted = AddDistinct(partition, state) || counted;
   }
-  if (!counted) return false;
+  const bool restarted = matched && Arrived(leaf.quiet, state, at);
+  if (!counted) return restarted;
   // Saturating: two partitions of 5e18 bytes would wrap the sum negative, so the leaf would
   // never hold. Envelope bytes are never negative.
   if (event.bytes) {
     state.bytes = *event.bytes > std::numeric_limits<int64_t>::max() - state.bytes ? std::numeric_limits<int64_t>::max()
                                                                                    : state.bytes + *event.bytes;
   }
-  if (PartitionSatisfied(leaf, state)) state.satisfied = true;
+  // A quiet leaf is satisfied by the clock (SettleTimedLeaves), not by its count.
+  if (!leaf.quiet && PartitionSatisfied(leaf, state)) state.satisfied = true;
   return true;
 }
 
-bool ApplyCustom(const EventTrigger& leaf, const Event& event, LeafState& state) {
+bool ApplyCustom(const EventTrigger& leaf, const Event& event, LeafState& state, TimePoint at) {
   if (!WhereMatches(leaf, event.payload)) return false;
   SortDistinct(state);
-  if (!AddDistinct(event.custom.key, state)) return false;
-  if (state.count >= leaf.count) state.satisfied = true;
+  const bool restarted = Arrived(leaf.quiet, state, at);
+  if (!AddDistinct(event.custom.key, state)) return restarted;
+  if (!leaf.quiet && state.count >= leaf.count) state.satisfied = true;
   return true;
+}
+
+// An arrival of the silence leaf's dataset or event: it arms the silence again (once it has
+// completed, it stays complete for this job; the next job is armed by the next arrival).
+bool ApplySilence(const SilenceTrigger& leaf, const Event& event, LeafState& state, TimePoint at) {
+  const bool matches = leaf.dataset ? event.type == EventType::kPartition && event.partition.dataset == *leaf.dataset
+                                    : event.type == EventType::kCustom && event.custom.name == leaf.event;
+  if (!matches || state.satisfied) return false;
+  state.last_arrival = at;
+  ++state.count;
+  return true;
+}
+
+// Whether a quiet leaf's count or bytes are reached (its quiet period then runs).
+bool QuietReached(const Trigger& leaf, const LeafState& state) {
+  if (leaf.kind == TriggerKind::kPartition) return PartitionSatisfied(leaf.partition, state);
+  return state.count >= leaf.event.count;
+}
+
+std::optional<Millis> QuietOf(const Trigger& leaf) {
+  if (leaf.kind == TriggerKind::kPartition) return leaf.partition.quiet;
+  if (leaf.kind == TriggerKind::kEvent) return leaf.event.quiet;
+  return std::nullopt;
+}
+
+// What a quiet leaf's detail adds: where its quiet period stands.
+std::string QuietDetail(const Trigger& leaf, const LeafState& state) {
+  const std::optional<Millis> quiet = QuietOf(leaf);
+  if (!quiet) return "";
+  if (!state.last_arrival) return "; quiet " + FormatDuration(*quiet) + " after the last arrival";
+  const std::string last = FormatTime(*state.last_arrival);
+  if (state.satisfied) return "; quiet since " + last;
+  if (!QuietReached(leaf, state))
+    return "; quiet " + FormatDuration(*quiet) + " after the last arrival (last at " + last + ")";
+  return "; quiet until " + FormatTime(*state.last_arrival + *quiet) + ", last arrival at " + last;
+}
+
+std::string SilenceDetail(const SilenceTrigger& leaf, const LeafState& state) {
+  const std::string what = leaf.dataset ? "partitions of " + *leaf.dataset : "events " + leaf.event.value_or("");
+  if (!state.last_arrival) return "no " + what + " for " + FormatDuration(leaf.after) + ": armed by the next arrival";
+  const std::string since = FormatTime(*state.last_arrival);
+  const std::string fires = FormatTime(*state.last_arrival + leaf.after);
+  if (state.satisfied) return "no " + what + ": silent since " + since + ", fired at " + fires;
+  return "no " + what + " for " + FormatDuration(leaf.after) + ": silent since " + since + ", fires at " + fires;
+}
+
+// TriggerLeaves(trigger).size(), without building the list.
+size_t CountLeaves(const Trigger& trigger) {
+  if (!IsComposite(trigger)) return 1;
+  size_t n = 0;
+  for (const Trigger& child : trigger.children) n += CountLeaves(child);
+  return n;
 }
 
 bool Evaluate(const Trigger& trigger, const TriggerState& state, size_t& next_leaf) {
@@ -118,12 +183,14 @@ std::string DescribeLeaf(const Trigger& leaf, const LeafState& state) {
       } else {
         detail = Progress(state.bytes, *p.min_bytes, "bytes") + " (" + std::to_string(state.count) + " partitions)";
       }
-      return detail + " of " + p.dataset + (p.match ? " matching \"" + *p.match + "\"" : "");
+      return detail + " of " + p.dataset + (p.match ? " matching \"" + *p.match + "\"" : "") + QuietDetail(leaf, state);
     }
     case TriggerKind::kEvent: {
       const EventTrigger& e = leaf.event;
-      return Progress(state.count, e.count, "distinct keys") + " of " + e.name + (e.where.empty() ? "" : " (where)");
+      return Progress(state.count, e.count, "distinct keys") + " of " + e.name + (e.where.empty() ? "" : " (where)") +
+             QuietDetail(leaf, state);
     }
+    case TriggerKind::kSilence: return SilenceDetail(leaf.silence, state);
     case TriggerKind::kProgram: {
       const ProgramTrigger& p = leaf.program;
       return Progress(state.count, p.count, StatusList(p.statuses) + " events") + " of " + p.program;
@@ -140,10 +207,13 @@ std::string DescribeLeaf(const Trigger& leaf, const LeafState& state) {
   return {};
 }
 
+// `only`, when given: the leaf numbers to describe (ascending); the others are passed over.
 void Describe(const Trigger& trigger, const std::string& path, const TriggerState& state, size_t& next_leaf,
-              std::vector<LeafProgress>& out) {
+              std::vector<LeafProgress>& out, const std::vector<int>* only = nullptr) {
   if (!IsComposite(trigger)) {
-    const LeafState& leaf_state = state.leaves[next_leaf++];
+    const size_t leaf = next_leaf++;
+    if (only && !std::binary_search(only->begin(), only->end(), static_cast<int>(leaf))) return;
+    const LeafState& leaf_state = state.leaves[leaf];
     out.push_back({path, leaf_state.satisfied, DescribeLeaf(trigger, leaf_state)});
     return;
   }
@@ -153,7 +223,7 @@ void Describe(const Trigger& trigger, const std::string& path, const TriggerStat
     std::string child_path = prefix + std::to_string(i) + "]";
     // A leaf inside a composite is named by its kind, as in the schedule document.
     if (!IsComposite(child)) child_path += std::string(".") + TriggerKindName(child.kind);
-    Describe(child, child_path, state, next_leaf, out);
+    Describe(child, child_path, state, next_leaf, out, only);
   }
 }
 
@@ -183,13 +253,21 @@ bool WhereMatches(const EventTrigger& leaf, const nlohmann::json& payload) {
 
 TriggerState NewTriggerState(const Trigger& trigger) {
   TriggerState state;
-  state.leaves.resize(TriggerLeaves(trigger).size());
+  state.leaves.resize(CountLeaves(trigger));
   return state;
 }
 
 ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, const Event& event, TriggerState& state) {
+  return ApplyEvent(trigger, schedule, event, state, event.time);
+}
+
+ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, const Event& event, TriggerState& state,
+                       TimePoint at) {
   const std::vector<const Trigger*> leaves = TriggerLeaves(trigger);
   if (state.leaves.size() != leaves.size()) state = NewTriggerState(trigger);
+  // A quiet period or silence that ended before this arrival completed its leaf then: the
+  // arrival does not restart it.
+  SettleTimedLeaves(trigger, state, at);
 
   ApplyResult result;
   for (size_t i = 0; i < leaves.size(); ++i) {
@@ -201,7 +279,7 @@ ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, con
     switch (leaf.kind) {
       case TriggerKind::kPartition:
         if (event.type == EventType::kPartition && event.partition.dataset == leaf.partition.dataset) {
-          counted = ApplyPartition(leaf.partition, event.partition, leaf_state);
+          counted = ApplyPartition(leaf.partition, event.partition, leaf_state, at);
         }
         break;
       case TriggerKind::kProgram:
@@ -226,9 +304,10 @@ ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, con
         break;
       case TriggerKind::kEvent:
         if (event.type == EventType::kCustom && event.custom.name == leaf.event.name) {
-          counted = ApplyCustom(leaf.event, event, leaf_state);
+          counted = ApplyCustom(leaf.event, event, leaf_state, at);
         }
         break;
+      case TriggerKind::kSilence: counted = ApplySilence(leaf.silence, event, leaf_state, at); break;
       case TriggerKind::kAll:
       case TriggerKind::kAny: break;
     }
@@ -240,11 +319,102 @@ ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, con
   return result;
 }
 
+std::optional<TimePoint> LeafDeadline(const Trigger& leaf, const LeafState& state) {
+  if (state.satisfied || !state.last_arrival) return std::nullopt;
+  if (leaf.kind == TriggerKind::kSilence) return *state.last_arrival + leaf.silence.after;
+  const std::optional<Millis> quiet = QuietOf(leaf);
+  if (!quiet || !QuietReached(leaf, state)) return std::nullopt;
+  return *state.last_arrival + *quiet;
+}
+
+bool SettleTimedLeaves(const Trigger& trigger, TriggerState& state, TimePoint now) {
+  const std::vector<const Trigger*> leaves = TriggerLeaves(trigger);
+  if (state.leaves.size() != leaves.size()) return false;
+  bool settled = false;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const std::optional<TimePoint> deadline = LeafDeadline(*leaves[i], state.leaves[i]);
+    if (deadline && *deadline <= now) {
+      state.leaves[i].satisfied = true;
+      settled = true;
+    }
+  }
+  return settled;
+}
+
+std::optional<TimePoint> NextLeafDeadline(const Trigger& trigger, const TriggerState& state) {
+  const std::vector<const Trigger*> leaves = TriggerLeaves(trigger);
+  if (state.leaves.size() != leaves.size()) return std::nullopt;
+  std::optional<TimePoint> next;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const std::optional<TimePoint> d = LeafDeadline(*leaves[i], state.leaves[i]);
+    if (d && (!next || *d < *next)) next = d;
+  }
+  return next;
+}
+
+std::string DescribeLeafDeadline(const Trigger& trigger, const TriggerState& state) {
+  const std::vector<const Trigger*> leaves = TriggerLeaves(trigger);
+  if (state.leaves.size() != leaves.size()) return "";
+  std::optional<TimePoint> next;
+  size_t which = 0;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const std::optional<TimePoint> d = LeafDeadline(*leaves[i], state.leaves[i]);
+    if (d && (!next || *d < *next)) {
+      next = d;
+      which = i;
+    }
+  }
+  if (!next) return "";
+  const LeafState& l = state.leaves[which];
+  if (leaves[which]->kind == TriggerKind::kSilence) {
+    return DescribeProgress(trigger, state)[which].path + ": silent since " + FormatTime(*l.last_arrival) +
+           ", fires at " + FormatTime(*next);
+  }
+  return DescribeProgress(trigger, state)[which].path + ": quiet until " + FormatTime(*next) + ", last arrival at " +
+         FormatTime(*l.last_arrival);
+}
+
+bool ArmSilence(const Trigger& trigger, TriggerState& state, TimePoint at) {
+  const std::vector<const Trigger*> leaves = TriggerLeaves(trigger);
+  if (state.leaves.size() != leaves.size()) state = NewTriggerState(trigger);
+  bool any = false;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (leaves[i]->kind != TriggerKind::kSilence) continue;
+    any = true;
+    if (!state.leaves[i].last_arrival && !state.leaves[i].satisfied) state.leaves[i].last_arrival = at;
+  }
+  return any;
+}
+
+bool HasSilence(const Trigger& trigger) {
+  for (const Trigger* leaf : TriggerLeaves(trigger)) {
+    if (leaf->kind == TriggerKind::kSilence) return true;
+  }
+  return false;
+}
+
 bool IsComplete(const Trigger& trigger, const TriggerState& state) {
   // A state from another definition of the trigger says nothing about this one.
-  if (state.leaves.size() != TriggerLeaves(trigger).size()) return false;
+  if (state.leaves.size() != CountLeaves(trigger)) return false;
   size_t next_leaf = 0;
   return Evaluate(trigger, state, next_leaf);
+}
+
+std::vector<LeafProgress> DescribeLeaves(const Trigger& trigger, const TriggerState& state,
+                                         const std::vector<int>& leaves) {
+  // A state of another definition of the trigger reads as nothing counted (as in DescribeProgress).
+  TriggerState fresh;
+  const TriggerState* current = &state;
+  if (state.leaves.size() != CountLeaves(trigger)) {
+    fresh = NewTriggerState(trigger);
+    current = &fresh;
+  }
+  std::vector<int> only = leaves;
+  std::sort(only.begin(), only.end());
+  std::vector<LeafProgress> out;
+  size_t next_leaf = 0;
+  Describe(trigger, "trigger", *current, next_leaf, out, &only);
+  return out;
 }
 
 std::vector<LeafProgress> DescribeProgress(const Trigger& trigger, const TriggerState& state) {

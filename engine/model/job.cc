@@ -41,6 +41,7 @@ nlohmann::json TriggerStateToJson(const TriggerState& s) {
     nlohmann::json j = {{"count", l.count}, {"satisfied", l.satisfied}};
     if (l.bytes) j["bytes"] = l.bytes;
     if (!l.partitions.empty()) j["partitions"] = l.partitions;
+    if (l.last_arrival) j["last_arrival_ms"] = l.last_arrival->time_since_epoch().count();
     leaves.push_back(std::move(j));
   }
   return leaves;
@@ -55,9 +56,17 @@ TriggerState TriggerStateFromJson(const nlohmann::json& j) {
     ls.bytes = l.value("bytes", int64_t{0});
     ls.satisfied = l.value("satisfied", false);
     if (l.contains("partitions")) ls.partitions = l["partitions"].get<std::vector<std::string>>();
+    if (auto it = l.find("last_arrival_ms"); it != l.end() && it->is_number_integer()) {
+      ls.last_arrival = TimePoint(Millis(it->get<int64_t>()));
+    }
     s.leaves.push_back(std::move(ls));
   }
   return s;
+}
+
+const nlohmann::json& TriggeringEvent::Payload() const {
+  static const nlohmann::json kNull;
+  return payload ? *payload : kNull;
 }
 
 }  // namespace trigd

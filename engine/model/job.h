@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ struct LeafState {
   std::vector<std::string> partitions;  // distinct partitions (partition leaves) or custom event
                                         // keys (event leaves) seen, sorted
   bool satisfied = false;
+  // Quiet and silence leaves (SPEC §11): the last matching arrival, or for a silence leaf the
+  // instant it was armed (an arrival, or the schedule's apply). The leaf's deadline counts
+  // from it (core/trigger_eval.h LeafDeadline).
+  std::optional<TimePoint> last_arrival;
   bool operator==(const LeafState&) const = default;
 };
 
@@ -56,8 +61,13 @@ TriggerState TriggerStateFromJson(const nlohmann::json& j);
 struct TriggeringEvent {
   std::string id;
   std::string type;
-  nlohmann::json payload;
-  bool operator==(const TriggeringEvent&) const = default;
+  // Shared, not copied, by every job the event counts for: an event that reaches many schedules
+  // keeps one payload, where a copy per job made a JSON document per job on the ingest and
+  // replay hot paths (docs/adr/0145-shared-event-payloads.md). Null reads as JSON null.
+  std::shared_ptr<const nlohmann::json> payload;
+  // The payload, or null when there is none.
+  const nlohmann::json& Payload() const;
+  bool operator==(const TriggeringEvent& o) const { return id == o.id && type == o.type && Payload() == o.Payload(); }
 };
 
 }  // namespace trigd

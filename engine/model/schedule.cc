@@ -43,6 +43,7 @@ const char* TriggerKindName(TriggerKind k) {
     case TriggerKind::kAll: return "all";
     case TriggerKind::kAny: return "any";
     case TriggerKind::kEvent: return "event";
+    case TriggerKind::kSilence: return "silence";
   }
   return "?";
 }
@@ -85,6 +86,8 @@ std::string LeafEventKey(const Trigger& leaf, const ScheduleName& schedule) {
     case TriggerKind::kPartition: return "partition:" + leaf.partition.dataset;
     case TriggerKind::kProgram: return "program:" + leaf.program.program;
     case TriggerKind::kEvent: return CustomEventKey(leaf.event);
+    case TriggerKind::kSilence:
+      return leaf.silence.dataset ? "partition:" + *leaf.silence.dataset : "custom:" + leaf.silence.event.value_or("");
     default: break;
   }
   TRIGD_FAIL("LeafEventKey called on a composite trigger");

@@ -54,7 +54,7 @@ enum class TimeoutAction { kDiscard, kRun };
 // What an update of a schedule does to its pending jobs (SPEC §11): discard them (§5), keep
 // them as collected under the new version, or evaluate their collected events again.
 enum class OnUpdate { kDiscard, kKeep, kReevaluate };
-enum class TriggerKind { kTime, kPartition, kProgram, kAll, kAny, kEvent };
+enum class TriggerKind { kTime, kPartition, kProgram, kAll, kAny, kEvent, kSilence };
 // constraints.max_concurrent_runs.on_unmet (SPEC §9): wait for a slot, discard the job, or cancel
 // the schedule's oldest active run (reason overlap) to make room.
 enum class OverlapPolicy { kWait, kSkip, kCancelOldest };
@@ -85,6 +85,9 @@ struct PartitionTrigger {
   // Only partitions whose name matches this glob (`*` any run of characters, `?` one
   // character) count (SPEC §11); others of the dataset are ignored.
   std::optional<std::string> match;
+  // Quiet period (SPEC §11): the leaf completes only once its count or bytes are reached and no
+  // matching arrival came for this long; each arrival restarts it. None: no quiet period.
+  std::optional<Millis> quiet;
   bool operator==(const PartitionTrigger&) const = default;
 };
 
@@ -115,7 +118,18 @@ struct EventTrigger {
   std::string name;
   std::vector<WhereCondition> where;  // sorted by path, at most one per path
   int64_t count = 1;
+  std::optional<Millis> quiet;  // as PartitionTrigger::quiet
   bool operator==(const EventTrigger&) const = default;
+};
+
+// A leaf on the absence of arrivals (SPEC §11): complete when no partition of `dataset` (or no
+// custom event named `event`; exactly one is set) arrived for `after` since the last arrival or
+// since the schedule was applied. Once per silence: the next arrival arms it again.
+struct SilenceTrigger {
+  std::optional<std::string> dataset;
+  std::optional<std::string> event;
+  Millis after{0};  // the document's "for"
+  bool operator==(const SilenceTrigger&) const = default;
 };
 
 // A trigger tree. Leaves (time, partition, program, event) are numbered depth-first from 0; that
@@ -126,6 +140,7 @@ struct Trigger {
   PartitionTrigger partition;     // kind == kPartition
   ProgramTrigger program;         // kind == kProgram
   EventTrigger event;             // kind == kEvent
+  SilenceTrigger silence;         // kind == kSilence
   std::vector<Trigger> children;  // kind == kAll or kAny
   bool operator==(const Trigger&) const = default;
 };
@@ -232,7 +247,8 @@ std::vector<const Trigger*> TriggerLeaves(const Trigger& trigger);
 bool IsCorrelated(const Trigger& trigger);
 
 // The event key a leaf listens on: "partition:<dataset>", "program:<program>",
-// "time:<namespace/name>", "custom:<name>". An event leaf with `where` listens on
+// "time:<namespace/name>", "custom:<name>"; a silence leaf listens on its dataset's or event's
+// key (without `where`). An event leaf with `where` listens on
 // "custom:<name>?<path>=<values>" (CustomEventKey), its first condition by path.
 std::string LeafEventKey(const Trigger& leaf, const ScheduleName& schedule);
 

@@ -7,6 +7,7 @@
 #include <pqxx/pqxx>
 
 #include "common/check.h"
+#include "core/accumulator.h"
 #include "core/cron.h"
 #include "core/envelope.h"
 #include "core/launch_request.h"
@@ -42,11 +43,13 @@ namespace {
 // (pending_constraint, due now) or goes on collecting with what the new trigger counts. A job
 // already waiting on its constraints keeps waiting (its trigger was complete; a job never goes
 // back to collecting, model/job.h). Its history says which.
+// Quiet and silence leaves take the update's instant as their events' arrival: their periods
+// count from the update.
 template <class Tx>
-void ReevaluateJobs(Tx& tx, int64_t schedule_id, const Schedule& schedule) {
+void ReevaluateJobs(Tx& tx, int64_t schedule_id, const Schedule& schedule, TimePoint now) {
   const pqxx::result rows = tx.exec_params(
-      "SELECT id, triggered_by::text FROM jobs WHERE schedule_id = $1 AND state = " + Sql(JobState::kPendingTrigger) +
-          " FOR UPDATE",
+      "SELECT id, triggered_by::text, " TRIGD_MS("opened_at") " FROM jobs WHERE schedule_id = $1 AND state = " +
+          Sql(JobState::kPendingTrigger) + " FOR UPDATE",
       schedule_id);
   for (const auto& r : rows) {
     const json events = json::parse(r[1].as<std::string>(), nullptr, false);
@@ -60,20 +63,60 @@ void ReevaluateJobs(Tx& tx, int64_t schedule_id, const Schedule& schedule) {
                          {"time", "2000-01-01T00:00:00Z"},
                          {"payload", e.value("payload", json::object())}};
         Result<Event> event = ParseEnvelope(envelope.dump(-1, ' ', false, json::error_handler_t::replace));
-        if (event.ok()) ApplyEvent(schedule.trigger, schedule.id(), *event, state);
+        if (event.ok()) ApplyEvent(schedule.trigger, schedule.id(), *event, state, now);
       }
     }
     const bool complete = IsComplete(schedule.trigger, state);
+    const std::optional<TimePoint> wake =
+        complete ? std::nullopt : CollectingJobWake(schedule, state, FromMillis(r[2].as<int64_t>()));
     const std::string what = complete ? "reevaluated: trigger complete under the new version"
                                       : "reevaluated: collecting under the new version";
     tx.exec_params(
         "UPDATE jobs SET trigger_state = $2::jsonb, state = $3, ready_at = CASE WHEN $4 THEN now() END, "
-        "next_check_at = CASE WHEN $4 THEN now() ELSE next_check_at END, "
+        "next_check_at = CASE WHEN $4 THEN now() ELSE to_timestamp($6::bigint / 1000.0) END, "
         "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
         ", 'what', $5::text))) WHERE id = $1",
         r[0].as<int64_t>(), TriggerStateToJson(state).dump(),
-        std::string(JobStateName(complete ? JobState::kPendingConstraint : JobState::kPendingTrigger)), complete, what);
+        std::string(JobStateName(complete ? JobState::kPendingConstraint : JobState::kPendingTrigger)), complete, what,
+        wake ? std::optional<int64_t>(ToMillis(*wake)) : std::nullopt);
   }
+}
+
+// A schedule with a silence leaf (SPEC §11) counts its silence from its apply or resume, not
+// from a first arrival: its collecting job is armed now (one opened, or the one kept by
+// on_update keep/reevaluate), due at the silence's end, when the checker completes it; each
+// arrival re-arms it through the ingest (docs/adr/0131-silence-armed-job.md).
+void ArmSilenceJob(pqxx::work& tx, int64_t id, const Schedule& s, TimePoint now) {
+  if (!HasSilence(s.trigger)) return;
+  const pqxx::result open =
+      tx.exec_params("SELECT id, trigger_state::text, " TRIGD_MS(
+                         "opened_at") " FROM jobs WHERE schedule_id = $1 AND lineage = '' AND state = " +
+                         Sql(JobState::kPendingTrigger) + " FOR UPDATE",
+                     id);
+  const std::string at = FormatTime(now);
+  if (!open.empty()) {
+    TriggerState state = TriggerStateFromJson(json::parse(open[0][1].as<std::string>(), nullptr, false));
+    ArmSilence(s.trigger, state, now);
+    const std::optional<TimePoint> wake = CollectingJobWake(s, state, FromMillis(open[0][2].as<int64_t>()));
+    tx.exec_params(
+        "UPDATE jobs SET trigger_state = $2::jsonb, next_check_at = to_timestamp($3::bigint / 1000.0) WHERE id = $1",
+        open[0][0].as<int64_t>(), TriggerStateToJson(state).dump(),
+        wake ? std::optional<int64_t>(ToMillis(*wake)) : std::nullopt);
+    return;
+  }
+  TriggerState state = NewTriggerState(s.trigger);
+  ArmSilence(s.trigger, state, now);
+  const std::optional<TimePoint> wake = CollectingJobWake(s, state, now);
+  const json history = json::array({{{"at", at}, {"what", "opened: silence armed"}}});
+  tx.exec_params(
+      "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, priority, trigger_state, triggered_by, "
+      "history, opened_at, next_check_at, concurrency_group) "
+      "SELECT id, name, version, " +
+          Sql(JobState::kPendingTrigger) +
+          ", $2, $3::jsonb, '[]'::jsonb, $4::jsonb, to_timestamp($5::bigint / 1000.0), "
+          "to_timestamp($6::bigint / 1000.0), concurrency_group FROM schedules WHERE id = $1",
+      id, static_cast<int>(s.priority), TriggerStateToJson(state).dump(), history.dump(), ToMillis(now),
+      wake ? std::optional<int64_t>(ToMillis(*wake)) : std::nullopt);
 }
 
 // Schedule changes are serialized so that the change log's sequence order is its commit order:
@@ -315,15 +358,19 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
       }
       if (!kept.empty()) {
         tx.exec_params(
-            "UPDATE jobs j SET schedule_version = x.version, history = trigd_append_history(j.history, "
-            "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
-            ", 'what', 'kept: schedule updated to v' || x.version))) "
-            "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int) "
-            "WHERE j.schedule_id = x.id AND j.state IN " +
+            // A job waiting on its constraints is checked again at once, under the new ones.
+            "UPDATE jobs j SET schedule_version = x.version, "
+            "next_check_at = CASE WHEN j.state = " +
+                Sql(JobState::kPendingConstraint) +
+                " THEN now() ELSE j.next_check_at END, history = trigd_append_history(j.history, "
+                "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+                ", 'what', 'kept: schedule updated to v' || x.version))) "
+                "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int) "
+                "WHERE j.schedule_id = x.id AND j.state IN " +
                 SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
             kept.dump());
       }
-      for (size_t i : reevaluated) ReevaluateJobs(tx, ids.at(schedules[i].id().value()), schedules[i]);
+      for (size_t i : reevaluated) ReevaluateJobs(tx, ids.at(schedules[i].id().value()), schedules[i], now);
       std::string list = "{";
       for (int64_t id : updated) list += (list.size() > 1 ? "," : "") + std::to_string(id);
       list += "}";
@@ -371,6 +418,9 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
           "coalesce(to_timestamp(next / 1000.0), 'infinity'), leaf "
           "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, leaf int, next bigint)",
           ticks.dump(), ToMillis(now));
+    }
+    for (size_t i : changed) {
+      if (active[i]) ArmSilenceJob(tx, ids.at(schedules[i].id().value()), schedules[i], now);
     }
     // The discards are counted once, on the first change row.
     tx.exec_params(
@@ -477,7 +527,11 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
       }
       if (action == ScheduleAction::kResume) {
         ParsedSchedule parsed = ParseSchedule(json::parse(row[0][1].as<std::string>()));
-        if (parsed.ok()) ResetTimeTrigger(tx, id, parsed.schedule, DbNow(tx));
+        if (parsed.ok()) {
+          const TimePoint now = DbNow(tx);
+          ResetTimeTrigger(tx, id, parsed.schedule, now);
+          ArmSilenceJob(tx, id, parsed.schedule, now);
+        }
       }
     }
     LogChange(tx, id, discarded, killed);

@@ -77,18 +77,24 @@ std::vector<OpenJob> LoadOpenJobs(pqxx::transaction_base& tx, const std::set<int
                           "opened_at") ", lineage FROM jobs WHERE schedule_id = ANY($1::bigint[]) AND state = " +
                           Sql(JobState::kPendingTrigger) + " ORDER BY id FOR UPDATE",
                       ids.Take())) {
-    OpenJob& job = out.emplace_back();
-    job.id = r[0].as<int64_t>();
-    job.schedule_version = r[1].as<int>();
-    job.schedule_id = r[2].as<int64_t>();
-    job.state = TriggerStateFromJson(json::parse(r[3].c_str()));
-    for (const auto& t : json::parse(r[4].c_str())) {
-      job.triggered_by.push_back({t.value("id", ""), t.value("type", ""), t.value("payload", json())});
-    }
-    job.opened_at = FromMillis(r[5].as<int64_t>());
-    job.lineage = r[6].as<std::string>();
+    out.push_back(OpenJobFromRow(r));
   }
   return out;
+}
+
+OpenJob OpenJobFromRow(const pqxx::row& r) {
+  OpenJob job;
+  job.id = r[0].as<int64_t>();
+  job.schedule_version = r[1].as<int>();
+  job.schedule_id = r[2].as<int64_t>();
+  job.state = TriggerStateFromJson(json::parse(r[3].c_str()));
+  for (const auto& t : json::parse(r[4].c_str())) {
+    job.triggered_by.push_back(
+        {t.value("id", ""), t.value("type", ""), std::make_shared<const json>(t.value("payload", json()))});
+  }
+  job.opened_at = FromMillis(r[5].as<int64_t>());
+  job.lineage = r[6].as<std::string>();
+  return job;
 }
 
 FailedLineageSet LoadFailedLineages(pqxx::transaction_base& tx, const std::map<int64_t, ScheduleView>& schedules) {
@@ -125,7 +131,7 @@ std::string ProspectiveLineage(const OpenJob& job) {
   if (!job.lineage.empty()) return job.lineage;
   json by = json::array();
   for (const TriggeringEvent& t : job.triggered_by) {
-    if (t.type == "program") by.push_back({{"type", t.type}, {"payload", t.payload}});
+    if (t.type == "program") by.push_back({{"type", t.type}, {"payload", t.Payload()}});
   }
   if (by.empty()) return {};
   return DecideRunLineage("", by, "").lineage;

@@ -35,6 +35,9 @@ bool LockCorrelatedLineages(pqxx::transaction_base& tx, const std::vector<Accumu
 std::set<int64_t> CorrelatedSchedules(const std::map<int64_t, ScheduleView>& schedules);
 
 // The open (pending_trigger) jobs of `schedule_ids`, locked, in id order.
+// An open job from a row of (id, schedule_version, schedule_id, trigger_state, triggered_by,
+// opened_at in ms, lineage): LoadOpenJobs's and ingestion's schedules_and_open_jobs.
+OpenJob OpenJobFromRow(const pqxx::row& r);
 std::vector<OpenJob> LoadOpenJobs(pqxx::transaction_base& tx, const std::set<int64_t>& schedule_ids);
 
 // The unexpired failed lineages of the correlated schedules among `schedules`.

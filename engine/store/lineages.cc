@@ -10,7 +10,6 @@ namespace trigd {
 
 using nlohmann::json;
 using pg_internal::Guard;
-using pg_internal::Sql;
 using pg_internal::SqlIn;
 
 namespace {

@@ -66,13 +66,15 @@ Result<StartedJob> OpenCompleteJob(pqxx::work& tx, const ScheduleRow& s, const s
                                    const std::string& triggered_by, bool force, const std::string& what,
                                    const std::optional<std::string>& rerun_of) {
   if (s.state != "active") {
-    return Invalid("schedule " + name + " is " + s.state + ": resume it first (trigctl schedules resume " + name + ")");
+    return FailedPrecondition("schedule " + name + " is " + s.state + ": resume it first (trigctl schedules resume " +
+                              name + ")");
   }
   const TimePoint now = DbNow(tx);
   if (s.schedule.active && !s.schedule.active->Contains(now)) {
-    return Invalid("schedule " + name + " is outside its active period (" +
-                   (s.schedule.active->from ? FormatTime(*s.schedule.active->from) : std::string("...")) + " to " +
-                   (s.schedule.active->until ? FormatTime(*s.schedule.active->until) : std::string("...")) + ")");
+    return FailedPrecondition(
+        "schedule " + name + " is outside its active period (" +
+        (s.schedule.active->from ? FormatTime(*s.schedule.active->from) : std::string("...")) + " to " +
+        (s.schedule.active->until ? FormatTime(*s.schedule.active->until) : std::string("...")) + ")");
   }
   TriggerState state = NewTriggerState(s.schedule.trigger);
   for (LeafState& leaf : state.leaves) leaf.satisfied = true;
@@ -207,7 +209,7 @@ Result<StartedJob> StartRun(const std::string& pg, const std::string& name, cons
     if (args.is_object() && !args.empty()) payload["args"] = args;
     json triggered_by = json::array(
         {{{"id", "manual:" + pg_internal::NewRunId()}, {"type", "manual"}, {"payload", std::move(payload)}}});
-    std::string what = "opened by hand (trigctl runs start) by " + actor.who + ": trigger counts as complete";
+    std::string what = "opened by hand (runs start) by " + actor.who + ": trigger counts as complete";
     if (args.is_object() && !args.empty()) what += "; args " + args.dump();
     if (force) what += "; --force: constraints not applied";
     auto out = OpenCompleteJob(tx, *s, name, triggered_by.dump(), force, what, std::nullopt);
@@ -235,7 +237,7 @@ Result<StartedJob> RerunRun(const std::string& pg, const std::string& run_id, bo
       }
       return s.status();
     }
-    std::string what = "opened by hand (trigctl runs rerun " + run_id + ") by " + actor.who +
+    std::string what = "opened by hand (runs rerun " + run_id + ") by " + actor.who +
                        ": the same triggered_by, schedule v" + std::to_string(s->version);
     if (force) what += "; --force: constraints not applied";
     auto out = OpenCompleteJob(tx, *s, name, r[0][1].as<std::string>(), force, what, run_id);
@@ -281,7 +283,8 @@ Result<CancelledRun> CancelRun(const std::string& pg, const std::string& topic_p
     if (r.empty()) return NotFound("no run " + run_id);
     const RunState from = pg_internal::RunStateOf(r[0][0]);
     if (!OnCancel(from)) {
-      return Invalid("run " + run_id + " has finished (" + RunStateName(from) + "): there is nothing to cancel");
+      return FailedPrecondition("run " + run_id + " has finished (" + RunStateName(from) +
+                                "): there is nothing to cancel");
     }
     CancelledRun out;
     out.run_id = run_id;

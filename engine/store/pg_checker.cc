@@ -263,14 +263,7 @@ class PgStore::CheckStep {
       if (!d.fresh) claimed_ids.push_back(d.id);
     }
     WakeWaitingJobs(tx_, ended, claimed_ids);
-    for (const auto& [id, n] : ended.per_schedule) {
-      if (auto it = counters_.schedules.find(id); it != counters_.schedules.end())
-        it->second.active = std::max<int64_t>(it->second.active - n, 0);
-    }
-    for (const auto& [name, n] : ended.per_group) {
-      if (auto it = counters_.groups.find(name); it != counters_.groups.end())
-        it->second = std::max<int64_t>(it->second - n, 0);
-    }
+    counters_.FreeEnded(ended.per_schedule, ended.per_group);
   }
 
   // Launch times within each schedule's max_runs_per period, read after the locks.
@@ -309,7 +302,12 @@ class PgStore::CheckStep {
       w.decision ? jobs_.decision.AddText(*w.decision) : jobs_.decision.AddNull();
       w.forced ? jobs_.forced.AddBool(*w.forced) : jobs_.forced.AddNull();
       w.reason ? jobs_.reason.AddText(*w.reason) : jobs_.reason.AddNull();
-      w.history ? jobs_.history.AddText("[" + *w.history + "]") : jobs_.history.AddNull();
+      // A trigger the clock completed in this check says so before the decision's entry.
+      if (!clock_entry_.empty()) {
+        jobs_.history.AddText("[" + clock_entry_ + (w.history ? "," + *w.history : std::string()) + "]");
+      } else {
+        w.history ? jobs_.history.AddText("[" + *w.history + "]") : jobs_.history.AddNull();
+      }
       return;
     }
     const FreshJob& f = *d.fresh;
@@ -348,19 +346,25 @@ class PgStore::CheckStep {
   // One due job decided by core's CheckPlanner on the counters held, and its decision written.
   void Decide(Due& d) {
     ++result_.checked;
-    DueJob job{d.id, d.schedule_id, d.version, d.state, true, d.opened_at, d.ready_at, d.last_decision};
-    auto sv = schedules_.find(d.schedule_id);
-    if (d.state == JobState::kPendingTrigger && sv != schedules_.end() && sv->second.version == d.version) {
-      job.trigger_complete =
-          IsComplete(sv->second.schedule->trigger, TriggerStateFromJson(json::parse(d.trigger_state)));
-    }
+    DueJob job{d.id, d.schedule_id, d.version, d.state, std::nullopt, d.opened_at, d.ready_at, d.last_decision};
+    // Decoding only: what the trigger's state means is the planner's.
+    if (d.state == JobState::kPendingTrigger) job.trigger = TriggerStateFromJson(json::parse(d.trigger_state));
     JobVerdict v = planner_->Decide(job);
-    int64_t in_group = 0, elsewhere = 0;
-    if (v.decision == Decision::kLaunch && v.cancel_oldest > 0 &&
-        !CancelOldest(d, *sv->second.schedule, v.cancel_oldest, in_group, elsewhere)) {
+    std::vector<std::optional<std::string>> cancelled;
+    if (v.decision == Decision::kLaunch && v.cancel_oldest > 0 && !CancelOldest(d, v.cancel_oldest, cancelled)) {
       v = planner_->TooFewToCancel(job, std::move(v));
     }
-    planner_->Apply(job, v, in_group, elsewhere);
+    // Runs of a group whose counter is not held (the schedule's group changed since they
+    // launched): their rows are decremented here, the planner moved the rest.
+    std::vector<EndedRun> not_held;
+    for (const auto& [group, n] : planner_->Apply(job, v, cancelled)) not_held.insert(not_held.end(), n, {0, group});
+    if (!not_held.empty()) pg_internal::DecrementRunCounters(tx_, not_held);
+    clock_entry_.clear();
+    if (v.completed_by) clock_entry_ = HistoryEntry(at_, kTriggerCompleteByClock).String("by", *v.completed_by).Take();
+    if (v.ready_now) {
+      d.ready_at = now_;
+      d.ready_text = ctx_.now_text;
+    }
     JsonArrayText check_list;
     for (const ConstraintCheck& c : v.checks) {
       ++result_.checks[{c.constraint, ConstraintResultName(c.result)}];
@@ -372,7 +376,7 @@ class PgStore::CheckStep {
     }
     const std::string checks = check_list.Take();
     if (v.decision == Decision::kLaunch) {
-      Launch(d, *sv->second.schedule, v, checks);
+      Launch(d, *schedules_.at(d.schedule_id).schedule, v, checks);
     } else if (v.decision == Decision::kDiscard) {
       ++result_.discarded;
       // A job of a schedule gone or changed has no checks (none ran).
@@ -395,41 +399,38 @@ class PgStore::CheckStep {
     }
   }
 
-  // cancel_oldest: the oldest `n` active runs of the schedule end (reason overlap) in this
-  // transaction, under the counter row lock (docs/adr/0112-cancel-oldest.md); false (nothing
-  // cancelled) when fewer are stored. Counts the cancelled runs of the schedule's own group
-  // (`in_group`, whose counter the planner holds) and of another group (`elsewhere`, whose
-  // counter is decremented here).
-  bool CancelOldest(const Due& d, const Schedule& s, int64_t n, int64_t& in_group, int64_t& elsewhere) {
+  // cancel_oldest: the oldest `n` active runs of the schedule end as core's CancelOldestRun says
+  // (killed, reason overlap), in this transaction, under the schedule's counter lock
+  // (docs/adr/0112-cancel-oldest.md). Nothing is cancelled (false) when fewer are stored: the
+  // planner then makes the job wait. `cancelled` gets each ended run's concurrency group.
+  bool CancelOldest(const Due& d, int64_t n, std::vector<std::optional<std::string>>& cancelled) {
+    // The victims are locked (FOR UPDATE) in the order they are picked, the oldest first: the
+    // states listed are those OnCancel ends (the unfinished ones), checked again per row below.
     const pqxx::result victims =
-        tx_.exec_params("SELECT run_id FROM runs WHERE schedule_id = $1 AND state IN " +
+        tx_.exec_params("SELECT run_id, state FROM runs WHERE schedule_id = $1 AND state IN " +
                             SqlIn(RunState::kLaunched, RunState::kRunning, RunState::kRetryWait) +
                             " ORDER BY launched_at, run_id LIMIT $2 FOR UPDATE",
                         d.schedule_id, n);
     if (static_cast<int64_t>(victims.size()) < n) return false;
+    const OverlapCancel how = CancelOldestRun(d.id);
     SqlArray victim_ids;
-    for (const auto& v : victims) victim_ids.AddText(v[0].as<std::string>());
-    const pqxx::result ended = tx_.exec_params(
-        "UPDATE runs SET state=" + Sql(RunState::kKilled) +
-            ", reason='overlap', finished_at=now(), next_attempt_at=NULL, "
-            "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
-            ", 'status', 'killed', 'reason', 'overlap', 'attempt', attempt, 'what', "
-            "'cancelled by max_concurrent_runs on_unmet cancel_oldest for job ' || $2::text))) "
-            "WHERE run_id = ANY($1::text[]) "
-            "RETURNING concurrency_group, " TRIGD_ENDED_RUN_COLUMNS,
-        victim_ids.Take(), std::to_string(d.id));
-    pg_internal::AnnounceEndedRuns(tx_, store_.topics_, ended, 1, {"killed", "overlap", "killed"});
-    const std::optional<std::string> group = s.constraints.concurrency_group
-                                                 ? std::optional<std::string>(s.constraints.concurrency_group->name)
-                                                 : std::nullopt;
-    for (const auto& e : ended) {
-      if (!e[0].is_null() && group && e[0].as<std::string>() == *group) {
-        ++in_group;
-        continue;
-      }
-      ++elsewhere;
-      if (!e[0].is_null()) pg_internal::DecrementRunCounters(tx_, {EndedRun{0, e[0].as<std::string>()}});
+    for (const auto& v : victims) {
+      const std::optional<RunState> from = RunStateFromName(v[1].as<std::string>());
+      const std::optional<RunTransition> t = from ? OnCancel(*from) : std::nullopt;
+      TRIGD_CHECK_MSG(t && t->next == how.state, "run " + v[0].as<std::string>() + ": cancel_oldest from " +
+                                                     v[1].as<std::string>());
+      victim_ids.AddText(v[0].as<std::string>());
     }
+    // Compare-and-set is not needed: the rows are locked since they were read.
+    const pqxx::result ended = tx_.exec_params(
+        "UPDATE runs SET state=$2, reason=$3, finished_at=now(), next_attempt_at=NULL, "
+        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+        ", 'status', $2::text, 'reason', $3::text, 'attempt', attempt, 'what', $4::text))) "
+        "WHERE run_id = ANY($1::text[]) "
+        "RETURNING concurrency_group, " TRIGD_ENDED_RUN_COLUMNS,
+        victim_ids.Take(), std::string(RunStateName(how.state)), how.reason, how.what);
+    pg_internal::AnnounceEndedRuns(tx_, store_.topics_, ended, 1, {RunStateName(how.state), how.reason.c_str(), "killed"});
+    for (const auto& e : ended) cancelled.push_back(e[0].is_null() ? std::nullopt : std::optional(e[0].as<std::string>()));
     result_.cancelled += static_cast<int>(ended.size());
     return true;
   }
@@ -549,6 +550,7 @@ class PgStore::CheckStep {
   const CheckFilter* filter_;
   const std::string run_history_;  // a launched run's first history entry
   const std::string at_;           // history entries' time
+  std::string clock_entry_;        // the job being decided: its trigger completed by the clock
   CheckerResult result_;
   std::vector<Due> due_, undecided_;
   std::vector<int64_t> fresh_ids_;

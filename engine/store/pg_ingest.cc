@@ -318,17 +318,7 @@ class PgStore::IngestStep {
         versions.emplace_back(r[0].as<int64_t>(), r[1].as<int>());
         continue;
       }
-      OpenJob job;
-      job.id = r[0].as<int64_t>();
-      job.schedule_version = r[1].as<int>();
-      job.schedule_id = r[2].as<int64_t>();
-      job.state = TriggerStateFromJson(json::parse(r[3].c_str()));
-      for (const auto& t : json::parse(r[4].c_str())) {
-        job.triggered_by.push_back({t.value("id", ""), t.value("type", ""), t.value("payload", json())});
-      }
-      job.opened_at = FromMillis(r[5].as<int64_t>());
-      job.lineage = r[6].as<std::string>();
-      open_.push_back(std::move(job));
+      open_.push_back(pg_internal::OpenJobFromRow(r));
     }
     built_->schedules = ResolveSchedules(tx_, store_.cache_, versions);
     std::erase_if(open_, [&](const OpenJob& job) { return !built_->schedules.count(job.schedule_id); });
@@ -466,7 +456,8 @@ class PgStore::IngestStep {
 
   std::optional<TimePoint> NextCheck(const OpenJob& job, const Schedule& s) const {
     if (job.complete) return ctx_.now;
-    if (!job.discarded && s.timeout) return job.opened_at + s.timeout->after;
+    // The timeout, or a quiet period's or silence's end (the checker completes the job then).
+    if (!job.discarded) return CollectingJobWake(s, job.state, job.opened_at);
     return std::nullopt;
   }
   static const char* StateOf(const OpenJob& job) {

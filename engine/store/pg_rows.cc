@@ -38,7 +38,7 @@ void TriggeredByJson(const std::vector<TriggeringEvent>& events, std::string& ou
     out += "{\"id\":";
     AppendJsonString(out, events[i].id);
     out += ",\"payload\":";
-    out += events[i].payload.dump();
+    out += events[i].Payload().dump();
     out += ",\"type\":";
     AppendJsonString(out, events[i].type);
     out += '}';

@@ -128,6 +128,11 @@ std::string CheckerWritesSql() {
          " "
          "  THEN to_timestamp(x.next_check_at / 1000.0) END, "
          "last_decision = coalesce(x.decision, j.last_decision), forced = coalesce(x.forced, j.forced), "
+         // A collecting job whose trigger the clock completed (quiet, silence) is ready now.
+         "ready_at = CASE WHEN j.ready_at IS NULL AND j.state = " +
+         Sql(JobState::kPendingTrigger) + " AND (x.state = " + Sql(JobState::kPendingConstraint) +
+         " OR (x.state = " + Sql(JobState::kLaunched) +
+         " AND NOT coalesce(x.forced, false))) THEN now() ELSE j.ready_at END, "
          "discard_reason = x.reason, "
          "finished_at = CASE WHEN x.state IN " +
          SqlIn(JobState::kDiscarded, JobState::kLaunched) +

@@ -122,12 +122,102 @@ TEST(CheckPlanTest, AnIncompleteTriggerWaitsCollecting) {
   const Schedule s = Parse({{"name", "c"}, {"timeout", {{"after", "1h"}, {"action", "discard"}}}});
   DueJob d = Due(1, 7);
   d.state = JobState::kPendingTrigger;
-  d.trigger_complete = false;
+  d.trigger = TriggerState{{LeafState{}}};  // no partition yet
   d.ready_at.reset();
   CheckPlan plan = PlanChecks({d}, {{7, {1, &s}}}, {}, kNow);
   EXPECT_EQ(plan.verdicts[0].decision, Decision::kWait);
   EXPECT_EQ(plan.verdicts[0].state, JobState::kPendingTrigger);
   EXPECT_EQ(plan.verdicts[0].next_check_at, d.opened_at + std::chrono::hours(1)) << "checked again at its timeout";
+}
+
+// A silence leaf 10 minutes long, armed at `armed`.
+DueJob Silent(int64_t id, TimePoint armed) {
+  DueJob d = Due(id, 9);
+  d.state = JobState::kPendingTrigger;
+  d.ready_at.reset();
+  LeafState leaf;
+  leaf.last_arrival = armed;
+  d.trigger = TriggerState{{leaf}};
+  return d;
+}
+
+Schedule SilenceSchedule() {
+  json doc = {{"name", "quiet"}, {"program", {{"name", "p"}}}};
+  doc["trigger"] = {{"silence", {{"dataset", "d"}, {"for", "10m"}}}};
+  ParsedSchedule p = ParseSchedule(doc);
+  EXPECT_TRUE(p.ok()) << doc.dump();
+  return p.schedule;
+}
+
+// A silence over by the clock completes the trigger in the check that is due for it: the job is
+// ready now (no ready_at before), its history says which wait ended, and it launches. One still
+// silent waits collecting, due again at the silence's end.
+TEST(CheckPlanTest, TheClockCompletesASilenceAndTheJobIsReadyNow) {
+  const Schedule s = SilenceSchedule();
+  const std::map<int64_t, CheckedSchedule> schedules{{9, {1, &s}}};
+  CheckPlan plan = PlanChecks({Silent(1, kNow - std::chrono::minutes(11)), Silent(2, kNow - std::chrono::minutes(4))},
+                              schedules, {}, kNow);
+  const JobVerdict& over = plan.verdicts[0];
+  EXPECT_EQ(over.decision, Decision::kLaunch);
+  EXPECT_TRUE(over.ready_now);
+  ASSERT_TRUE(over.completed_by.has_value());
+  EXPECT_NE(over.completed_by->find("silent since"), std::string::npos) << *over.completed_by;
+  const JobVerdict& silent = plan.verdicts[1];
+  EXPECT_EQ(silent.decision, Decision::kWait);
+  EXPECT_EQ(silent.state, JobState::kPendingTrigger);
+  EXPECT_FALSE(silent.ready_now);
+  EXPECT_FALSE(silent.completed_by.has_value());
+  EXPECT_EQ(silent.next_check_at, kNow + std::chrono::minutes(6)) << "woken at the silence's end";
+  // A job ready before (its timeout ran it while collecting, say) keeps its ready_at.
+  DueJob ready = Silent(3, kNow - std::chrono::minutes(11));
+  ready.ready_at = kNow - std::chrono::minutes(1);
+  EXPECT_FALSE(PlanChecks({ready}, schedules, {}, kNow).verdicts[0].ready_now);
+}
+
+// Runs that ended before the check free their slots in the counters held, never below zero;
+// counters not held are left to the store.
+TEST(CheckPlanTest, EndedRunsFreeTheirSlots) {
+  CheckCounters c;
+  c.schedules[7] = {2, kNow};
+  c.groups["g"] = 1;
+  c.FreeEnded({{7, 1}, {8, 1}}, {{"g", 3}, {"h", 1}});
+  EXPECT_EQ(c.schedules[7].active, 1);
+  EXPECT_EQ(c.groups["g"], 0);
+  EXPECT_FALSE(c.schedules.count(8));
+  EXPECT_FALSE(c.groups.count("h"));
+}
+
+// cancel_oldest's victims free the schedule's slots, and their groups' when held here; a victim
+// of a group not held (the schedule's group changed since it launched) is returned for the store
+// to decrement.
+TEST(CheckPlanTest, CancelledRunsFreeTheGroupsHeldAndReturnTheOthers) {
+  const Schedule s = Parse({{"name", "o"},
+                            {"constraints",
+                             {{"max_concurrent_runs", {{"max", 1}, {"on_unmet", "cancel_oldest"}}},
+                              {"concurrency_group", {{"name", "new"}, {"max", 5}}}}}});
+  CheckCounters counters;
+  counters.schedules[7] = {3, kNow - std::chrono::hours(1)};
+  counters.groups["new"] = 1;
+  counters.groups["other"] = 4;  // held for another schedule of the batch
+  const std::map<int64_t, CheckedSchedule> schedules{{7, {1, &s}}};
+  CheckPlanner planner(schedules, counters, kNow);
+  const DueJob job = Due(1, 7);
+  JobVerdict v = planner.Decide(job);
+  ASSERT_EQ(v.decision, Decision::kLaunch);
+  ASSERT_EQ(v.cancel_oldest, 3);
+  std::map<std::string, int> not_held = planner.Apply(job, v, {std::string("old"), std::string("other"), std::nullopt});
+  EXPECT_EQ(not_held, (std::map<std::string, int>{{"old", 1}}));
+  EXPECT_EQ(counters.schedules[7].active, 1) << "three ended, one launched";
+  EXPECT_EQ(counters.groups["new"], 2);
+  EXPECT_EQ(counters.groups["other"], 3);
+}
+
+// What cancel_oldest does to each run it ends, and the history text naming the job.
+TEST(CheckPlanTest, CancelOldestKillsForOverlap) {
+  const OverlapCancel how = CancelOldestRun(42);
+  EXPECT_EQ(how.state, RunState::kKilled);
+  EXPECT_EQ(how.reason, "overlap");
+  EXPECT_EQ(how.what, "cancelled by max_concurrent_runs on_unmet cancel_oldest for job 42");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Checks that ScanEnvelope (the ingest fast path) agrees with ParseEnvelope (the authority):
-// whatever the scanner accepts, the parser accepts, with the same id, type, time and key; and
-// both refuse an accepted envelope made ambiguous (a key twice) or followed by other bytes.
+// whatever the scanner accepts, the parser accepts, with the same id, type, time and key, and
+// ParseScannedEnvelope reads the same event; and both refuse an accepted envelope made
+// ambiguous (a key twice) or followed by other bytes.
 #pragma once
 
 #include <string>
@@ -29,6 +30,19 @@ inline std::string ScanDisagreement(std::string_view bytes, size_t max_bytes = k
   }
   if (event->EventKey() != scan.EventKey()) {
     return "key: parser " + event->EventKey() + ", scanner " + scan.EventKey();
+  }
+  // The parse of what the scanner accepted (ingest's and the replay's path) reads the same event.
+  Result<Event> fast = ParseScannedEnvelope(bytes);
+  if (!fast.ok()) return "ParseScannedEnvelope refused: " + fast.status().message();
+  const Event& a = *event;
+  const Event& b = *fast;
+  if (a.id != b.id || a.type != b.type || a.time != b.time || a.payload != b.payload ||
+      a.partition.dataset != b.partition.dataset || a.partition.partitions != b.partition.partitions ||
+      a.partition.bytes != b.partition.bytes || a.program.program != b.program.program ||
+      a.program.run_id != b.program.run_id || a.program.status != b.program.status ||
+      a.program.attempt != b.program.attempt || a.program.reason != b.program.reason ||
+      a.tick.schedule != b.tick.schedule || a.tick.fire_time != b.tick.fire_time) {
+    return "ParseScannedEnvelope reads another event: " + b.payload.dump() + " for " + a.payload.dump();
   }
   return "";
 }

@@ -234,5 +234,38 @@ TEST(ReplayTest, InvalidEnvelopesAndDisabledSchedulesChangeNothing) {
   EXPECT_FALSE(r.schedules[0].enabled);
 }
 
+// Quiet periods and silence (SPEC §11) complete by the clock, at their deadline in event time,
+// as the store's checker completes them at the job's due time.
+TEST(ReplayTest, QuietPeriodLaunchesAtTheLastArrivalPlusThePeriod) {
+  std::vector<std::string> stream = {
+      Partition("q1", kFrom + kMinute, "sales.raw", "h=1"), Partition("q2", kFrom + 2 * kMinute, "sales.raw", "h=2"),
+      Partition("q3", kFrom + 8 * kMinute, "sales.raw", "h=3"),  // inside the quiet period: restarts it
+      Partition("q4", kFrom + 30 * kMinute, "sales.raw", "h=4")};
+  ReplayResult r =
+      Replayed({Simple("settled", {{"partition", {{"dataset", "sales.raw"}, {"count", 2}, {"quiet", "10m"}}}})}, stream,
+               kFrom + 60 * kMinute);
+  const ReplaySchedule& s = r.schedules[0];
+  ASSERT_EQ(s.launches.size(), 1u);
+  EXPECT_EQ(s.launches[0].at, kFrom + 18 * kMinute);
+  EXPECT_EQ(Ids(s.launches[0]), (std::vector<std::string>{"q1", "q2", "q3"}));
+  // The next job has one partition of 2: no quiet period runs, still collecting at the end.
+  EXPECT_EQ(s.open_at_end, 1);
+}
+
+TEST(ReplayTest, SilenceArmedAtFromAndReArmedByArrivals) {
+  std::vector<std::string> stream = {Partition("f1", kFrom + 30 * kMinute, "feed.raw", "h=1"),
+                                     Partition("f2", kFrom + 200 * kMinute, "feed.raw", "h=2")};
+  ReplayResult r = Replayed({Simple("silent", {{"silence", {{"dataset", "feed.raw"}, {"for", "1h"}}}})}, stream,
+                            kFrom + 400 * kMinute);
+  const ReplaySchedule& s = r.schedules[0];
+  // Armed at `from`, re-armed at 00:30: fires at 01:30. Nothing armed until f2 at 03:20: fires
+  // at 04:20. Once per silence.
+  ASSERT_EQ(s.launches.size(), 2u);
+  EXPECT_EQ(s.launches[0].at, kFrom + 90 * kMinute);
+  EXPECT_EQ(s.launches[1].at, kFrom + 260 * kMinute);
+  EXPECT_EQ(s.open_at_end, 0);
+  EXPECT_EQ(Whats(s).front(), "opened");
+}
+
 }  // namespace
 }  // namespace trigd

@@ -122,7 +122,7 @@ try:
     out = expect(200, "PUT", "/api/v1/schedules/a/ingest", token=ADMIN, body=doc)
     assert out == {"schedule": "a/ingest", "version": 1, "changed": True}, out
     other = {"namespace": "b", "name": "other", "program": {"name": "b.other"},
-             "trigger": {"time": {"every": "1h"}}}
+             "trigger": {"time": {"cron": "0 * * * *"}}}
     out = expect(200, "POST", "/api/v1/schedules", token=ADMIN, body=[other, doc])
     assert [o["changed"] for o in out] == [True, False], out
     page = expect(200, "GET", "/api/v1/schedules?limit=1", token=VIEW)
@@ -168,6 +168,104 @@ try:
     assert out["done"] == "resumed", out
     expect(404, "POST", "/api/v1/schedules/a/nothing/resume", token=OP)
 
+    # --- the operator's verbs: start, cancel, rerun, next, backfill, apply's dry run -------------
+    sleeper = {"namespace": "a", "name": "sleeper", "program": {"name": "a.sleeper", "args": {"command": "sleep 600"}},
+               "trigger": {"partition": {"dataset": f"{run}.never"}}}
+    expect(200, "PUT", "/api/v1/schedules/a/sleeper", token=ADMIN, body=sleeper)
+    expect(403, "POST", "/api/v1/schedules/a/sleeper/start", token=VIEW)
+    expect(403, "POST", "/api/v1/schedules/b/other/start", token=OP)
+    reply = expect(400, "POST", "/api/v1/schedules/a/sleeper/start", token=OP, body={"now": True})
+    assert reply["problems"][0]["path"] == "now", reply
+    reply = expect(400, "POST", "/api/v1/schedules/a/sleeper/start", token=OP, body={"force": "yes"})
+    assert reply["problems"][0]["path"] == "force", reply
+    expect(404, "POST", "/api/v1/schedules/a/nothing/start", token=OP)
+    expect(200, "POST", "/api/v1/schedules/a/sleeper/suspend", token=OP)
+    reply = expect(409, "POST", "/api/v1/schedules/a/sleeper/start", token=OP)
+    assert "suspended" in reply["error"], reply
+    expect(200, "POST", "/api/v1/schedules/a/sleeper/resume", token=OP)
+    if expect(200, "GET", "/api/v1/jobs?schedule=a/sleeper", token=VIEW)["items"]:
+        fail("a refused start opened a job")
+    started = expect(200, "POST", "/api/v1/schedules/a/sleeper/start", token=OP, body={"args": {"mode": "x"}})
+    assert started["schedule"] == "a/sleeper" and started["job_id"] > 0, started
+
+    def launched():
+        return expect(200, "GET", f"/api/v1/jobs/{started['job_id']}", token=VIEW).get("run_id")
+
+    sleeper_run = wait_for("the started job's run", launched, 30)
+    got = expect(200, "GET", f"/api/v1/runs/{sleeper_run}", token=VIEW)
+    if not (got.get("started_by_hand") or "").startswith("api (operator, token "):
+        fail(f"the run does not say the API's operator started it: {got}")
+    expect(403, "POST", f"/api/v1/runs/{sleeper_run}/cancel", token=VIEW)
+    reply = expect(400, "POST", f"/api/v1/runs/{sleeper_run}/cancel", token=OP, body={"reason": 3})
+    assert reply["problems"][0]["path"] == "reason", reply
+    cancelled = expect(200, "POST", f"/api/v1/runs/{sleeper_run}/cancel", token=OP, body={"reason": "e2e"})
+    assert cancelled["run_id"] == sleeper_run and cancelled["why"] == "e2e", cancelled
+    reply = expect(409, "POST", f"/api/v1/runs/{sleeper_run}/cancel", token=OP)
+    assert "has finished (killed)" in reply["error"], reply
+    expect(404, "POST", "/api/v1/runs/00000000-0000-0000-0000-000000000000/cancel", token=OP)
+    expect(403, "POST", f"/api/v1/runs/{run_id}/rerun", token=VIEW)
+    rerun = expect(200, "POST", f"/api/v1/runs/{run_id}/rerun", token=OP, body={"force": True})
+    assert rerun["rerun_of"] == run_id and rerun["schedule"] == "a/ingest", rerun
+    expect(404, "POST", "/api/v1/runs/00000000-0000-0000-0000-000000000000/rerun", token=OP)
+
+    nxt = expect(200, "GET", "/api/v1/schedules/b/other/next?count=3", token=VIEW)
+    assert len(nxt["fire_times"]) == 3 and nxt["state"] == "active", nxt
+    expect(400, "GET", "/api/v1/schedules/a/ingest/next", token=VIEW)  # no time trigger
+    expect(400, "GET", "/api/v1/schedules/b/other/next?count=0", token=VIEW)
+    expect(403, "GET", "/api/v1/schedules/b/other/next", token=OP)
+    hour = 3600
+    now = time.time()
+    window = {"from": time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(now - 4 * hour)),
+              "to": time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(now - hour))}
+    plan = expect(200, "POST", "/api/v1/schedules/b/other/backfill", token=ADMIN, body={**window, "dry_run": True})
+    assert plan["dry_run"] is True and plan["produced"] == len(plan["fire_times"]) == 3, plan
+    expect(403, "POST", "/api/v1/schedules/b/other/backfill", token=OP, body={**window, "dry_run": True})
+    expect(403, "POST", "/api/v1/schedules/a/sleeper/backfill", token=VIEW, body={**window, "dry_run": True})
+    reply = expect(400, "POST", "/api/v1/schedules/b/other/backfill", token=ADMIN, body={"from": "yesterday"})
+    assert sorted(p["path"] for p in reply["problems"]) == ["from", "to"], reply
+    reply = expect(400, "POST", "/api/v1/schedules/a/sleeper/backfill", token=OP, body=window)
+    assert "no time trigger" in reply["error"], reply
+    one = {"from": plan["fire_times"][0], "to": plan["fire_times"][1]}
+    sent = expect(200, "POST", "/api/v1/schedules/b/other/backfill", token=ADMIN, body=one)
+    assert sent["dry_run"] is False and sent["fire_times"] == [plan["fire_times"][0]], sent
+
+    def b_run():
+        items = expect(200, "GET", "/api/v1/runs?schedule=b/other", token=VIEW)["items"]
+        return items[0] if items and items[0]["state"] == "succeeded" else None
+
+    b_run = wait_for("the backfilled run of b/other", b_run, 60)
+    # An operator of a reaches no run of b, finished or not: 403 before anything is read for it.
+    expect(403, "POST", f"/api/v1/runs/{b_run['run_id']}/cancel", token=OP)
+    expect(403, "POST", f"/api/v1/runs/{b_run['run_id']}/rerun", token=OP)
+    if expect(200, "GET", f"/api/v1/runs/{b_run['run_id']}", token=VIEW).get("reruns"):
+        fail("a refused rerun opened a job")
+
+    def rerun_done():
+        return (expect(200, "GET", f"/api/v1/jobs/{rerun['job_id']}", token=VIEW).get("run_state") == "succeeded")
+
+    wait_for("the rerun to succeed", rerun_done, 60)
+
+    # Lineages: the succeeded run of a/ingest started one (its id is the run's).
+    page = expect(200, "GET", "/api/v1/lineages?state=succeeded", token=VIEW)
+    if run_id not in [l["lineage"] for l in page["items"]]:
+        fail(f"lineage {run_id} not among the succeeded ones: {page}")
+    expect(400, "GET", "/api/v1/lineages?state=sleeping", token=VIEW)
+    expect(403, "GET", "/api/v1/lineages", token=OP)  # a lineage spans namespaces
+    lineage = expect(200, "GET", f"/api/v1/lineages/{run_id}", token=OP)
+    assert lineage["lineage"] == run_id and [r["run_id"] for r in lineage["runs"]] == [run_id], lineage
+    expect(403, "GET", f"/api/v1/lineages/{b_run['run_id']}", token=OP)
+    expect(404, "GET", "/api/v1/lineages/nope", token=VIEW)
+
+    changed_doc = {**doc, "priority": 4}
+    dry = expect(200, "PUT", "/api/v1/schedules/a/ingest?dry_run=true", token=ADMIN, body=changed_doc)
+    assert dry["outcome"] == "changed" and dry["version"] == 2 and dry["diff"][0]["path"] == "priority", dry
+    dry = expect(200, "POST", "/api/v1/schedules?dry_run=true", token=ADMIN, body=[changed_doc])
+    assert [d["outcome"] for d in dry] == ["changed"], dry
+    expect(403, "PUT", "/api/v1/schedules/a/ingest?dry_run=true", token=OP, body=changed_doc)
+    expect(400, "PUT", "/api/v1/schedules/a/ingest?dry_run=yes", token=ADMIN, body=changed_doc)
+    if expect(200, "GET", "/api/v1/schedules/a/ingest", token=VIEW)["version"] != 1:
+        fail("a dry run applied the schedule")
+
     # --- trigctl --api prints what trigctl prints from the database ---------------------------
     def trigctl(args, api):
         e = dict(env)
@@ -186,6 +284,44 @@ try:
             direct, through = (tuple(re.sub(r"checked.at\W+[0-9T:.-]+Z", "", str(x)) for x in r) for r in (direct, through))
         if direct != through:
             fail(f"trigctl {' '.join(args)}: direct {direct!r}\nthrough the API {through!r}")
+    # The operator's verbs: what they read or refuse prints the same both ways.
+    changed_file = os.path.join(T.tmp, "changed.json")
+    json.dump(changed_doc, open(changed_file, "w"))
+    backfill = ["schedules", "backfill", "b/other", "--from", window["from"], "--to", window["to"], "--dry-run"]
+    for args in (["schedules", "next", "b/other"], ["schedules", "next", "b/other", "--count", "2", "--json"],
+                 ["schedules", "next", "a/ingest"], ["schedules", "next", "a/nothing"], backfill, backfill + ["--json"],
+                 ["schedules", "backfill", "a/sleeper", "--from", window["from"], "--to", window["to"]],
+                 ["schedules", "apply", "--dry-run", "-f", changed_file],
+                 ["schedules", "apply", "--dry-run", "-f", changed_file, "--json"],
+                 ["runs", "cancel", sleeper_run], ["runs", "cancel", "nope"], ["runs", "rerun", "nope"],
+                 ["runs", "start", "a/nothing"], ["runs", "start", "a/ingest", "--args", "[1]"],
+                 ["lineages", "list"], ["lineages", "list", "--state", "succeeded", "--json"],
+                 ["lineages", "list", "--state", "sleeping"], ["lineages", "show", run_id],
+                 ["lineages", "show", run_id, "--json"], ["lineages", "show", "nope"]):
+        direct, through = trigctl(args, False), trigctl(args, True)
+        if direct != through:
+            fail(f"trigctl {' '.join(args)}: direct {direct!r}\nthrough the API {through!r}")
+
+    # What they change prints the same, but for the ids of the jobs and runs each opens.
+    def ids(r):
+        text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "RUN", str(r))
+        return re.sub(r"job(_id)?\W+\d+|\(was \w+", "JOB", text)
+
+    def both(args):
+        direct, through = trigctl(args, False), trigctl(args, True)
+        if direct[0] != 0 or ids(direct) != ids(through):
+            fail(f"trigctl {' '.join(args)}: direct {direct!r}\nthrough the API {through!r}")
+        return direct, through
+
+    both(["runs", "start", "a/ingest", "--args", '{"mode": "delta"}'])
+    both(["runs", "start", "a/ingest", "--json", "--force"])
+    both(["runs", "rerun", run_id, "--json"])
+    for api in (False, True):
+        rc, out_text, err = trigctl(["runs", "start", "a/sleeper", "--json"], False)
+        sleeping = json.loads(out_text)["run_id"]
+        rc, out_text, err = trigctl(["runs", "cancel", sleeping, "--reason", "both ways"], api)
+        if rc != 0 or not re.fullmatch(f"cancelled run {sleeping} of a/sleeper \\(was \\w+, attempt 1\\)\n", out_text):
+            fail(f"trigctl runs cancel (api {api}): {rc} {out_text!r} {err!r}")
     docs_dir = os.path.join(T.tmp, "docs")
     os.mkdir(docs_dir)
     json.dump({**other, "priority": 3}, open(os.path.join(docs_dir, "other.json"), "w"))

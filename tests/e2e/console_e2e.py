@@ -2,10 +2,11 @@
 """e2e: the web console in a real headless browser (Debian's chromium, chromium-driver and
 python3-selenium).
 
-Applies two schedules through the API, opens the console with a viewer's token (no operator
-buttons), then an operator's: finds the schedule, clicks its buttons (run now when trigd serves
-it, else suspend and resume and a partition event), sees the run succeed with the reference
-worker on the Runs page, its lineage drawn as a graph, and a waiting job with its `why`.
+Applies three schedules through the API, opens the console with a viewer's token (no operator
+buttons), then an operator's: finds the schedule, clicks Run now and sees the run succeed with
+the reference worker on the Runs page, clicks Rerun and sees a second run succeed, runs a
+`sleep 600` schedule now and cancels its run (killed); then the run's lineage drawn as a graph
+and a waiting job with its `why`.
 Screenshots of each page are kept in ARTEFACTS (console-*.png).
 
 console_e2e.py SRC BIN ARTEFACTS
@@ -93,7 +94,10 @@ try:
             "trigger": {"partition": {"dataset": f"{T.run}.raw"}}}
     waiting = {"namespace": "default", "name": "console-waiting", "program": {"name": "console.waiting"},
                "trigger": {"partition": {"dataset": f"{T.run}.two", "count": 2}}}
-    for doc in (demo, waiting):
+    sleeper = {"namespace": "default", "name": "console-sleeper",
+               "program": {"name": "console.sleeper", "args": {"command": "sleep 600"}},
+               "trigger": {"partition": {"dataset": f"{T.run}.never"}}}
+    for doc in (demo, waiting, sleeper):
         status, reply = T.request("PUT", f"/api/v1/schedules/default/{doc['name']}", admin, doc)
         if status != 200:
             fail(f"apply {doc['name']}: {status} {reply}")
@@ -121,24 +125,37 @@ try:
     go("schedules")
     wait("the schedule's buttons", lambda: css(row + " button[data-op]"))
     shot("schedules")
-    if css(row + ' button[data-op="startSchedule"]'):
-        css(row + ' button[data-op="startSchedule"]')[0].click()
-        wait("the run now reply", lambda: "started" in browser.find_element(By.ID, "message").text)
-    else:
-        # Without runs start: suspend and resume through the buttons, then an event.
-        css(row + ' button[data-op="suspendSchedule"]')[0].click()
-        wait("suspended", lambda: css(row + ' button[data-op="resumeSchedule"]') and
-             "suspended" in css(row)[0].text)
-        css(row + ' button[data-op="resumeSchedule"]')[0].click()
-        wait("resumed", lambda: css(row + ' button[data-op="suspendSchedule"]') and "active" in css(row)[0].text)
-        T.trigctl("events", "emit", "partition", f"{T.run}.raw", "dt=1")
+    if not css(row + ' button[data-op="startSchedule"]'):
+        fail("an operator's console has no Run now button")
+    css(row + ' button[data-op="startSchedule"]')[0].click()
+    wait("the run now reply", lambda: "started default/console-demo" in browser.find_element(By.ID, "message").text)
 
-    def succeeded():
+    def succeeded(n):
         go("runs?schedule=default/console-demo")
-        return css('tr[data-state="succeeded"]')
+        return len(css('tr[data-state="succeeded"]')) >= n
 
-    wait("the run to succeed on the Runs page", succeeded, 45)
+    wait("the run to succeed on the Runs page", lambda: succeeded(1), 45)
     shot("runs")
+    # Rerun it from the Runs page: a second run of the schedule succeeds.
+    css('tr[data-state="succeeded"] button[data-op="rerunRun"]')[0].click()
+    wait("the rerun reply", lambda: "rerun of" in browser.find_element(By.ID, "message").text)
+    wait("the rerun to succeed", lambda: succeeded(2), 45)
+    # Run the sleeper now, then cancel its run from the Runs page: it ends killed.
+    go("schedules")
+    sleeper_row = 'tr[data-schedule="default/console-sleeper"]'
+    wait("the sleeper's Run now", lambda: css(sleeper_row + ' button[data-op="startSchedule"]'))[0].click()
+    wait("the sleeper's run now reply", lambda: "started default/console-sleeper" in
+         browser.find_element(By.ID, "message").text)
+
+    def cancel_button():
+        go("runs?schedule=default/console-sleeper")
+        return css('button[data-op="cancelRun"]')
+
+    wait("the sleeper's Cancel button", cancel_button, 30)[0].click()
+    wait("the cancel reply", lambda: "cancelled" in browser.find_element(By.ID, "message").text)
+    go("runs?schedule=default/console-sleeper")
+    wait("the cancelled run", lambda: css('tr[data-state="killed"]'))
+    shot("runs-cancelled")
     # The state filter keeps only what it names.
     go("runs?state=failed")
     if css('tr[data-state="succeeded"]'):
@@ -148,7 +165,11 @@ try:
     run_id = run_link.text
     run_link.click()
     wait("the lineage graph", lambda: css(f'svg.graph rect[data-run="{run_id}"]'))
+    if not css("p[data-lineage-state]"):
+        fail("the lineage page did not read the lineage from GET /api/v1/lineages/{id}")
     shot("lineage")
+    go("lineage")
+    wait("the lineage list", lambda: css(f'tr[data-lineage="{run_id}"]'))
 
     go("jobs")
     wait("the waiting job with its why", lambda: any("1 of 2" in p.text or "partition" in p.text

@@ -86,7 +86,7 @@ request() {
 merged=$(request "$run" | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["program"]["args"], sort_keys=True))')
 [[ $merged == '{"day": "x", "mode": "delta"}' ]] || fail "args not merged: $merged"
 "$bin/trigctl" jobs why "$job" >"$tmp/why"
-grep -qF "opened by hand (trigctl runs start) by trigctl ($(id -un))" "$tmp/why" || fail "jobs why: $(cat "$tmp/why")"
+grep -qF "opened by hand (runs start) by trigctl ($(id -un))" "$tmp/why" || fail "jobs why: $(cat "$tmp/why")"
 echo "runs start: job $job launched as run $run with its args merged"
 
 # runs start --force: a schedule whose time window is closed now waits without --force (the job
@@ -164,6 +164,9 @@ assert len(d["fire_times"]) == 3 and d["timezone"] == "Europe/Berlin", d
 for t in d["fire_times"]:
     assert t["utc"].endswith(":00:00Z") and t["local"][19:] in ("+01:00", "+02:00"), t
 PY
+# The table shows the local column in local time too.
+"$bin/trigctl" schedules next default/hourly --count 1 | tail -1 | grep -qE 'Z +[0-9T:-]{19}\+0[12]:00$' ||
+  fail "next (table): $("$bin/trigctl" schedules next default/hourly --count 1)"
 
 # backfill twice: three fire times, three runs.
 for i in 1 2; do

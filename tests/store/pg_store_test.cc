@@ -1962,6 +1962,20 @@ TEST_F(PgStoreTest, AScheduleChangeAbortedByADeadlockRunsAgain) {
   checker.exec("SELECT id FROM jobs WHERE state = 'pending_constraint' FOR UPDATE");  // the claim
   std::optional<Status> changed;
   std::thread change([&] { changed = ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend); });
+  // On any early exit the checker's transaction ends before the change is joined, so a failure
+  // reports itself instead of waiting forever or terminating on a joinable thread.
+  struct EndBoth {
+    pqxx::work& checker;
+    std::thread& change;
+    ~EndBoth() {
+      if (!change.joinable()) return;
+      try {
+        checker.abort();
+      } catch (const std::exception&) {
+      }
+      change.join();
+    }
+  } end_both{checker, change};
   // The change holds the schedule's row and waits for the job.
   const std::string waiting =
       "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
@@ -1976,7 +1990,11 @@ TEST_F(PgStoreTest, AScheduleChangeAbortedByADeadlockRunsAgain) {
     checker.exec("SELECT id FROM schedules WHERE name = 'default/s' FOR SHARE");  // as LoadSchedules
     checker.commit();
   } catch (const pqxx::sql_error&) {
-    // If the checker is the one aborted instead, it simply ends; the change goes on.
+    // If the checker is the one aborted instead, it ends and releases the job; the change goes on.
+    checker.abort();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "the checker's share lock failed: " << e.what();
+    checker.abort();
   }
   change.join();
   ASSERT_TRUE(changed.has_value());

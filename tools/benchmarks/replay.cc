@@ -7,7 +7,9 @@
 // most of real traffic). Timed: the event-time sort, every Feed and Finish, as `trigctl
 // schedules replay` runs them once the range is read; the envelopes are made beforehand.
 // The timeline is kept (as the CLI keeps it; its entries are decoded for printing, not timed).
-// Target: >= 500,000 events/s.
+// Target: >= 500,000 events/s, read in CPU time (events_per_cpu_s: this process's user + system
+// time), as the machine is shared: events_per_s, the wall clock, also counts other processes'
+// turns on its two cores.
 //
 // Usage: trigd-bench-replay [--events=N] [--documents=N] [--match_percent=P] [--rounds=3]
 // The last line of output is one JSON object (tools/bench builds RESULTS.md from it).
@@ -164,10 +166,11 @@ int main(int argc, char** argv) {
   std::printf("events/s (median)    %.0f over %ld rounds (best %.3f s)\n", median, rounds, best_seconds);
   std::printf(
       "events/CPU-s         %.0f (this process's CPU time: on a shared machine the wall clock\n"
-      "                     counts other processes' turns too)\n",
+      "                     counts other processes' turns too; the target, 500,000, reads this one)\n",
       cpu_median);
   std::printf("%s\n", json{{"documents", documents},
                            {"events", events},
+                           {"match_percent", match_percent},
                            {"matched", last.matched},
                            {"launches", launches},
                            {"events_per_s", static_cast<int64_t>(median)},

@@ -89,6 +89,10 @@ trigd::Result<json> ApiList(const Context& ctx, const std::string& path, const s
 // error is "no WHAT".
 trigd::Result<json> ApiOne(const Context& ctx, const std::string& path);
 
+// /api/v1/schedules/NS/NAME of a schedule name; a name without its namespace as NAME alone (the
+// API answers that there is no such schedule, as the database does).
+std::string SchedulePath(const std::string& name);
+
 // A decimal integer; nothing for anything else, one past long long's range included.
 std::optional<long long> ParseId(const std::string& s);
 

@@ -22,7 +22,9 @@ int LineagesList(const Context& ctx, const std::optional<std::string>& state_fla
                     "unknown lineage state \"" + *state_flag + "\" (one of running, succeeded, failed)");
     }
   }
-  auto r = trigd::QueryLineages(ctx.config.pg, state, *limit);
+  auto r = ctx.api ? ApiList(ctx, "/api/v1/lineages",
+                             state_flag ? "state=" + trigd::ApiClient::Encode(*state_flag) : "", *limit)
+                   : trigd::QueryLineages(ctx.config.pg, state, *limit);
   if (!r.ok()) return Fail(r.status(), "lineages list");
   PrintRows(*r, {"lineage", "state", "started_at", "runs", "active_runs", "failed_runs", "open_jobs"}, ctx.as_json);
   return 0;
@@ -36,7 +38,8 @@ std::string Text(const json& v) {
 
 int LineagesShow(const Context& ctx, const std::string& id) {
   if (id.empty()) return ctx.Usage("expects one lineage or run ID");
-  auto r = trigd::QueryLineage(ctx.config.pg, id);
+  auto r = ctx.api ? ctx.api->Call("GET", "/api/v1/lineages/" + trigd::ApiClient::Encode(id))
+                   : trigd::QueryLineage(ctx.config.pg, id);
   if (!r.ok()) return Fail(r.status(), "lineages show");
   if (ctx.as_json) {
     std::cout << r->dump() << "\n";

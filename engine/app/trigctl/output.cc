@@ -58,6 +58,8 @@ void NormalizeTime(json& v) {
 void NormalizeRowTimes(json& row) {
   if (!row.is_object()) return;
   for (auto& [key, value] : row.items()) {
+    // A local time (schedules next) is shown with its zone's offset, as the user asked for it.
+    if (key.starts_with("local")) continue;
     NormalizeTime(value);
     if (key == "history" && value.is_array()) {
       for (auto& entry : value) {
@@ -155,6 +157,15 @@ trigd::Result<json> ApiOne(const Context& ctx, const std::string& path) {
     return r.status();
   }
   return json::array({*r});
+}
+
+// /api/v1/schedules/NS/NAME; a name without its namespace as NAME alone (the API answers that
+// there is no such schedule, as the database does).
+std::string SchedulePath(const std::string& name) {
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos) return "/api/v1/schedules/-/" + trigd::ApiClient::Encode(name);
+  return "/api/v1/schedules/" + trigd::ApiClient::Encode(name.substr(0, slash)) + "/" +
+         trigd::ApiClient::Encode(name.substr(slash + 1));
 }
 
 std::optional<long long> ParseId(const std::string& s) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -32,12 +33,34 @@ int RunsList(const Context& ctx, const std::optional<std::string>& schedule,
 // it as waiting (its constraints may hold it for hours).
 constexpr auto kWaitForLaunch = std::chrono::seconds(5);
 
+// A job started by hand as the API replies it (StartedJob::ToJson()).
+trigd::StartedJob StartedFromJson(const json& j) {
+  trigd::StartedJob job;
+  job.job_id = j.value("job_id", int64_t{0});
+  job.schedule = j.value("schedule", "");
+  job.state = j.value("state", "");
+  if (j.contains("run_id") && j["run_id"].is_string()) job.run_id = j["run_id"].get<std::string>();
+  if (j.contains("rerun_of") && j["rerun_of"].is_string()) job.rerun_of = j["rerun_of"].get<std::string>();
+  return job;
+}
+
+// The job's state and run now: from PostgreSQL, or through the API (GET /api/v1/jobs/{id}).
+trigd::Result<trigd::StartedJob> ReadStarted(const Context& ctx, const trigd::StartedJob& job) {
+  if (!ctx.api) return trigd::QueryStartedJob(ctx.config.pg, job.job_id);
+  auto row = ctx.api->Call("GET", "/api/v1/jobs/" + std::to_string(job.job_id));
+  if (!row.ok()) return row.status();
+  trigd::StartedJob out = job;
+  out.state = row->value("state", job.state);
+  if (row->contains("run_id") && (*row)["run_id"].is_string()) out.run_id = (*row)["run_id"].get<std::string>();
+  return out;
+}
+
 // Prints a job started by hand: its run once launched, else why it waits.
 int PrintStarted(const Context& ctx, trigd::StartedJob job, const std::string& command) {
   const auto deadline = std::chrono::steady_clock::now() + kWaitForLaunch;
   while (!job.run_id && job.state == "pending_constraint" && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    auto again = trigd::QueryStartedJob(ctx.config.pg, job.job_id);
+    auto again = ReadStarted(ctx, job);
     if (!again.ok()) return Fail(again.status(), command);
     job = *again;
   }
@@ -52,6 +75,30 @@ int PrintStarted(const Context& ctx, trigd::StartedJob job, const std::string& c
     std::cout << ": " << job.state << " (trigctl jobs why " << job.job_id << " says why)\n";
   }
   return 0;
+}
+
+// Runs start, cancel and rerun: through the API (POST PATH with `body`) or the store call.
+template <class T>
+trigd::Result<T> Operate(const Context& ctx, const std::string& path, const json& body,
+                         const std::function<trigd::Result<T>()>& direct, const std::function<T(const json&)>& parse) {
+  if (!ctx.api) return direct();
+  auto r = ctx.api->Call("POST", path, body);
+  if (!r.ok()) return r.status();
+  return parse(*r);
+}
+
+std::string RunPath(const std::string& run_id, const std::string& verb) {
+  return "/api/v1/runs/" + trigd::ApiClient::Encode(run_id) + "/" + verb;
+}
+
+trigd::CancelledRun CancelledFromJson(const json& j) {
+  trigd::CancelledRun c;
+  c.run_id = j.value("run_id", "");
+  c.schedule = j.value("schedule", "");
+  c.previous_state = j.value("previous_state", "");
+  c.attempt = j.value("attempt", int64_t{0});
+  c.reason = j.value("why", "");
+  return c;
 }
 
 // Who asks, for the histories: trigctl and the OS user.
@@ -95,7 +142,9 @@ void AddRuns(CLI::App& root, Context& ctx) {
             return Refuse("runs start", "--args must be a JSON object, e.g. '{\"mode\": \"delta\"}', got " + *f->args);
           }
         }
-        auto r = trigd::StartRun(ctx.config.pg, f->name, args, f->force, CurrentActor());
+        auto r = Operate<trigd::StartedJob>(
+            ctx, SchedulePath(f->name) + "/start", json{{"args", args}, {"force", f->force}},
+            [&] { return trigd::StartRun(ctx.config.pg, f->name, args, f->force, CurrentActor()); }, StartedFromJson);
         if (!r.ok()) return Fail(r.status(), "runs start");
         return PrintStarted(ctx, *r, "runs start");
       });
@@ -108,8 +157,15 @@ void AddRuns(CLI::App& root, Context& ctx) {
   CLI::App* cancel = ctx.Verb(
       *runs, "cancel", "stop a run: it ends killed (reason cancelled) and its worker stops the command", [&ctx, f] {
         if (f->run_id.empty()) return ctx.Usage("expects one RUN_ID");
-        auto r =
-            trigd::CancelRun(ctx.config.pg, ctx.config.topic_prefix, f->run_id, f->reason.value_or(""), CurrentActor());
+        json body = json::object();
+        if (f->reason) body["reason"] = *f->reason;
+        auto r = Operate<trigd::CancelledRun>(
+            ctx, RunPath(f->run_id, "cancel"), body,
+            [&] {
+              return trigd::CancelRun(ctx.config.pg, ctx.config.topic_prefix, f->run_id, f->reason.value_or(""),
+                                      CurrentActor());
+            },
+            CancelledFromJson);
         if (!r.ok()) return Fail(r.status(), "runs cancel");
         std::cout << (ctx.as_json ? r->ToJson().dump()
                                   : "cancelled run " + r->run_id + " of " + r->schedule + " (was " + r->previous_state +
@@ -120,13 +176,15 @@ void AddRuns(CLI::App& root, Context& ctx) {
   cancel->add_option("RUN_ID", f->run_id, "run id");
   trigd::FlagValue(cancel->add_option("--reason", f->reason, "why, for the run's history")->type_name("TEXT"));
 
-  CLI::App* rerun = ctx.Verb(*runs, "rerun",
-                             "a new run of the same job: same triggered_by, the schedule's current version", [&ctx, f] {
-                               if (f->run_id.empty()) return ctx.Usage("expects one RUN_ID");
-                               auto r = trigd::RerunRun(ctx.config.pg, f->run_id, f->force, CurrentActor());
-                               if (!r.ok()) return Fail(r.status(), "runs rerun");
-                               return PrintStarted(ctx, *r, "runs rerun");
-                             });
+  CLI::App* rerun = ctx.Verb(
+      *runs, "rerun", "a new run of the same job: same triggered_by, the schedule's current version", [&ctx, f] {
+        if (f->run_id.empty()) return ctx.Usage("expects one RUN_ID");
+        auto r = Operate<trigd::StartedJob>(
+            ctx, RunPath(f->run_id, "rerun"), json{{"force", f->force}},
+            [&] { return trigd::RerunRun(ctx.config.pg, f->run_id, f->force, CurrentActor()); }, StartedFromJson);
+        if (!r.ok()) return Fail(r.status(), "runs rerun");
+        return PrintStarted(ctx, *r, "runs rerun");
+      });
   rerun->add_option("RUN_ID", f->run_id, "run id");
   rerun->add_flag("--force", f->force, "launch regardless of the schedule's constraints");
 }

@@ -9,13 +9,11 @@
 #include <set>
 #include <sstream>
 
+#include "api/backfill.h"
 #include "app/trigctl/context.h"
 #include "common/time.h"
-#include "common/topic_names.h"
 #include "core/envelope_time.h"
 #include "core/schedule_parser.h"
-#include "log/kafka.h"
-#include "log/topics.h"
 #include "store/admin.h"
 #include "store/operate.h"
 
@@ -38,35 +36,44 @@ trigd::Result<std::vector<trigd::ApplyOutcome>> ApplyThroughApi(const Context& c
   return out;
 }
 
-// `apply --dry-run`: what applying would do; nothing is written.
+// `apply --dry-run`: what applying would do; nothing is written. Each entry as
+// DryRunEntry::ToJson(), from the store or the API (POST /api/v1/schedules?dry_run=true).
 int PrintDryRun(const Context& ctx, const std::vector<trigd::Schedule>& schedules) {
-  auto r = trigd::DryRunApply(ctx.config.pg, schedules);
-  if (!r.ok()) return Fail(r.status(), "schedules apply");
+  json entries = json::array();
+  if (ctx.api) {
+    json docs = json::array();
+    for (const auto& s : schedules) docs.push_back(trigd::ScheduleToJson(s));
+    auto r = ctx.api->Call("POST", "/api/v1/schedules?dry_run=true", docs);
+    if (!r.ok()) return Fail(r.status(), "schedules apply");
+    entries = *r;
+  } else {
+    auto r = trigd::DryRunApply(ctx.config.pg, schedules);
+    if (!r.ok()) return Fail(r.status(), "schedules apply");
+    for (const auto& e : *r) entries.push_back(e.ToJson());
+  }
   if (ctx.as_json) {
-    json out = json::array();
-    for (const auto& e : *r) out.push_back(e.ToJson());
-    std::cout << out.dump() << "\n";
+    std::cout << entries.dump() << "\n";
     return 0;
   }
   size_t changed = 0, fresh = 0;
   int64_t discarded = 0;
-  for (const auto& e : *r) {
-    changed += e.outcome == "changed";
-    fresh += e.outcome == "new";
-    discarded += e.jobs_discarded;
-    std::cout << e.outcome << std::string(e.outcome.size() < 10 ? 10 - e.outcome.size() : 1, ' ') << e.schedule << " v"
-              << e.version;
-    if (e.outcome == "changed") {
-      std::cout << " (discards " << e.jobs_discarded << " open or waiting job" << (e.jobs_discarded == 1 ? "" : "s")
-                << ")";
-    }
+  for (const auto& e : entries) {
+    const std::string outcome = e.value("outcome", "");
+    const int64_t jobs = e.value("jobs_discarded", int64_t{0});
+    changed += outcome == "changed";
+    fresh += outcome == "new";
+    discarded += jobs;
+    std::cout << outcome << std::string(outcome.size() < 10 ? 10 - outcome.size() : 1, ' ') << e.value("schedule", "")
+              << " v" << e.value("version", 0);
+    if (outcome == "changed")
+      std::cout << " (discards " << jobs << " open or waiting job" << (jobs == 1 ? "" : "s") << ")";
     std::cout << "\n";
-    for (const auto& c : e.diff) {
-      std::cout << "    " << c.path << ": " << (c.before.is_null() ? "(none)" : c.before.dump()) << " -> "
-                << (c.after.is_null() ? "(none)" : c.after.dump()) << "\n";
+    for (const auto& c : e["diff"]) {
+      std::cout << "    " << c.value("path", "") << ": " << (c["before"].is_null() ? "(none)" : c["before"].dump())
+                << " -> " << (c["after"].is_null() ? "(none)" : c["after"].dump()) << "\n";
     }
   }
-  std::cout << "dry run: " << fresh << " new, " << changed << " changed, " << r->size() - fresh - changed
+  std::cout << "dry run: " << fresh << " new, " << changed << " changed, " << entries.size() - fresh - changed
             << " unchanged; " << discarded << " open or waiting job" << (discarded == 1 ? "" : "s")
             << " would be discarded; nothing applied\n";
   return 0;
@@ -185,15 +192,6 @@ int SchedulesList(const Context& ctx, const std::optional<std::string>& limit_fl
   return 0;
 }
 
-// /api/v1/schedules/NS/NAME; a name without its namespace as NAME alone (the API answers that
-// there is no such schedule, as the database does).
-std::string SchedulePath(const std::string& name) {
-  const size_t slash = name.find('/');
-  if (slash == std::string::npos) return "/api/v1/schedules/-/" + trigd::ApiClient::Encode(name);
-  return "/api/v1/schedules/" + trigd::ApiClient::Encode(name.substr(0, slash)) + "/" +
-         trigd::ApiClient::Encode(name.substr(slash + 1));
-}
-
 int SchedulesNext(const Context& ctx, const std::string& name, const std::optional<std::string>& count_flag) {
   if (name.empty()) return ctx.Usage("expects one NAME (namespace/name)");
   auto count = Limit(count_flag, 5);
@@ -201,23 +199,32 @@ int SchedulesNext(const Context& ctx, const std::string& name, const std::option
     return Refuse("schedules next",
                   "--count must be an integer from 1 to 1000, got \"" + count_flag.value_or("") + "\"");
   }
-  auto r = trigd::QueryNextFireTimes(ctx.config.pg, name, *count);
-  if (!r.ok()) return Fail(r.status(), "schedules next");
+  json next;  // NextFireTimes::ToJson()
+  if (ctx.api) {
+    auto r = ctx.api->Call("GET", SchedulePath(name) + "/next?count=" + std::to_string(*count));
+    if (!r.ok()) return Fail(r.status(), "schedules next");
+    next = *r;
+  } else {
+    auto r = trigd::QueryNextFireTimes(ctx.config.pg, name, *count);
+    if (!r.ok()) return Fail(r.status(), "schedules next");
+    next = r->ToJson();
+  }
   if (ctx.as_json) {
-    std::cout << r->ToJson().dump() << "\n";
+    std::cout << next.dump() << "\n";
     return 0;
   }
-  if (r->state != "active") std::cout << name << " is " << r->state << ": none of these fire until it is resumed\n";
-  if (!r->active_now) std::cout << name << " is outside its active period now\n";
+  const std::string state = next.value("state", "");
+  const std::string timezone = next.value("timezone", "");
+  if (state != "active") std::cout << name << " is " << state << ": none of these fire until it is resumed\n";
+  if (!next.value("active_now", true)) std::cout << name << " is outside its active period now\n";
   json rows = json::array();
-  const json next = r->ToJson();
   for (const auto& t : next["fire_times"])
-    rows.push_back({{"utc", t["utc"]}, {"local (" + r->timezone + ")", t["local"]}});
+    rows.push_back({{"utc", t["utc"]}, {"local (" + timezone + ")", t["local"]}});
   if (rows.empty()) {
     std::cout << name << " has no further fire times\n";
     return 0;
   }
-  PrintRows(rows, {"utc", "local (" + r->timezone + ")"}, false);
+  PrintRows(rows, {"utc", "local (" + timezone + ")"}, false);
   return 0;
 }
 
@@ -228,7 +235,8 @@ struct BackfillFlags {
 };
 
 // The ticks of every fire time in [from, to), each with a fire time's one identity: trigd
-// launches each fire time once, however often a backfill sends it (docs/semantics.md).
+// launches each fire time once, however often a backfill sends it (docs/semantics.md). Sent by
+// trigctl (api/backfill.h), or by trigd through the API.
 int SchedulesBackfill(const Context& ctx, const std::string& name, const BackfillFlags& f) {
   if (name.empty()) return ctx.Usage("expects one NAME (namespace/name)");
   if (f.from.empty() || f.to.empty()) return ctx.Usage("needs --from T and --to T (RFC 3339)");
@@ -242,50 +250,33 @@ int SchedulesBackfill(const Context& ctx, const std::string& name, const Backfil
                   "--to: invalid time \"" + f.to + "\": expected RFC 3339, e.g. 2026-11-23T00:00:00Z");
   auto max = Limit(f.max, 10000);
   if (!max) return Refuse("schedules backfill", "--max must be a positive integer, got \"" + f.max.value_or("") + "\"");
-  auto plan = trigd::PlanBackfill(ctx.config.pg, name, *from, *to, *max);
-  if (!plan.ok()) return Fail(plan.status(), "schedules backfill");
-  if (!f.dry_run && !plan->fire_times.empty()) {
-    const std::string topic = trigd::TopicNames(ctx.config.topic_prefix).events_time;
-    auto missing = trigd::MissingTopics(ctx.config.kafka, {topic});
-    if (!missing.ok()) return Fail(missing.status(), "schedules backfill");
-    if (!missing->empty()) return Refuse("schedules backfill", trigd::NoSuchTopics(*missing, ctx.config.kafka));
-    auto producer = trigd::Producer::Create(ctx.config.kafka);
-    if (!producer.ok()) return Fail(producer.status(), "schedules backfill");
-    const std::string now = trigd::FormatTime(trigd::SystemClock::Get().Now());
-    std::vector<trigd::OutMessage> ticks;
-    for (trigd::TimePoint t : plan->fire_times) {
-      const std::string fire = trigd::FormatTime(t);
-      json e = {{"id", "backfill:" + name + ":" + fire},
-                {"type", "tick"},
-                {"time", now},
-                {"payload", {{"schedule", name}, {"fire_time", fire}}}};
-      ticks.push_back({topic, name, e.dump()});
-    }
-    auto ok = (*producer)->ProduceAndWait(ticks, 30000);
-    const size_t failed = static_cast<size_t>(std::count(ok.begin(), ok.end(), false));
-    if (failed > 0) {
-      std::cerr << "trigctl schedules backfill: " << failed << " of " << ticks.size() << " ticks not delivered to "
-                << topic << ": " << (*producer)->LastError()
-                << " (running it again sends each once more, harmlessly)\n";
-      return 2;
-    }
-    if (auto counted = trigd::CountBackfill(ctx.config.pg, static_cast<int64_t>(ticks.size())); !counted.ok()) {
-      return Fail(counted, "schedules backfill");
-    }
+  json out;  // BackfillPlan::ToJson() and dry_run
+  if (ctx.api) {
+    auto r = ctx.api->Call(
+        "POST", SchedulePath(name) + "/backfill",
+        json{
+            {"from", trigd::FormatTime(*from)}, {"to", trigd::FormatTime(*to)}, {"dry_run", f.dry_run}, {"max", *max}});
+    if (!r.ok()) return Fail(r.status(), "schedules backfill");
+    out = *r;
+  } else {
+    auto plan = trigd::Backfill(ctx.config.pg, ctx.config.kafka, ctx.config.topic_prefix,
+                                trigd::BackfillRequest{name, *from, *to, *max, f.dry_run});
+    if (!plan.ok()) return Fail(plan.status(), "schedules backfill");
+    out = plan->ToJson();
+    out["dry_run"] = f.dry_run;
   }
   if (ctx.as_json) {
-    json out = plan->ToJson();
-    out["dry_run"] = f.dry_run;
     std::cout << out.dump() << "\n";
     return 0;
   }
+  const size_t n = out["fire_times"].size();
   if (f.dry_run) {
-    for (trigd::TimePoint t : plan->fire_times) std::cout << trigd::FormatTime(t) << "\n";
+    for (const auto& t : out["fire_times"]) std::cout << t.get<std::string>() << "\n";
   }
-  std::cout << name << ": " << plan->fire_times.size() << " fire time" << (plan->fire_times.size() == 1 ? "" : "s")
-            << " in [" << trigd::FormatTime(*from) << ", " << trigd::FormatTime(*to) << ")"
-            << (f.dry_run ? " (dry run: nothing sent)" : " sent") << "; " << plan->already_done << " already done, "
-            << plan->launched << " launched so far, " << plan->waiting << " waiting on constraints\n";
+  std::cout << name << ": " << n << " fire time" << (n == 1 ? "" : "s") << " in [" << trigd::FormatTime(*from) << ", "
+            << trigd::FormatTime(*to) << ")" << (f.dry_run ? " (dry run: nothing sent)" : " sent") << "; "
+            << out.value("already_done", int64_t{0}) << " already done, " << out.value("launched", int64_t{0})
+            << " launched so far, " << out.value("waiting", int64_t{0}) << " waiting on constraints\n";
   return 0;
 }
 
