@@ -265,11 +265,11 @@ TEST_F(OnUpdateTest, AClockCompletionIsWrittenOnlyToItsOwnJob) {
   Exec(
       "UPDATE jobs SET trigger_state = jsonb_set(trigger_state, '{0,last_arrival_ms}', "
       "to_jsonb(floor(extract(epoch from now() - interval '2 hours') * 1000)::bigint)), "
-      "next_check_at = now() - interval '1 hour' WHERE schedule_name = 'quiet-feed'");
-  Exec("UPDATE jobs SET schedule_version = schedule_version + 1 WHERE schedule_name = 's'");
+      "next_check_at = now() - interval '1 hour' WHERE schedule_name LIKE '%quiet-feed'");
+  Exec("UPDATE jobs SET schedule_version = schedule_version + 1 WHERE schedule_name LIKE '%/s'");
   Check();
-  const int64_t silent = std::stoll(Text("SELECT id FROM jobs WHERE schedule_name = 'quiet-feed'"));
-  const int64_t other = std::stoll(Text("SELECT id FROM jobs WHERE schedule_name = 's'"));
+  const int64_t silent = std::stoll(Text("SELECT id FROM jobs WHERE schedule_name LIKE '%quiet-feed'"));
+  const int64_t other = std::stoll(Text("SELECT id FROM jobs WHERE schedule_name LIKE '%/s'"));
   std::string state;
   std::string history = Why(silent, &state);
   EXPECT_EQ(state, "launched") << history;
@@ -277,7 +277,10 @@ TEST_F(OnUpdateTest, AClockCompletionIsWrittenOnlyToItsOwnJob) {
   history = Why(other, &state);
   EXPECT_EQ(state, "discarded") << history;
   EXPECT_NE(history.find("discarded: schedule updated"), std::string::npos) << history;
-  EXPECT_EQ(history.find("trigger complete"), std::string::npos) << history;
+  // Its own completion (by the event, at ingest) once; none by the clock.
+  const size_t own = history.find("trigger complete");
+  ASSERT_NE(own, std::string::npos) << history;
+  EXPECT_EQ(history.find("trigger complete", own + 1), std::string::npos) << history;
 }
 
 TEST_F(OnUpdateTest, QuietJobIsDueAtItsLastArrivalPlusThePeriod) {
