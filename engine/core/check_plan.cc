@@ -80,8 +80,8 @@ JobVerdict CheckPlanner::Decide(const DueJob& job) const {
     // window's opening).
     v.next_check_at = out.next_check_at.value_or(now_ + kRunEndRecheck);
     if (out.wakes_on_run_end) v.next_check_at = std::min(v.next_check_at, now_ + kRunEndRecheck);
-    v.state = job.state == JobState::kPendingTrigger && !complete ? JobState::kPendingTrigger
-                                                                  : JobState::kPendingConstraint;
+    v.state =
+        job.state == JobState::kPendingTrigger && !complete ? JobState::kPendingTrigger : JobState::kPendingConstraint;
     v.reason = std::move(out.reason);
     if (v.reason != job.last_decision) v.history = "waiting: " + v.reason;
   }
@@ -90,7 +90,8 @@ JobVerdict CheckPlanner::Decide(const DueJob& job) const {
 
 void CheckCounters::FreeEnded(const std::map<int64_t, int>& per_schedule, const std::map<std::string, int>& per_group) {
   for (const auto& [id, n] : per_schedule) {
-    if (auto it = schedules.find(id); it != schedules.end()) it->second.active = std::max<int64_t>(it->second.active - n, 0);
+    if (auto it = schedules.find(id); it != schedules.end())
+      it->second.active = std::max<int64_t>(it->second.active - n, 0);
   }
   for (const auto& [name, n] : per_group) {
     if (auto it = groups.find(name); it != groups.end()) it->second = std::max<int64_t>(it->second - n, 0);
@@ -151,7 +152,8 @@ CheckPlan PlanChecks(const std::vector<DueJob>& due, const std::map<int64_t, Che
     JobVerdict v = planner.Decide(job);
     // The oldest runs cancelled for a launch are the schedule's own (of its group, if any).
     std::optional<std::string> group;
-    if (auto sv = schedules.find(job.schedule_id); sv != schedules.end() && sv->second.schedule->constraints.concurrency_group)
+    if (auto sv = schedules.find(job.schedule_id);
+        sv != schedules.end() && sv->second.schedule->constraints.concurrency_group)
       group = sv->second.schedule->constraints.concurrency_group->name;
     planner.Apply(job, v, std::vector<std::optional<std::string>>(v.cancel_oldest, group));
     plan.verdicts.push_back(std::move(v));

@@ -22,7 +22,9 @@ Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
 
 // The checker step in one transaction, phase by phase: claim the due jobs, lock the run
 // counters they need (schedules, then groups, each in one order), decide each job with core's
-// CheckJob, and write every decision in one statement (checker_writes) or by COPY.
+// CheckPlanner (core/check_plan.h: every decision, its history text and the counters it moves;
+// docs/adr/0142), and write every decision in one statement (checker_writes) or by COPY. What
+// stays here is mechanics: the claim, the locks, row decoding and the writes.
 class PgStore::CheckStep {
  public:
   CheckStep(PgStore& store, const TxContext& ctx, size_t limit, const CheckFilter* filter)
@@ -417,8 +419,8 @@ class PgStore::CheckStep {
     for (const auto& v : victims) {
       const std::optional<RunState> from = RunStateFromName(v[1].as<std::string>());
       const std::optional<RunTransition> t = from ? OnCancel(*from) : std::nullopt;
-      TRIGD_CHECK_MSG(t && t->next == how.state, "run " + v[0].as<std::string>() + ": cancel_oldest from " +
-                                                     v[1].as<std::string>());
+      TRIGD_CHECK_MSG(t && t->next == how.state,
+                      "run " + v[0].as<std::string>() + ": cancel_oldest from " + v[1].as<std::string>());
       victim_ids.AddText(v[0].as<std::string>());
     }
     // Compare-and-set is not needed: the rows are locked since they were read.
@@ -429,8 +431,10 @@ class PgStore::CheckStep {
         "WHERE run_id = ANY($1::text[]) "
         "RETURNING concurrency_group, " TRIGD_ENDED_RUN_COLUMNS,
         victim_ids.Take(), std::string(RunStateName(how.state)), how.reason, how.what);
-    pg_internal::AnnounceEndedRuns(tx_, store_.topics_, ended, 1, {RunStateName(how.state), how.reason.c_str(), "killed"});
-    for (const auto& e : ended) cancelled.push_back(e[0].is_null() ? std::nullopt : std::optional(e[0].as<std::string>()));
+    pg_internal::AnnounceEndedRuns(tx_, store_.topics_, ended, 1,
+                                   {RunStateName(how.state), how.reason.c_str(), "killed"});
+    for (const auto& e : ended)
+      cancelled.push_back(e[0].is_null() ? std::nullopt : std::optional(e[0].as<std::string>()));
     result_.cancelled += static_cast<int>(ended.size());
     return true;
   }
