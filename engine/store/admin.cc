@@ -234,6 +234,183 @@ Result<nlohmann::json> QueryList(const std::string& pg, const std::optional<std:
 
 }  // namespace
 
+namespace {
+
+// A stored schedule that an apply names.
+struct CurrentSchedule {
+  int64_t id;
+  int version;
+  std::string hash;
+  bool active;       // its state now
+  bool doc_enabled;  // its stored document's `enabled`
+};
+
+// What one apply writes: the outcome of each document, the rows of the new and changed ones.
+struct ApplyPlan {
+  std::vector<ApplyOutcome> out;
+  std::vector<bool> active;     // each schedule's state after the apply
+  std::vector<size_t> changed;  // indices into the documents
+  json inserts = json::array(), updates = json::array();
+};
+
+// The named schedules, locked, and the versions their deleted names reached (schema/013).
+std::map<std::string, CurrentSchedule> LockCurrent(pqxx::work& tx, const json& names,
+                                                   std::map<std::string, int>& deleted_versions) {
+  std::map<std::string, CurrentSchedule> current;
+  for (const auto& r : tx.exec_params(
+           "SELECT name, id, version, doc_hash, state = 'active', coalesce((document->>'enabled')::boolean, true) "
+           "FROM schedules WHERE name IN (SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY id FOR UPDATE",
+           names.dump())) {
+    current[r[0].as<std::string>()] = {r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>(), r[4].as<bool>(),
+                                       r[5].as<bool>()};
+  }
+  for (const auto& r : tx.exec_params("SELECT name, version FROM deleted_schedule_versions WHERE name IN (SELECT "
+                                      "jsonb_array_elements_text($1::jsonb))",
+                                      names.dump())) {
+    deleted_versions[r[0].as<std::string>()] = r[1].as<int>();
+  }
+  return current;
+}
+
+// Decides each document's version and state and the rows to insert or update; a document equal
+// to the stored one (same hash) changes nothing.
+ApplyPlan PlanApply(const std::vector<Schedule>& schedules, const std::vector<std::string>& texts,
+                    const std::vector<std::string>& hashes, const std::map<std::string, CurrentSchedule>& current,
+                    const std::map<std::string, int>& deleted_versions) {
+  ApplyPlan plan;
+  plan.out.resize(schedules.size());
+  plan.active.resize(schedules.size());
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    const Schedule& s = schedules[i];
+    const std::string name = s.id().value();
+    auto it = current.find(name);
+    // A schedule's state after this apply: a document's `enabled` decides when the schedule is
+    // new and when `enabled` changes; otherwise an update keeps the state `trigctl schedules
+    // suspend|resume` gave it (as Airflow keeps a paused DAG paused across edits of its file).
+    const bool keep = it != current.end() && it->second.doc_enabled == s.enabled;
+    plan.active[i] = keep ? it->second.active : s.enabled;
+    if (it != current.end() && it->second.hash == hashes[i]) {
+      plan.out[i] = {name, it->second.version, false};
+      continue;
+    }
+    plan.changed.push_back(i);
+    json row = {{"name", name},
+                {"hash", hashes[i]},
+                {"document", texts[i]},
+                {"state", plan.active[i] ? "active" : "suspended"},
+                {"grp", s.constraints.concurrency_group ? json(s.constraints.concurrency_group->name) : json()},
+                {"run_timeout_ms", s.run_timeout ? json(s.run_timeout->count()) : json()}};
+    if (it == current.end()) {
+      // A name deleted before starts after the version it had.
+      auto deleted = deleted_versions.find(name);
+      const int version = deleted == deleted_versions.end() ? 1 : deleted->second + 1;
+      plan.out[i] = {name, version, true};
+      row["version"] = version;
+      plan.inserts.push_back(std::move(row));
+    } else {
+      plan.out[i] = {name, it->second.version + 1, true};
+      row["id"] = it->second.id;
+      row["index"] = i;
+      row["version"] = it->second.version + 1;
+      plan.updates.push_back(std::move(row));
+    }
+  }
+  return plan;
+}
+
+std::string BigintArray(const std::vector<int64_t>& ids) {
+  std::string list = "{";
+  for (int64_t id : ids) list += (list.size() > 1 ? "," : "") + std::to_string(id);
+  return list + "}";
+}
+
+// The updated schedules' pending jobs, by each one's on_update (SPEC §11): `discard` (the
+// default) discards them; `keep` and `reevaluate` move them to the new version, with a history
+// entry each. Their leaves are dropped, to be written again. Returns the jobs discarded.
+int64_t ApplyUpdates(pqxx::work& tx, const std::vector<Schedule>& schedules, const json& updates,
+                     const std::map<std::string, int64_t>& ids, TimePoint now) {
+  std::vector<int64_t> discarded_of, all;
+  json kept = json::array();
+  std::vector<size_t> reevaluated;  // indices into `schedules`
+  for (const auto& u : updates) {
+    const size_t i = u["index"].get<size_t>();
+    all.push_back(u["id"].get<int64_t>());
+    if (schedules[i].on_update == OnUpdate::kDiscard) {
+      discarded_of.push_back(u["id"].get<int64_t>());
+    } else {
+      kept.push_back({{"id", u["id"]}, {"version", u["version"]}});
+      if (schedules[i].on_update == OnUpdate::kReevaluate) reevaluated.push_back(i);
+    }
+  }
+  if (!kept.empty()) {
+    tx.exec_params(
+        // A job waiting on its constraints is checked again at once, under the new ones.
+        "UPDATE jobs j SET schedule_version = x.version, "
+        "next_check_at = CASE WHEN j.state = " +
+            Sql(JobState::kPendingConstraint) +
+            " THEN now() ELSE j.next_check_at END, history = trigd_append_history(j.history, "
+            "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+            ", 'what', 'kept: schedule updated to v' || x.version))) "
+            "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int) "
+            "WHERE j.schedule_id = x.id AND j.state IN " +
+            SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
+        kept.dump());
+  }
+  for (size_t i : reevaluated) ReevaluateJobs(tx, ids.at(schedules[i].id().value()), schedules[i], now);
+  const int64_t discarded =
+      tx.exec_params("UPDATE jobs SET state=" + Sql(JobState::kDiscarded) +
+                         ", discard_reason='schedule updated', finished_at=now(), "
+                         "next_check_at=NULL, history = trigd_append_history(history, jsonb_build_array("
+                         "jsonb_build_object('at', " TRIGD_NOW_TEXT
+                         ", 'what', 'discarded: schedule updated'))) "
+                         "WHERE schedule_id = ANY($1::bigint[]) AND state IN " +
+                         SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
+                     BigintArray(discarded_of))
+          .affected_rows();
+  tx.exec_params("DELETE FROM schedule_triggers WHERE schedule_id = ANY($1::bigint[])", BigintArray(all));
+  tx.exec_params("DELETE FROM time_triggers WHERE schedule_id = ANY($1::bigint[])", BigintArray(all));
+  return discarded;
+}
+
+// The reverse index's rows and the time triggers' next fire times of the changed schedules,
+// and a silence leaf's job armed for each active one.
+void WriteLeaves(pqxx::work& tx, const std::vector<Schedule>& schedules, const ApplyPlan& plan,
+                 const std::map<std::string, int64_t>& ids, TimePoint now) {
+  json triggers = json::array(), ticks = json::array();
+  for (size_t i : plan.changed) {
+    const Schedule& s = schedules[i];
+    int64_t id = ids.at(s.id().value());
+    std::vector<const Trigger*> leaves = TriggerLeaves(s.trigger);
+    for (size_t l = 0; l < leaves.size(); ++l) {
+      triggers.push_back({{"id", id}, {"leaf", l}, {"key", LeafEventKey(*leaves[l], s.id())}});
+      if (leaves[l]->kind == TriggerKind::kTime) {
+        // Fire times count from now (one time leaf per schedule: the parser refuses more); a
+        // suspended schedule has none until it is resumed (ResetTimeTrigger).
+        std::optional<TimePoint> next =
+            plan.active[i] ? NextActiveFireTime(leaves[l]->time, s.active, now, now) : std::nullopt;
+        ticks.push_back({{"id", id}, {"leaf", l}, {"next", next ? json(ToMillis(*next)) : json()}});
+      }
+    }
+  }
+  tx.exec_params(
+      "INSERT INTO schedule_triggers (schedule_id, leaf, event_key) SELECT id, leaf, key "
+      "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, leaf int, key text)",
+      triggers.dump());
+  if (!ticks.empty()) {
+    tx.exec_params(
+        "INSERT INTO time_triggers (schedule_id, anchor, last_fire_time, next_fire_at, leaf) "
+        "SELECT id, to_timestamp($2::bigint / 1000.0), NULL, "
+        "coalesce(to_timestamp(next / 1000.0), 'infinity'), leaf "
+        "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, leaf int, next bigint)",
+        ticks.dump(), ToMillis(now));
+  }
+  for (size_t i : plan.changed) {
+    if (plan.active[i]) ArmSilenceJob(tx, ids.at(schedules[i].id().value()), schedules[i], now);
+  }
+}
+
+}  // namespace
+
 Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const std::vector<Schedule>& schedules) {
   // A launch request that cannot be published would fail its run (docs/adr/0057).
   for (const Schedule& s : schedules) {
@@ -254,174 +431,39 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
       texts.push_back(ScheduleToJson(s).dump());
       hashes.push_back(std::to_string(std::hash<std::string>()(texts.back())));
     }
-    struct Current {
-      int64_t id;
-      int version;
-      std::string hash;
-      bool active;       // its state now
-      bool doc_enabled;  // its stored document's `enabled`
-    };
-    std::map<std::string, Current> current;
-    for (const auto& r : tx.exec_params(
-             "SELECT name, id, version, doc_hash, state = 'active', coalesce((document->>'enabled')::boolean, true) "
-             "FROM schedules WHERE name IN (SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY id FOR UPDATE",
-             names.dump())) {
-      current[r[0].as<std::string>()] = {r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>(), r[4].as<bool>(),
-                                         r[5].as<bool>()};
-    }
-    // A schedule's state after this apply: a document's `enabled` decides when the schedule is
-    // new and when `enabled` changes; otherwise an update keeps the state `trigctl schedules
-    // suspend|resume` gave it (as Airflow keeps a paused DAG paused across edits of its file).
-    std::vector<bool> active(schedules.size());
-    for (size_t i = 0; i < schedules.size(); ++i) {
-      auto it = current.find(schedules[i].id().value());
-      const bool keep = it != current.end() && it->second.doc_enabled == schedules[i].enabled;
-      active[i] = keep ? it->second.active : schedules[i].enabled;
-    }
-    // A name deleted before starts after the version it had (schema/013).
     std::map<std::string, int> deleted_versions;
-    for (const auto& r : tx.exec_params("SELECT name, version FROM deleted_schedule_versions WHERE name IN (SELECT "
-                                        "jsonb_array_elements_text($1::jsonb))",
-                                        names.dump())) {
-      deleted_versions[r[0].as<std::string>()] = r[1].as<int>();
-    }
-    std::vector<ApplyOutcome> out(schedules.size());
-    json inserts = json::array(), updates = json::array();
-    std::vector<size_t> changed;
-    for (size_t i = 0; i < schedules.size(); ++i) {
-      const Schedule& s = schedules[i];
-      const std::string name = s.id().value();
-      auto it = current.find(name);
-      if (it != current.end() && it->second.hash == hashes[i]) {
-        out[i] = {name, it->second.version, false};
-        continue;
-      }
-      changed.push_back(i);
-      json row = {{"name", name},
-                  {"hash", hashes[i]},
-                  {"document", texts[i]},
-                  {"state", active[i] ? "active" : "suspended"},
-                  {"grp", s.constraints.concurrency_group ? json(s.constraints.concurrency_group->name) : json()},
-                  {"run_timeout_ms", s.run_timeout ? json(s.run_timeout->count()) : json()}};
-      if (it == current.end()) {
-        auto deleted = deleted_versions.find(name);
-        const int version = deleted == deleted_versions.end() ? 1 : deleted->second + 1;
-        out[i] = {name, version, true};
-        row["version"] = version;
-        inserts.push_back(std::move(row));
-      } else {
-        out[i] = {name, it->second.version + 1, true};
-        row["id"] = it->second.id;
-        row["index"] = i;
-        row["version"] = it->second.version + 1;
-        updates.push_back(std::move(row));
-      }
-    }
-    if (changed.empty()) {
+    const std::map<std::string, CurrentSchedule> current = LockCurrent(tx, names, deleted_versions);
+    ApplyPlan plan = PlanApply(schedules, texts, hashes, current, deleted_versions);
+    if (plan.changed.empty()) {
       tx.commit();
-      return out;
+      return plan.out;
     }
     std::map<std::string, int64_t> ids;
     for (const auto& [name, cur] : current) ids[name] = cur.id;
-    int64_t discarded = 0;  // open and waiting jobs of the updated schedules
-    if (!inserts.empty()) {
+    if (!plan.inserts.empty()) {
       for (const auto& r : tx.exec_params(
                "INSERT INTO schedules (name, version, doc_hash, document, state, concurrency_group, run_timeout_ms) "
                "SELECT name, version, hash, document::jsonb, state, grp, run_timeout_ms FROM "
                "jsonb_to_recordset($1::jsonb) "
                "AS x(name text, version int, hash text, document text, state text, grp text, run_timeout_ms bigint) "
                "RETURNING name, id",
-               inserts.dump())) {
+               plan.inserts.dump())) {
         ids[r[0].as<std::string>()] = r[1].as<int64_t>();
       }
     }
-    if (!updates.empty()) {
+    int64_t discarded = 0;  // open and waiting jobs of the updated schedules
+    if (!plan.updates.empty()) {
       tx.exec_params(
           "UPDATE schedules s SET version = x.version, doc_hash = x.hash, document = x.document::jsonb, "
           "state = x.state, concurrency_group = x.grp, run_timeout_ms = x.run_timeout_ms, updated_at = now() "
           "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int, name text, hash text, document text, "
           "state text, grp text, run_timeout_ms bigint) WHERE s.id = x.id",
-          updates.dump());
-      // on_update (SPEC §11): `discard` (the default) discards the pending jobs below; `keep`
-      // and `reevaluate` move them to the new version, with a history entry each.
-      std::vector<int64_t> updated;
-      json kept = json::array();
-      std::vector<size_t> reevaluated;  // indices into `schedules`
-      for (const auto& u : updates) {
-        const size_t i = u["index"].get<size_t>();
-        if (schedules[i].on_update == OnUpdate::kDiscard) {
-          updated.push_back(u["id"].get<int64_t>());
-        } else {
-          kept.push_back({{"id", u["id"]}, {"version", u["version"]}});
-          if (schedules[i].on_update == OnUpdate::kReevaluate) reevaluated.push_back(i);
-        }
-      }
-      if (!kept.empty()) {
-        tx.exec_params(
-            // A job waiting on its constraints is checked again at once, under the new ones.
-            "UPDATE jobs j SET schedule_version = x.version, "
-            "next_check_at = CASE WHEN j.state = " +
-                Sql(JobState::kPendingConstraint) +
-                " THEN now() ELSE j.next_check_at END, history = trigd_append_history(j.history, "
-                "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
-                ", 'what', 'kept: schedule updated to v' || x.version))) "
-                "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int) "
-                "WHERE j.schedule_id = x.id AND j.state IN " +
-                SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
-            kept.dump());
-      }
-      for (size_t i : reevaluated) ReevaluateJobs(tx, ids.at(schedules[i].id().value()), schedules[i], now);
-      std::string list = "{";
-      for (int64_t id : updated) list += (list.size() > 1 ? "," : "") + std::to_string(id);
-      list += "}";
-      discarded = tx.exec_params("UPDATE jobs SET state=" + Sql(JobState::kDiscarded) +
-                                     ", discard_reason='schedule updated', finished_at=now(), "
-                                     "next_check_at=NULL, history = trigd_append_history(history, jsonb_build_array("
-                                     "jsonb_build_object('at', " TRIGD_NOW_TEXT
-                                     ", 'what', 'discarded: schedule updated'))) "
-                                     "WHERE schedule_id = ANY($1::bigint[]) AND state IN " +
-                                     SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint),
-                                 list)
-                      .affected_rows();
-      // Every updated schedule's leaves are written again below, whatever its on_update.
-      std::string all = "{";
-      for (const auto& u : updates) all += (all.size() > 1 ? "," : "") + std::to_string(u["id"].get<int64_t>());
-      all += "}";
-      tx.exec_params("DELETE FROM schedule_triggers WHERE schedule_id = ANY($1::bigint[])", all);
-      tx.exec_params("DELETE FROM time_triggers WHERE schedule_id = ANY($1::bigint[])", all);
+          plan.updates.dump());
+      discarded = ApplyUpdates(tx, schedules, plan.updates, ids, now);
     }
-    json triggers = json::array(), ticks = json::array(), changes = json::array();
-    for (size_t i : changed) {
-      const Schedule& s = schedules[i];
-      int64_t id = ids.at(s.id().value());
-      changes.push_back(id);
-      std::vector<const Trigger*> leaves = TriggerLeaves(s.trigger);
-      for (size_t l = 0; l < leaves.size(); ++l) {
-        triggers.push_back({{"id", id}, {"leaf", l}, {"key", LeafEventKey(*leaves[l], s.id())}});
-        if (leaves[l]->kind == TriggerKind::kTime) {
-          // Fire times count from now (one time leaf per schedule: the parser refuses more); a
-          // suspended schedule has none until it is resumed (ResetTimeTrigger).
-          std::optional<TimePoint> next =
-              active[i] ? NextActiveFireTime(leaves[l]->time, s.active, now, now) : std::nullopt;
-          ticks.push_back({{"id", id}, {"leaf", l}, {"next", next ? json(ToMillis(*next)) : json()}});
-        }
-      }
-    }
-    tx.exec_params(
-        "INSERT INTO schedule_triggers (schedule_id, leaf, event_key) SELECT id, leaf, key "
-        "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, leaf int, key text)",
-        triggers.dump());
-    if (!ticks.empty()) {
-      tx.exec_params(
-          "INSERT INTO time_triggers (schedule_id, anchor, last_fire_time, next_fire_at, leaf) "
-          "SELECT id, to_timestamp($2::bigint / 1000.0), NULL, "
-          "coalesce(to_timestamp(next / 1000.0), 'infinity'), leaf "
-          "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, leaf int, next bigint)",
-          ticks.dump(), ToMillis(now));
-    }
-    for (size_t i : changed) {
-      if (active[i]) ArmSilenceJob(tx, ids.at(schedules[i].id().value()), schedules[i], now);
-    }
+    WriteLeaves(tx, schedules, plan, ids, now);
+    json changes = json::array();
+    for (size_t i : plan.changed) changes.push_back(ids.at(schedules[i].id().value()));
     // The discards are counted once, on the first change row.
     tx.exec_params(
         "INSERT INTO schedule_changes (schedule_id, jobs_discarded) SELECT value::bigint, "
@@ -429,7 +471,7 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
         changes.dump(), discarded);
     tx.exec("NOTIFY trigd_schedules");
     tx.commit();
-    return out;
+    return plan.out;
   });
 }
 

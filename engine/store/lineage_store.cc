@@ -152,16 +152,19 @@ void RecordLineages(pqxx::transaction_base& tx, const std::vector<std::string>& 
       a.Take());
 }
 
-std::map<std::string, int> EndLineages(pqxx::transaction_base& tx, const std::vector<std::string>& ended_run_ids) {
+std::map<std::string, int> EndLineages(pqxx::transaction_base& tx, const std::vector<std::string>& ended_run_ids,
+                                       const std::vector<std::string>& lineages) {
   std::map<std::string, int> out;
-  if (ended_run_ids.empty()) return out;
-  SqlArray ids;
+  if (ended_run_ids.empty() && lineages.empty()) return out;
+  SqlArray ids, named;
   for (const std::string& r : ended_run_ids) ids.AddText(r);
+  for (const std::string& l : lineages) named.AddText(l);
   const std::string active_runs = SqlIn(RunState::kLaunched, RunState::kRunning, RunState::kRetryWait);
   const std::string bad_runs = SqlIn(RunState::kFailed, RunState::kKilled);
   const std::string open_jobs = SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint);
   for (const auto& r : tx.exec_params(
-           "WITH ended AS (SELECT DISTINCT lineage FROM runs WHERE run_id = ANY($1::text[]) AND lineage IS NOT NULL), "
+           "WITH ended AS (SELECT lineage FROM runs WHERE run_id = ANY($1::text[]) AND lineage IS NOT NULL "
+           "UNION SELECT unnest($2::text[])), "
            "over AS (SELECT e.lineage, CASE WHEN EXISTS (SELECT 1 FROM runs r WHERE r.lineage = e.lineage AND r.state "
            "IN " +
                bad_runs +
@@ -174,7 +177,7 @@ std::map<std::string, int> EndLineages(pqxx::transaction_base& tx, const std::ve
                ")) "
                "UPDATE lineages l SET ended_at = now(), outcome = o.outcome FROM over o "
                "WHERE l.id = o.lineage AND l.ended_at IS NULL RETURNING o.outcome",
-           ids.Take())) {
+           ids.Take(), named.Take())) {
     ++out[r[0].as<std::string>()];
   }
   return out;

@@ -243,11 +243,12 @@ class PgStore::IngestStep {
     PublishAndCheck();
     // After the jobs and the fast path's launches: a lineage with a job waiting or a run just
     // launched has not ended. The check's writes, deferred to the COMMIT, go first then.
-    if (!ended_run_ids_.empty() && ctx_.deferred_writes && !ctx_.deferred_writes->empty()) {
+    const bool may_end = !ended_run_ids_.empty() || !ended_lineages_.empty();
+    if (may_end && ctx_.deferred_writes && !ctx_.deferred_writes->empty()) {
       tx_.exec_prepared("checker_writes", pqxx::prepare::make_dynamic_params(*ctx_.deferred_writes));
       ctx_.deferred_writes->clear();
     }
-    for (const auto& [outcome, n] : pg_internal::EndLineages(tx_, ended_run_ids_)) {
+    for (const auto& [outcome, n] : pg_internal::EndLineages(tx_, ended_run_ids_, ended_lineages_)) {
       result_.lineage_outcomes[outcome] += n;
     }
     if (ctx_.free_after_commit) *ctx_.free_after_commit = std::move(built_);
@@ -450,6 +451,9 @@ class PgStore::IngestStep {
       if (job.id != 0 && !job.changed && !job.discarded && !job.complete) continue;
       if (job.complete) ++result_.jobs_ready;
       if (job.discarded) ++result_.jobs_discarded;
+      // A discarded job may have been the last thing active in its lineage (a join's job
+      // discarded for an upstream failure after its sibling branch ended).
+      if (job.discarded && !job.lineage.empty()) ended_lineages_.push_back(job.lineage);
       if (job.id == 0) ++result_.jobs_opened;
     }
   }
@@ -621,6 +625,7 @@ class PgStore::IngestStep {
   std::vector<OpenJob> open_;
   std::vector<EndedRun> ended_;
   std::vector<std::string> ended_run_ids_;   // for the lineages' endings (EndLineages)
+  std::vector<std::string> ended_lineages_;  // of the jobs discarded here, likewise
   FailedLineageSet failed_lineages_;         // of the reached correlated schedules
   std::vector<DeadLetter> refused_letters_;  // reports refused here (another program's run)
 };

@@ -20,11 +20,13 @@ started=$SECONDS
 
 declare -A upstream=([p2]="p1" [p3]="p1" [p4]="p2" [p5]="p2" [p6]="p3" [p7]="p4" [p8]="p5 p6" [p9]="p7 p8")
 nodes=(p1 p2 p3 p4 p5 p6 p7 p8 p9)
-: >"$tmp/fail"  # the lineage in which p4 fails (cycle 2's), written once it is known
+: >"$tmp/fail"  # the lineage in which p4 fails: cycle 2's, written by its p1
 mkdir -p "$tmp/schedules"
 for n in "${nodes[@]}"; do
   command="sleep \$(awk -v s=\$\$ 'BEGIN{srand(s); printf \\\"%.2f\\\", rand()*1.2}')"
   [[ $n == p4 ]] && command="$command; if grep -qx \\\"\$TRIGD_LINEAGE\\\" $tmp/fail; then exit 3; fi"
+  # p1 of cycle 2 names the failing lineage before any run downstream of it can start.
+  [[ $n == p1 ]] && command="if [ {{partitions}} = c2 ]; then echo \\\"\$TRIGD_LINEAGE\\\" >$tmp/fail; fi; $command"
   if [[ $n == p1 ]]; then
     trigger='{"partition": {"dataset": "'$run'.raw"}}'
   else
@@ -56,7 +58,6 @@ for cycle in 1 2 3; do
   wait_until 30 p1_runs "$cycle" || fail "cycle $cycle: p1 not launched"
   lineage[$cycle]=$(q "SELECT lineage FROM runs WHERE program = 'dag.p1' ORDER BY launched_at DESC, run_id DESC LIMIT 1")
   [[ -n ${lineage[$cycle]} ]] || fail "cycle $cycle: p1's run has no lineage"
-  [[ $cycle == 2 ]] && echo "${lineage[2]}" >"$tmp/fail"
 done
 echo "lineages: 1=${lineage[1]} 2=${lineage[2]} 3=${lineage[3]}"
 
@@ -67,6 +68,7 @@ settled() {
 }
 wait_until 75 settled || fail "the cycles did not settle: $(q "SELECT program, state, lineage FROM runs ORDER BY launched_at")"
 settled_at=$SECONDS
+[[ $(cat "$tmp/fail") == "${lineage[2]}" ]] || fail "p1 of cycle 2 wrote lineage '$(cat "$tmp/fail")', not ${lineage[2]}"
 
 # Runs per lineage, "program state" sorted.
 runs_of() { q "SELECT program || ' ' || state FROM runs WHERE lineage = '$1' ORDER BY program"; }

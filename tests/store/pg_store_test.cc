@@ -1827,6 +1827,37 @@ TEST_F(PgStoreTest, UpstreamFailureDiscardsTheOpenJobAndPublishesKilled) {
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE key='down.p'"), 2);
 }
 
+// A correlated join's job discarded for an upstream failure can be the last thing active in its
+// lineage (the sibling branch's run ended before): the lineage ends then, failed, and is counted
+// for trigd_lineages_total, though no run of it ended in that batch.
+TEST_F(PgStoreTest, ALineageEndsWhenItsLastOpenJobIsDiscarded) {
+  json leaf_a = {{"program", {{"name", "a"}, {"correlate", true}, {"on_upstream_failure", "discard"}}}};
+  json leaf_b = {{"program", {{"name", "b"}, {"correlate", true}, {"on_upstream_failure", "discard"}}}};
+  Apply({{{"name", "j"}, {"program", {{"name", "j.p"}}}, {"trigger", {{"all", {leaf_a, leaf_b}}}}}});
+  Exec("INSERT INTO lineages (id, started_at) VALUES ('L', now())");
+  Exec(
+      "INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, state, heartbeat_timeout_ms, "
+      "launched_at, last_seen_at, request, lineage) VALUES ('rA', 1, 1, 'default/a', 'a', 'default', 'launched', "
+      "60000, now(), now(), '{}', 'L'), ('rX', 2, 1, 'default/x', 'x', 'default', 'failed', 60000, now(), now(), "
+      "'{}', 'L')");
+  // a's run succeeds: j opens a job for L, which keeps L active.
+  auto r = store_->ApplyBatch(Batch({ProgramEvent("s1", "a", "rA", ProgramStatus::kSucceeded)}, 0));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->lineage_outcomes.empty());
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'pending_trigger' AND lineage = 'L'"), 1);
+  // x's run of L had failed, so b's job of L was discarded: b's killed event, with no run,
+  // discards j's job.
+  Event killed = ProgramEvent("k1", "b", "job-7", ProgramStatus::kKilled);
+  killed.program.lineage = "L";
+  killed.payload["lineage"] = "L";
+  killed.payload["reason"] = "upstream_failed";
+  r = store_->ApplyBatch(Batch({killed}, 1));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'discarded' AND lineage = 'L'"), 1);
+  EXPECT_EQ(r->lineage_outcomes["failed"], 1);
+  EXPECT_EQ(Text("SELECT outcome FROM lineages WHERE id = 'L' AND ended_at IS NOT NULL"), "failed");
+}
+
 // A schedule change and the engine's transactions exclude each other (the batch share-locks the
 // schedules it reads): a batch that starts while a change is in flight waits for it and then
 // sees it. Without the lock the batch reads the schedule as it was (the change not committed
