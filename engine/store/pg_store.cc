@@ -42,6 +42,13 @@ Result<std::unique_ptr<PgStore>> PgStore::Connect(const std::string& pg, const s
   // made anew uses the tables' current size in pages, so a plan made for an empty table lasts a
   // second at most (docs/adr/0030-generic-plans-renewed.md).
   (*c)->set_variable("plan_cache_mode", "force_generic_plan");
+  // No JIT compilation (docs/adr/0156-no-jit-for-the-engine.md): the engine's statements read
+  // and write a few thousand rows through indexes, where compiling costs more than it saves,
+  // and a plan whose estimate crosses jit_above_cost compiles anew on every execution. The job
+  // gauge (CountJobs) disables sequential scans, so its count of the outbox's launch requests
+  // is costed at 10^10 and compiled every 2 s: 250 ms of a backend's CPU each time
+  // (EXPLAIN ANALYZE), taken from the storm and the latency of every event on two cores.
+  (*c)->set_variable("jit", "off");
   return std::unique_ptr<PgStore>(new PgStore(std::make_unique<Conn>(std::move(*c)), topic_prefix));
 }
 

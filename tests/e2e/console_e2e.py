@@ -6,7 +6,7 @@ Applies three schedules through the API, opens the console with a viewer's token
 buttons), then an operator's: finds the schedule, clicks Run now and sees the run succeed with
 the reference worker on the Runs page, clicks Rerun and sees a second run succeed, runs a
 `sleep 600` schedule now and cancels its run (killed); then the run's lineage drawn as a graph
-and a waiting job with its `why`.
+(with the run of a schedule it triggers, joined by an edge) and a waiting job with its `why`.
 Screenshots of each page are kept in ARTEFACTS (console-*.png).
 
 console_e2e.py SRC BIN ARTEFACTS
@@ -97,7 +97,10 @@ try:
     sleeper = {"namespace": "default", "name": "console-sleeper",
                "program": {"name": "console.sleeper", "args": {"command": "sleep 600"}},
                "trigger": {"partition": {"dataset": f"{T.run}.never"}}}
-    for doc in (demo, waiting, sleeper):
+    # Runs after each demo run that succeeds, in its lineage: the lineage graph has an edge.
+    after = {"namespace": "default", "name": "console-after", "program": {"name": "console.after", "args": {}},
+             "trigger": {"program": {"name": "console.demo"}}}
+    for doc in (demo, waiting, sleeper, after):
         status, reply = T.request("PUT", f"/api/v1/schedules/default/{doc['name']}", admin, doc)
         if status != 200:
             fail(f"apply {doc['name']}: {status} {reply}")
@@ -165,6 +168,12 @@ try:
     run_id = run_link.text
     run_link.click()
     wait("the lineage graph", lambda: css(f'svg.graph rect[data-run="{run_id}"]'))
+
+    def drawn_with_downstream():
+        go(f"lineage/{run_id}")
+        return len(css("svg.graph rect")) >= 2 and css("svg.graph line")
+
+    wait("the demo run and console-after's run below it, joined by an edge", drawn_with_downstream, 30)
     if not css("p[data-lineage-state]"):
         fail("the lineage page did not read the lineage from GET /api/v1/lineages/{id}")
     shot("lineage")

@@ -2139,6 +2139,18 @@ TEST_F(PgStoreTest, GenericPlansAreMadeAnewForTheTablesCurrentSize) {
   EXPECT_NE(grown->find("jobs_pkey"), std::string::npos) << "plan for 100,000 jobs:\n" << *grown;
 }
 
+// The engine's connections plan without JIT compilation (PgStore::Connect): a plan costed
+// above jit_above_cost compiles on every execution, 250 ms for the job gauge's count of the
+// outbox every 2 s (docs/adr/0156-no-jit-for-the-engine.md). With the threshold at 0 for the
+// database, every plan of a connection that left JIT on would compile.
+TEST_F(PgStoreTest, EngineConnectionsDoNotCompilePlans) {
+  Exec("ALTER DATABASE trigd_store_test SET jit_above_cost = 0");
+  auto store = NewStore();
+  auto plan = store->ExplainPrepared("schedule_versions_share", 1);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->find("JIT"), std::string::npos) << *plan;
+}
+
 TEST_F(PgStoreTest, FastPathClaimLooksUpItsSchedulesJobsInsteadOfWalkingTheDueOnes) {
   // 100,000 due jobs of other schedules: the fast path's claim must find its schedules' and
   // groups' jobs through their indexes, not walk jobs_claim past all of these.
