@@ -3,6 +3,7 @@
 #include "store/pg_store_parts.h"
 
 #include "core/arg_template.h"
+#include "core/check_plan.h"
 
 namespace trigd {
 
@@ -21,7 +22,9 @@ Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
 
 // The checker step in one transaction, phase by phase: claim the due jobs, lock the run
 // counters they need (schedules, then groups, each in one order), decide each job with core's
-// CheckJob, and write every decision in one statement (checker_writes) or by COPY.
+// CheckPlanner (core/check_plan.h: every decision, its history text and the counters it moves;
+// docs/adr/0142), and write every decision in one statement (checker_writes) or by COPY. What
+// stays here is mechanics: the claim, the locks, row decoding and the writes.
 class PgStore::CheckStep {
  public:
   CheckStep(PgStore& store, const TxContext& ctx, size_t limit, const CheckFilter* filter)
@@ -54,6 +57,8 @@ class PgStore::CheckStep {
     LockCounters(ended);
     if (ended) FreeEndedSlots(*ended);
     LoadRecentLaunches();
+    for (const auto& [id, v] : schedules_) checked_[id] = {v.version, v.schedule.get()};
+    planner_.emplace(checked_, counters_, now_);
     const bool as_arrays = due_.size() + undecided_.size() <= kRowsAsArraysLimit;
     runs_.emplace(kRuns.columns.size(), as_arrays);
     outbox_.emplace(as_arrays);
@@ -78,10 +83,6 @@ class PgStore::CheckStep {
     int priority = 0;
     const FreshJob* fresh = nullptr;  // not stored yet (filter->fresh): written once decided
   };
-  struct Counters {
-    int64_t active = 0;
-    std::optional<TimePoint> last_launch;
-  };
   // The columns checker_writes sets on a job besides its state (null: left as stored).
   struct JobWrite {
     std::optional<int64_t> next_check_at;
@@ -95,7 +96,7 @@ class PgStore::CheckStep {
 
   // A locked counter row: schedule id, active runs, last launch (ms or NULL) from column `c`.
   void PutCounters(const pqxx::row& r, int c) {
-    sched_rt_[r[c].as<int64_t>()] = {
+    counters_.schedules[r[c].as<int64_t>()] = {
         r[c + 1].as<int64_t>(),
         r[c + 2].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[c + 2].as<int64_t>()))};
   }
@@ -223,7 +224,7 @@ class PgStore::CheckStep {
     if (FreshCount() == 0) lock(IntArray(counter_ids));  // else claim_for_fresh locked them
     std::vector<int64_t> missing;
     for (int64_t id : counter_ids) {
-      if (!sched_rt_.count(id)) missing.push_back(id);
+      if (!counters_.schedules.count(id)) missing.push_back(id);
     }
     if (missing.empty()) return;
     const std::string id_array = IntArray(missing);
@@ -240,14 +241,14 @@ class PgStore::CheckStep {
       for (const auto& r : tx_.exec_params(
                "SELECT name, active_runs FROM group_runtime WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE",
                a.Take())) {
-        group_rt_[r[0].as<std::string>()] = r[1].as<int64_t>();
+        counters_.groups[r[0].as<std::string>()] = r[1].as<int64_t>();
       }
     };
     lock(groups);
-    if (group_rt_.size() >= groups.size()) return;
+    if (counters_.groups.size() >= groups.size()) return;
     std::set<std::string> missing;
     for (const std::string& g : groups) {
-      if (!group_rt_.count(g)) missing.insert(g);
+      if (!counters_.groups.count(g)) missing.insert(g);
     }
     SqlArray a;
     for (const std::string& g : missing) a.AddText(g);
@@ -264,13 +265,7 @@ class PgStore::CheckStep {
       if (!d.fresh) claimed_ids.push_back(d.id);
     }
     WakeWaitingJobs(tx_, ended, claimed_ids);
-    for (const auto& [id, n] : ended.per_schedule) {
-      if (auto it = sched_rt_.find(id); it != sched_rt_.end())
-        it->second.active = std::max<int64_t>(it->second.active - n, 0);
-    }
-    for (const auto& [name, n] : ended.per_group) {
-      if (auto it = group_rt_.find(name); it != group_rt_.end()) it->second = std::max<int64_t>(it->second - n, 0);
-    }
+    counters_.FreeEnded(ended.per_schedule, ended.per_group);
   }
 
   // Launch times within each schedule's max_runs_per period, read after the locks.
@@ -290,7 +285,7 @@ class PgStore::CheckStep {
                                             "WHERE schedule_id = ANY($1::bigint[]) "
                                             "AND launched_at > now() - make_interval(secs => $2::bigint / 1000.0)",
                          IntArray(ids), static_cast<int64_t>(longest.count()))) {
-      recent_[r[0].as<int64_t>()].push_back(FromMillis(r[1].as<int64_t>()));
+      counters_.launches[r[0].as<int64_t>()].push_back(FromMillis(r[1].as<int64_t>()));
     }
   }
 
@@ -350,56 +345,30 @@ class PgStore::CheckStep {
     rows.EndRow();
   }
 
-  // One due job decided by core's CheckJob on the counters held, and its decision written.
+  // One due job decided by core's CheckPlanner on the counters held, and its decision written.
   void Decide(Due& d) {
     ++result_.checked;
-    auto sv = schedules_.find(d.schedule_id);
-    if (sv == schedules_.end() || sv->second.version != d.version) {
-      // Deleted, suspended or updated since the job opened: it never launches.
-      std::string reason = sv == schedules_.end() ? "schedule deleted or suspended" : "schedule updated";
-      std::string entry = HistoryEntry(at_, "discarded: " + reason).Take();
-      WriteJob(d, JobState::kDiscarded, {.reason = &reason, .history = &entry});
-      ++result_.discarded;
-      return;
+    DueJob job{d.id, d.schedule_id, d.version, d.state, std::nullopt, d.opened_at, d.ready_at, d.last_decision};
+    // Decoding only: what the trigger's state means is the planner's.
+    if (d.state == JobState::kPendingTrigger) job.trigger = TriggerStateFromJson(json::parse(d.trigger_state));
+    JobVerdict v = planner_->Decide(job);
+    std::vector<std::optional<std::string>> cancelled;
+    if (v.decision == Decision::kLaunch && v.cancel_oldest > 0 && !CancelOldest(d, v.cancel_oldest, cancelled)) {
+      v = planner_->TooFewToCancel(job, std::move(v));
     }
-    const Schedule& s = *sv->second.schedule;
-    const Counters& rt = sched_rt_[d.schedule_id];
-    RunFacts facts;
-    facts.active_runs = rt.active;
-    facts.last_launch = rt.last_launch;
-    if (s.constraints.concurrency_group) facts.group_active_runs = group_rt_[s.constraints.concurrency_group->name];
-    if (s.constraints.max_runs_per) {
-      for (TimePoint t : recent_[d.schedule_id]) {
-        if (t > now_ - s.constraints.max_runs_per->period) facts.launches_in_period.push_back(t);
-      }
-    }
-    bool complete = d.state == JobState::kPendingConstraint;
+    // Runs of a group whose counter is not held (the schedule's group changed since they
+    // launched): their rows are decremented here, the planner moved the rest.
+    std::vector<EndedRun> not_held;
+    for (const auto& [group, n] : planner_->Apply(job, v, cancelled)) not_held.insert(not_held.end(), n, {0, group});
+    if (!not_held.empty()) pg_internal::DecrementRunCounters(tx_, not_held);
     clock_entry_.clear();
-    JobFacts job_facts{d.opened_at, d.ready_at};
-    if (!complete) {
-      // A quiet period's or silence's end completes the trigger by the clock (SPEC §11): the job
-      // was due for it (its next_check_at), or for its timeout.
-      TriggerState ts = TriggerStateFromJson(json::parse(d.trigger_state));
-      const std::string wait = DescribeLeafDeadline(s.trigger, ts);
-      const bool settled = SettleTimedLeaves(s.trigger, ts, now_);
-      complete = IsComplete(s.trigger, ts);
-      if (complete && settled) {
-        clock_entry_ = HistoryEntry(at_, "trigger complete").String("by", wait).Take();
-        if (!d.ready_at) {
-          d.ready_at = now_;
-          d.ready_text = ctx_.now_text;
-          job_facts.ready_at = now_;
-        }
-      } else if (!complete) {
-        job_facts.trigger_wakes_at = NextLeafDeadline(s.trigger, ts);
-        job_facts.trigger_wait = DescribeLeafDeadline(s.trigger, ts);
-      }
+    if (v.completed_by) clock_entry_ = HistoryEntry(at_, kTriggerCompleteByClock).String("by", *v.completed_by).Take();
+    if (v.ready_now) {
+      d.ready_at = now_;
+      d.ready_text = ctx_.now_text;
     }
-    job_facts.force = d.last_decision == kForcedByHand;  // trigctl runs start --force
-    CheckOutcome out = CheckJob(s, job_facts, complete, facts, now_);
-    if (out.decision == Decision::kLaunch && out.cancel_oldest > 0) CancelOldest(d, s, out);
     JsonArrayText check_list;
-    for (const ConstraintCheck& c : out.checks) {
+    for (const ConstraintCheck& c : v.checks) {
       ++result_.checks[{c.constraint, ConstraintResultName(c.result)}];
       check_list.Raw(JsonObjectText()
                          .String("constraint", c.constraint)
@@ -408,78 +377,70 @@ class PgStore::CheckStep {
                          .Take());
     }
     const std::string checks = check_list.Take();
-    if (out.decision == Decision::kLaunch) {
-      Launch(d, s, out.forced, checks);
-    } else if (out.decision == Decision::kDiscard) {
+    if (v.decision == Decision::kLaunch) {
+      Launch(d, *schedules_.at(d.schedule_id).schedule, v, checks);
+    } else if (v.decision == Decision::kDiscard) {
       ++result_.discarded;
-      std::string entry = HistoryEntry(at_, "discarded: " + out.reason).Raw("checks", checks).Take();
-      WriteJob(d, JobState::kDiscarded, {.reason = &out.reason, .history = &entry});
+      // A job of a schedule gone or changed has no checks (none ran).
+      JsonObjectText e = HistoryEntry(at_, *v.history);
+      if (v.checked) e.Raw("checks", checks);
+      std::string entry = e.Take();
+      WriteJob(d, JobState::kDiscarded, {.reason = &v.reason, .history = &entry});
     } else {
       ++result_.waiting;
-      // A wait that a run's end can lift is woken by that end; the fallback re-check covers
-      // a wake-up lost to a crash between the two (also when a later time is known: the
-      // timeout, a window's opening).
-      TimePoint next = out.next_check_at.value_or(now_ + kRunEndRecheck);
-      if (out.wakes_on_run_end) next = std::min(next, now_ + kRunEndRecheck);
-      const JobState state =
-          d.state == JobState::kPendingTrigger && !complete ? JobState::kPendingTrigger : JobState::kPendingConstraint;
       std::optional<std::string> entry;
-      if (out.reason != d.last_decision) {
-        entry = HistoryEntry(at_, "waiting: " + out.reason)
+      if (v.history) {
+        entry = HistoryEntry(at_, *v.history)
                     .Raw("checks", checks)
-                    .String("next_check_at", FormatTime(next))
+                    .String("next_check_at", FormatTime(v.next_check_at))
                     .Take();
       }
-      WriteJob(d, state,
-               {.next_check_at = ToMillis(next), .decision = &out.reason, .history = entry ? &*entry : nullptr});
+      WriteJob(
+          d, v.state,
+          {.next_check_at = ToMillis(v.next_check_at), .decision = &v.reason, .history = entry ? &*entry : nullptr});
     }
   }
 
-  // cancel_oldest: the oldest active runs over the limit end (reason overlap) in this
-  // transaction, under the counter row lock (docs/adr/0112-cancel-oldest.md). Runs launched
-  // earlier in this same check are not rows yet: with too few to cancel, the job waits.
-  void CancelOldest(const Due& d, const Schedule& s, CheckOutcome& out) {
+  // cancel_oldest: the oldest `n` active runs of the schedule end as core's CancelOldestRun says
+  // (killed, reason overlap), in this transaction, under the schedule's counter lock
+  // (docs/adr/0112-cancel-oldest.md). Nothing is cancelled (false) when fewer are stored: the
+  // planner then makes the job wait. `cancelled` gets each ended run's concurrency group.
+  bool CancelOldest(const Due& d, int64_t n, std::vector<std::optional<std::string>>& cancelled) {
+    // The victims are locked (FOR UPDATE) in the order they are picked, the oldest first: the
+    // states listed are those OnCancel ends (the unfinished ones), checked again per row below.
     const pqxx::result victims =
-        tx_.exec_params("SELECT run_id FROM runs WHERE schedule_id = $1 AND state IN " +
+        tx_.exec_params("SELECT run_id, state FROM runs WHERE schedule_id = $1 AND state IN " +
                             SqlIn(RunState::kLaunched, RunState::kRunning, RunState::kRetryWait) +
                             " ORDER BY launched_at, run_id LIMIT $2 FOR UPDATE",
-                        d.schedule_id, out.cancel_oldest);
-    if (static_cast<int64_t>(victims.size()) < out.cancel_oldest) {
-      out.decision = Decision::kWait;
-      out.reason = "max_concurrent_runs: a run launched by this check holds the slot (cancel_oldest)";
-      out.next_check_at = now_ + std::chrono::seconds(1);
-      return;
-    }
+                        d.schedule_id, n);
+    if (static_cast<int64_t>(victims.size()) < n) return false;
+    const OverlapCancel how = CancelOldestRun(d.id);
     SqlArray victim_ids;
-    for (const auto& v : victims) victim_ids.AddText(v[0].as<std::string>());
-    const pqxx::result ended = tx_.exec_params(
-        "UPDATE runs SET state=" + Sql(RunState::kKilled) +
-            ", reason='overlap', finished_at=now(), next_attempt_at=NULL, "
-            "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
-            ", 'status', 'killed', 'reason', 'overlap', 'attempt', attempt, 'what', "
-            "'cancelled by max_concurrent_runs on_unmet cancel_oldest for job ' || $2::text))) "
-            "WHERE run_id = ANY($1::text[]) "
-            "RETURNING concurrency_group, " TRIGD_ENDED_RUN_COLUMNS,
-        victim_ids.Take(), std::to_string(d.id));
-    pg_internal::AnnounceEndedRuns(tx_, store_.topics_, ended, 1, {"killed", "overlap", "killed"});
-    const std::optional<std::string> group = s.constraints.concurrency_group
-                                                 ? std::optional<std::string>(s.constraints.concurrency_group->name)
-                                                 : std::nullopt;
-    for (const auto& e : ended) {
-      --sched_rt_[d.schedule_id].active;
-      if (e[0].is_null()) continue;
-      const std::string g = e[0].as<std::string>();
-      if (group && g == *group) {
-        --group_rt_[g];
-      } else {
-        pg_internal::DecrementRunCounters(tx_, {EndedRun{0, g}});
-      }
+    for (const auto& v : victims) {
+      const std::optional<RunState> from = RunStateFromName(v[1].as<std::string>());
+      const std::optional<RunTransition> t = from ? OnCancel(*from) : std::nullopt;
+      TRIGD_CHECK_MSG(t && t->next == how.state,
+                      "run " + v[0].as<std::string>() + ": cancel_oldest from " + v[1].as<std::string>());
+      victim_ids.AddText(v[0].as<std::string>());
     }
+    // Compare-and-set is not needed: the rows are locked since they were read.
+    const pqxx::result ended = tx_.exec_params(
+        "UPDATE runs SET state=$2, reason=$3, finished_at=now(), next_attempt_at=NULL, "
+        "history = trigd_append_history(history, jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT
+        ", 'status', $2::text, 'reason', $3::text, 'attempt', attempt, 'what', $4::text))) "
+        "WHERE run_id = ANY($1::text[]) "
+        "RETURNING concurrency_group, " TRIGD_ENDED_RUN_COLUMNS,
+        victim_ids.Take(), std::string(RunStateName(how.state)), how.reason, how.what);
+    pg_internal::AnnounceEndedRuns(tx_, store_.topics_, ended, 1,
+                                   {RunStateName(how.state), how.reason.c_str(), "killed"});
+    for (const auto& e : ended)
+      cancelled.push_back(e[0].is_null() ? std::nullopt : std::optional(e[0].as<std::string>()));
     result_.cancelled += static_cast<int>(ended.size());
+    return true;
   }
 
   // A launch: the run row, its launch request in the outbox, the counters moved.
-  void Launch(Due& d, const Schedule& s, bool forced, const std::string& checks) {
+  void Launch(Due& d, const Schedule& s, const JobVerdict& v, const std::string& checks) {
     ++result_.launched;
     std::string run_id = NewRunId();
     auto [program, fresh] = program_json_.try_emplace(d.schedule_id);
@@ -541,19 +502,8 @@ class PgStore::CheckStep {
     lineage.all.size() > 1 ? runs.AddText(json(lineage.all).dump()) : runs.AddNull();
     runs.EndRow();
     outbox_->AddLaunch(store_.topics_.Launch(s.program.target), s.program.name, request, first, d.id, d.ready_text);
-    Counters& rt = sched_rt_[d.schedule_id];
-    ++rt.active;
-    rt.last_launch = now_;
-    if (group) ++group_rt_[*group];
-    recent_[d.schedule_id].push_back(now_);
-    std::string entry =
-        HistoryEntry(at_, !forced                            ? "constraints hold: launching"
-                          : d.last_decision == kForcedByHand ? "launched by hand with --force: constraints not applied"
-                                                             : "launched by timeout (action run)")
-            .String("run_id", run_id)
-            .Raw("checks", checks)
-            .Take();
-    WriteJob(d, JobState::kLaunched, {.forced = forced, .history = &entry});
+    std::string entry = HistoryEntry(at_, *v.history).String("run_id", run_id).Raw("checks", checks).Take();
+    WriteJob(d, JobState::kLaunched, {.forced = v.forced, .history = &entry});
   }
 
   // The decisions written: rows too many for arrays by COPY, the rest in checker_writes (on the
@@ -567,12 +517,12 @@ class PgStore::CheckStep {
     RecordLineages(tx_, launched_lineages_);
     SqlArray rt_id, rt_active, rt_last, g_name, g_active;
     if (runs_->rows() > 0) {
-      for (const auto& [id, c] : sched_rt_) {
+      for (const auto& [id, c] : counters_.schedules) {
         rt_id.AddInt(id);
         rt_active.AddInt(c.active);
         rt_last.AddIntOrNull(c.last_launch ? std::optional<int64_t>(ToMillis(*c.last_launch)) : std::nullopt);
       }
-      for (const auto& [name, n] : group_rt_) {
+      for (const auto& [name, n] : counters_.groups) {
         g_name.AddText(name);
         g_active.AddInt(n);
       }
@@ -610,9 +560,11 @@ class PgStore::CheckStep {
   std::vector<int64_t> fresh_ids_;
   std::set<int64_t> sids_;
   std::map<int64_t, ScheduleView> schedules_;
-  std::map<int64_t, Counters> sched_rt_;
-  std::map<std::string, int64_t> group_rt_;
-  std::map<int64_t, std::vector<TimePoint>> recent_;
+  // The locked run counters (core/check_plan.h): filled by the locks, moved by FreeEndedSlots
+  // and by the planner's decisions, written back by Write.
+  CheckCounters counters_;
+  std::map<int64_t, CheckedSchedule> checked_;  // schedules_ as the planner reads them
+  std::optional<CheckPlanner> planner_;
   // What the transaction writes, one array per column (sql_array.h).
   struct {
     SqlArray id, state, next_check_at, decision, forced, reason, history;

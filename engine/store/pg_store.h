@@ -2,7 +2,7 @@
 // One PgStore per thread: a pqxx connection is not thread-safe.
 //
 // Every method is one transaction. Decisions are made by core's pure logic (Accumulate,
-// CheckJob, ComputeDueFireTimes) on rows locked by the transaction, and written back before
+// CheckPlanner, ComputeDueFireTimes) on rows locked by the transaction, and written back before
 // it commits: the store only loads, locks and writes.
 #pragma once
 
@@ -205,7 +205,7 @@ class PgStore {
 
   // The constraint checker: claims up to `limit` due jobs (highest priority first, then
   // readiness; SKIP LOCKED so instances share them), locks the run counters of their schedules
-  // and groups, decides with core's CheckJob, and writes launches (run + outbox), waits and
+  // and groups, decides with core's CheckPlanner, and writes launches (run + outbox), waits and
   // discards.
   Result<CheckerResult> CheckDueJobs(size_t limit);
 

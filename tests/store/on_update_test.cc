@@ -253,6 +253,36 @@ TEST_F(OnUpdateTest, SilenceIsArmedAtApplyAndAgainByAnUpdate) {
   EXPECT_EQ(Text("SELECT count(*) FROM jobs WHERE state = 'pending_trigger'"), "1");
 }
 
+// The clock's "trigger complete" entry belongs to the job it completed: a job decided after it in
+// the same check (here discarded unchecked, its schedule changed) does not get it too.
+TEST_F(OnUpdateTest, AClockCompletionIsWrittenOnlyToItsOwnJob) {
+  Apply({{"name", "quiet-feed"},
+         {"priority", 2},  // claimed first
+         {"program", {{"name", "alert"}}},
+         {"trigger", {{"silence", {{"dataset", "feed"}, {"for", "1h"}}}}}});
+  Apply({{"name", "s"}, {"program", {{"name", "p"}}}, {"trigger", {{"partition", {{"dataset", "d"}}}}}});
+  Ingest({Part("e1", "d")});  // s's job: complete, due now
+  Exec(
+      "UPDATE jobs SET trigger_state = jsonb_set(trigger_state, '{0,last_arrival_ms}', "
+      "to_jsonb(floor(extract(epoch from now() - interval '2 hours') * 1000)::bigint)), "
+      "next_check_at = now() - interval '1 hour' WHERE schedule_name LIKE '%quiet-feed'");
+  Exec("UPDATE jobs SET schedule_version = schedule_version + 1 WHERE schedule_name LIKE '%/s'");
+  Check();
+  const int64_t silent = std::stoll(Text("SELECT id FROM jobs WHERE schedule_name LIKE '%quiet-feed'"));
+  const int64_t other = std::stoll(Text("SELECT id FROM jobs WHERE schedule_name LIKE '%/s'"));
+  std::string state;
+  std::string history = Why(silent, &state);
+  EXPECT_EQ(state, "launched") << history;
+  EXPECT_NE(history.find("trigger complete"), std::string::npos) << history;
+  history = Why(other, &state);
+  EXPECT_EQ(state, "discarded") << history;
+  EXPECT_NE(history.find("discarded: schedule updated"), std::string::npos) << history;
+  // Its own completion (by the event, at ingest) once; none by the clock.
+  const size_t own = history.find("trigger complete");
+  ASSERT_NE(own, std::string::npos) << history;
+  EXPECT_EQ(history.find("trigger complete", own + 1), std::string::npos) << history;
+}
+
 TEST_F(OnUpdateTest, QuietJobIsDueAtItsLastArrivalPlusThePeriod) {
   Apply({{"name", "q"},
          {"program", {{"name", "p"}}},

@@ -2383,6 +2383,32 @@ TEST_F(PgStoreTest, CancelOldestNeverExceedsTheLimitWithThreeRacingCheckers) {
                   "'%attempt_ended%'"),
             kJobs - 2);
   EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime"), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE history::text LIKE "
+                  "'%cancelled by max_concurrent_runs on_unmet cancel_oldest for job %'"),
+            kJobs - 2);
+}
+
+// cancel_oldest ends a run launched under the group its schedule had before an update ("old"),
+// in a check that also holds "old"'s counter for another schedule (b): the counter written back
+// counts b's run only. (The victim's group row was decremented beside a held count that was
+// then written back unchanged: "old" stayed one too high for good.)
+TEST_F(PgStoreTest, CancelOldestFreesTheSlotOfAGroupTheScheduleLeft) {
+  auto a = [](const std::string& group) {
+    return PartitionSchedule("a", "da",
+                             {{"max_concurrent_runs", {{"max", 1}, {"on_unmet", "cancel_oldest"}}},
+                              {"concurrency_group", {{"name", group}, {"max", 10}}}});
+  };
+  Apply({a("old")});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("a1", "da", "1")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(10).ok());
+  ASSERT_EQ(Count("SELECT count(*) FROM runs WHERE concurrency_group = 'old' AND state = 'launched'"), 1);
+  Apply({a("new"), PartitionSchedule("b", "db", {{"concurrency_group", {{"name", "old"}, {"max", 10}}}})});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("a2", "da", "2"), PartitionEvent("b1", "db", "1")}, 1)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(10).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'killed' AND reason = 'overlap'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'launched'"), 2);
+  EXPECT_EQ(Count("SELECT active_runs FROM group_runtime WHERE name = 'old'"), 1) << "b's run";
+  EXPECT_EQ(Count("SELECT active_runs FROM group_runtime WHERE name = 'new'"), 1) << "a's new run";
 }
 
 }  // namespace
