@@ -175,6 +175,7 @@ inline void RecordChecks(Shared& sh, const CheckerResult& r) {
   sh.metrics.JobTransition("discarded").Increment(r.discarded);
   // Runs cancelled by max_concurrent_runs on_unmet cancel_oldest (reason overlap).
   sh.metrics.RunOutcome("cancelled").Increment(r.cancelled);
+  for (const auto& [outcome, n] : r.lineage_outcomes) sh.metrics.LineageOutcome(outcome).Increment(n);
   if (r.launched > 0 || r.cancelled > 0) sh.relay_wake.Wake();
 }
 

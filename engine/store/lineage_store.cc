@@ -153,18 +153,21 @@ void RecordLineages(pqxx::transaction_base& tx, const std::vector<std::string>& 
 }
 
 std::map<std::string, int> EndLineages(pqxx::transaction_base& tx, const std::vector<std::string>& ended_run_ids,
-                                       const std::vector<std::string>& lineages) {
+                                       const std::vector<std::string>& lineages,
+                                       const std::vector<int64_t>& discarded_job_ids) {
   std::map<std::string, int> out;
-  if (ended_run_ids.empty() && lineages.empty()) return out;
-  SqlArray ids, named;
+  if (ended_run_ids.empty() && lineages.empty() && discarded_job_ids.empty()) return out;
+  SqlArray ids, named, jobs;
   for (const std::string& r : ended_run_ids) ids.AddText(r);
   for (const std::string& l : lineages) named.AddText(l);
+  for (int64_t j : discarded_job_ids) jobs.AddInt(j);
   const std::string active_runs = SqlIn(RunState::kLaunched, RunState::kRunning, RunState::kRetryWait);
   const std::string bad_runs = SqlIn(RunState::kFailed, RunState::kKilled);
   const std::string open_jobs = SqlIn(JobState::kPendingTrigger, JobState::kPendingConstraint);
   for (const auto& r : tx.exec_params(
            "WITH ended AS (SELECT lineage FROM runs WHERE run_id = ANY($1::text[]) AND lineage IS NOT NULL "
-           "UNION SELECT unnest($2::text[])), "
+           "UNION SELECT unnest($2::text[]) "
+           "UNION SELECT lineage FROM jobs WHERE id = ANY($3::bigint[]) AND lineage <> ''), "
            "over AS (SELECT e.lineage, CASE WHEN EXISTS (SELECT 1 FROM runs r WHERE r.lineage = e.lineage AND r.state "
            "IN " +
                bad_runs +
@@ -177,7 +180,7 @@ std::map<std::string, int> EndLineages(pqxx::transaction_base& tx, const std::ve
                ")) "
                "UPDATE lineages l SET ended_at = now(), outcome = o.outcome FROM over o "
                "WHERE l.id = o.lineage AND l.ended_at IS NULL RETURNING o.outcome",
-           ids.Take(), named.Take())) {
+           ids.Take(), named.Take(), jobs.Take())) {
     ++out[r[0].as<std::string>()];
   }
   return out;

@@ -59,11 +59,12 @@ RunLineage LaunchLineage(const std::string& triggered_by_json, const std::string
 // that had ended is active again (EndLineages counts its next ending).
 void RecordLineages(pqxx::transaction_base& tx, const std::vector<std::string>& lineages);
 
-// For the runs that just ended and the lineages whose jobs were just discarded: each such
-// lineage with nothing active any more (no run launched, running or waiting for a retry, no job
-// open or waiting) ends, succeeded or failed (SPEC §10), recorded in `lineages` once per ending.
-// Returns the count per outcome, for trigd_lineages_total.
+// For the runs that just ended, the lineages named and those of the jobs just discarded (by id):
+// each such lineage with nothing active any more (no run launched, running or waiting for a
+// retry, no job open or waiting) ends, succeeded or failed (SPEC §10), recorded in `lineages`
+// once per ending. Returns the count per outcome, for trigd_lineages_total.
 std::map<std::string, int> EndLineages(pqxx::transaction_base& tx, const std::vector<std::string>& ended_run_ids,
-                                       const std::vector<std::string>& lineages = {});
+                                       const std::vector<std::string>& lineages = {},
+                                       const std::vector<int64_t>& discarded_job_ids = {});
 
 }  // namespace trigd::pg_internal

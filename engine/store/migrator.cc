@@ -9,6 +9,7 @@
 
 #include <pqxx/pqxx>
 
+#include "source_paths.h"
 #include "store/pg_internal.h"
 
 namespace trigd {

@@ -66,6 +66,7 @@ class PgStore::CheckStep {
     for (const Due& d : undecided_) WriteJob(d, JobState::kPendingConstraint, {.next_check_at = ToMillis(now_)});
     for (Due& d : due_) Decide(d);
     Write();
+    EndDiscardedLineages();
     return result_;
   }
 
@@ -381,6 +382,7 @@ class PgStore::CheckStep {
       Launch(d, *schedules_.at(d.schedule_id).schedule, v, checks);
     } else if (v.decision == Decision::kDiscard) {
       ++result_.discarded;
+      discarded_ids_.push_back(d.id);
       // A job of a schedule gone or changed has no checks (none ran).
       JsonObjectText e = HistoryEntry(at_, *v.history);
       if (v.checked) e.Raw("checks", checks);
@@ -546,6 +548,18 @@ class PgStore::CheckStep {
     }
   }
 
+  // A discarded job may have been the last thing active in its lineage (a correlated join's job
+  // timed out waiting for a branch that failed): such lineages end here, after the writes, which
+  // a deferring caller would otherwise send with its COMMIT.
+  void EndDiscardedLineages() {
+    if (discarded_ids_.empty()) return;
+    if (ctx_.deferred_writes && !ctx_.deferred_writes->empty()) {
+      tx_.exec_prepared("checker_writes", pqxx::prepare::make_dynamic_params(*ctx_.deferred_writes));
+      ctx_.deferred_writes->clear();
+    }
+    for (const auto& [outcome, n] : EndLineages(tx_, {}, {}, discarded_ids_)) result_.lineage_outcomes[outcome] += n;
+  }
+
   PgStore& store_;
   const TxContext& ctx_;
   pqxx::transaction_base& tx_;
@@ -575,6 +589,7 @@ class PgStore::CheckStep {
   std::optional<OutboxRows> outbox_;
   std::map<int64_t, std::string> program_json_;  // a schedule's program, serialised once per check
   std::vector<std::string> launched_lineages_;   // of the runs launched here (RecordLineages)
+  std::vector<int64_t> discarded_ids_;            // jobs discarded here (EndDiscardedLineages)
 };
 
 // The checker step in the caller's transaction: due jobs (all, or only those of `filter`'s

@@ -108,6 +108,7 @@ struct CheckerResult {
   int discarded = 0;
   int waiting = 0;
   int cancelled = 0;  // runs cancelled by max_concurrent_runs on_unmet cancel_oldest (reason overlap)
+  std::map<std::string, int> lineage_outcomes;  // lineages ended by a discard: succeeded, failed
   // (constraint, result) -> count, for trigd_constraint_checks_total.
   std::map<std::pair<std::string, std::string>, int> checks;
 };

@@ -14,6 +14,7 @@
 
 #include "core/envelope_agreement.h"
 #include "core/envelope_time.h"
+#include "source_paths.h"
 
 namespace trigd {
 namespace {

@@ -1,4 +1,5 @@
 #include "core/schedule_parser.h"
+#include "source_paths.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,5 @@
 #include "log/topics.h"
+#include "source_paths.h"
 
 #include <chrono>
 #include <cstdlib>

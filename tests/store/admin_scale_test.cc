@@ -13,6 +13,7 @@
 #include <pqxx/pqxx>
 
 #include "core/schedule_parser.h"
+#include "source_paths.h"
 #include "store/admin.h"
 #include "store/migrator.h"
 #include "store/test_pg.h"

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <pqxx/pqxx>
 
+#include "source_paths.h"
 #include "store/migrator.h"
 #include "store/test_pg.h"
 

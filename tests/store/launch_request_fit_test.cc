@@ -7,6 +7,7 @@
 
 #include "core/launch_request.h"
 #include "core/schedule_parser.h"
+#include "source_paths.h"
 #include "store/admin.h"
 #include "store/migrator.h"
 #include "store/test_pg.h"

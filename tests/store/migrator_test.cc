@@ -1,4 +1,5 @@
 #include "store/migrator.h"
+#include "source_paths.h"
 #include "store/test_pg.h"
 
 #include <cstdlib>

@@ -11,6 +11,7 @@
 #include <pqxx/pqxx>
 
 #include "core/schedule_parser.h"
+#include "source_paths.h"
 #include "store/admin.h"
 #include "store/migrator.h"
 #include "store/pg_store.h"

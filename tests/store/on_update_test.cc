@@ -10,6 +10,7 @@
 
 #include "api/why.h"
 #include "core/schedule_parser.h"
+#include "source_paths.h"
 #include "store/admin.h"
 #include "store/migrator.h"
 #include "store/pg_store.h"

@@ -20,6 +20,7 @@
 #include "core/envelope_time.h"
 #include "core/launch_request.h"
 #include "core/schedule_parser.h"
+#include "source_paths.h"
 #include "store/admin.h"
 #include "store/migrator.h"
 #include "store/test_pg.h"
@@ -1856,6 +1857,31 @@ TEST_F(PgStoreTest, ALineageEndsWhenItsLastOpenJobIsDiscarded) {
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'discarded' AND lineage = 'L'"), 1);
   EXPECT_EQ(r->lineage_outcomes["failed"], 1);
   EXPECT_EQ(Text("SELECT outcome FROM lineages WHERE id = 'L' AND ended_at IS NOT NULL"), "failed");
+}
+
+// The checker's discard ends a lineage too: a correlated join's job of L that times out while
+// nothing else of L is active.
+TEST_F(PgStoreTest, ALineageEndsWhenTheCheckerDiscardsItsLastOpenJob) {
+  json leaf_a = {{"program", {{"name", "a"}, {"correlate", true}}}};
+  json leaf_b = {{"program", {{"name", "b"}, {"correlate", true}}}};
+  Apply({{{"name", "j"},
+          {"program", {{"name", "j.p"}}},
+          {"trigger", {{"all", {leaf_a, leaf_b}}}},
+          {"timeout", {{"after", "10m"}, {"action", "discard"}}}}});
+  Exec("INSERT INTO lineages (id, started_at) VALUES ('L', now())");
+  Exec(
+      "INSERT INTO runs (run_id, job_id, schedule_id, schedule_name, program, target, state, heartbeat_timeout_ms, "
+      "launched_at, last_seen_at, request, lineage) VALUES ('rA', 1, 1, 'default/a', 'a', 'default', 'launched', "
+      "60000, now(), now(), '{}', 'L')");
+  ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("s1", "a", "rA", ProgramStatus::kSucceeded)}, 0)).ok());
+  ASSERT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'pending_trigger' AND lineage = 'L'"), 1);
+  // b never reports: the job's timeout passes.
+  Exec("UPDATE jobs SET opened_at = now() - interval '1 hour', next_check_at = now() WHERE lineage = 'L'");
+  auto r = store_->CheckDueJobs(100);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->discarded, 1);
+  EXPECT_EQ(r->lineage_outcomes["succeeded"], 1);
+  EXPECT_EQ(Text("SELECT outcome FROM lineages WHERE id = 'L' AND ended_at IS NOT NULL"), "succeeded");
 }
 
 // A schedule change and the engine's transactions exclude each other (the batch share-locks the
