@@ -589,7 +589,7 @@ class PgStore::CheckStep {
   std::optional<OutboxRows> outbox_;
   std::map<int64_t, std::string> program_json_;  // a schedule's program, serialised once per check
   std::vector<std::string> launched_lineages_;   // of the runs launched here (RecordLineages)
-  std::vector<int64_t> discarded_ids_;            // jobs discarded here (EndDiscardedLineages)
+  std::vector<int64_t> discarded_ids_;           // jobs discarded here (EndDiscardedLineages)
 };
 
 // The checker step in the caller's transaction: due jobs (all, or only those of `filter`'s
