@@ -208,6 +208,15 @@ std::string DescribeLeaf(const Trigger& leaf, const LeafState& state) {
   return {};
 }
 
+// The path of a composite's child `i`, as the schedule document names it: "trigger.all[1]", and
+// a leaf inside a composite by its kind ("trigger.all[1].partition").
+std::string ChildPath(const Trigger& composite, const std::string& path, size_t i) {
+  std::string child_path = path + "." + TriggerKindName(composite.kind) + "[" + std::to_string(i) + "]";
+  const Trigger& child = composite.children[i];
+  if (!IsComposite(child)) child_path += std::string(".") + TriggerKindName(child.kind);
+  return child_path;
+}
+
 // `only`, when given: the leaf numbers to describe (ascending); the others are passed over.
 void Describe(const Trigger& trigger, const std::string& path, const TriggerState& state, size_t& next_leaf,
               std::vector<LeafProgress>& out, const std::vector<int>* only = nullptr) {
@@ -218,13 +227,8 @@ void Describe(const Trigger& trigger, const std::string& path, const TriggerStat
     out.push_back({path, leaf_state.satisfied, DescribeLeaf(trigger, leaf_state)});
     return;
   }
-  const std::string prefix = path + "." + TriggerKindName(trigger.kind) + "[";
   for (size_t i = 0; i < trigger.children.size(); ++i) {
-    const Trigger& child = trigger.children[i];
-    std::string child_path = prefix + std::to_string(i) + "]";
-    // A leaf inside a composite is named by its kind, as in the schedule document.
-    if (!IsComposite(child)) child_path += std::string(".") + TriggerKindName(child.kind);
-    Describe(child, child_path, state, next_leaf, out, only);
+    Describe(trigger.children[i], ChildPath(trigger, path, i), state, next_leaf, out, only);
   }
 }
 
@@ -429,17 +433,13 @@ const Trigger* FindLeaf(const Trigger& trigger, const std::string& path, size_t&
     leaf_path = path;
     return &trigger;
   }
-  const std::string prefix = path + "." + TriggerKindName(trigger.kind) + "[";
   for (size_t i = 0; i < trigger.children.size(); ++i) {
-    const Trigger& child = trigger.children[i];
-    const size_t leaves = CountLeaves(child);
+    const size_t leaves = CountLeaves(trigger.children[i]);
     if (leaf >= next_leaf + leaves) {
       next_leaf += leaves;  // the leaf is past this child: no path built for it
       continue;
     }
-    std::string child_path = prefix + std::to_string(i) + "]";
-    if (!IsComposite(child)) child_path += std::string(".") + TriggerKindName(child.kind);
-    return FindLeaf(child, child_path, next_leaf, leaf, leaf_path);
+    return FindLeaf(trigger.children[i], ChildPath(trigger, path, i), next_leaf, leaf, leaf_path);
   }
   return nullptr;
 }

@@ -34,6 +34,12 @@ class ClaimPlanTest : public ::testing::Test {
     tx.exec("DROP DATABASE IF EXISTS " + db_ + " WITH (FORCE)");
   }
   std::string Conn() const { return Pg() + " dbname=" + db_; }
+  // The plan PostgreSQL would take for `sql`, one line per node.
+  static std::string Explain(pqxx::nontransaction& tx, const std::string& sql) {
+    std::string plan;
+    for (const auto& r : tx.exec("EXPLAIN " + sql)) plan += r[0].as<std::string>() + "\n";
+    return plan;
+  }
   std::string db_;
 };
 
@@ -62,11 +68,9 @@ TEST_F(ClaimPlanTest, ClaimWalksThePriorityIndexWhenHistoryDwarfsTheDueJobs) {
       "now() - interval '1 second' FROM generate_series(1, 10000) g");
   tx.exec("ANALYZE jobs");
   // The claim query of PgStore::CheckDueJobs.
-  std::string plan;
-  for (const auto& r : tx.exec("EXPLAIN SELECT id FROM jobs WHERE next_check_at <= now() "
-                               "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT 1000 FOR UPDATE SKIP LOCKED")) {
-    plan += r[0].as<std::string>() + "\n";
-  }
+  const std::string plan = Explain(tx,
+                                   "SELECT id FROM jobs WHERE next_check_at <= now() "
+                                   "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT 1000 FOR UPDATE SKIP LOCKED");
   EXPECT_NE(plan.find("jobs_claim"), std::string::npos) << plan;
   EXPECT_EQ(plan.find("Sort"), std::string::npos) << plan;
 }
@@ -83,13 +87,11 @@ TEST_F(ClaimPlanTest, SweepReadsOnlyTheSchedulesWithARunTimeout) {
       "CASE WHEN g % 10000 = 0 THEN 60000 END FROM generate_series(1, 50000) g");
   tx.exec("ANALYZE schedules");
   // The run_timeout part of the sweep's query, as PgStore::SweepRuns has it.
-  std::string plan;
-  for (const auto& r :
-       tx.exec("EXPLAIN SELECT r.run_id FROM schedules s JOIN runs r ON r.schedule_id = s.id "
-               "AND r.state IN ('launched', 'running') WHERE s.run_timeout_ms IS NOT NULL "
-               "AND r.attempt_launched_at <= now() - make_interval(secs => s.run_timeout_ms / 1000.0)")) {
-    plan += r[0].as<std::string>() + "\n";
-  }
+  const std::string plan =
+      Explain(tx,
+              "SELECT r.run_id FROM schedules s JOIN runs r ON r.schedule_id = s.id "
+              "AND r.state IN ('launched', 'running') WHERE s.run_timeout_ms IS NOT NULL "
+              "AND r.attempt_launched_at <= now() - make_interval(secs => s.run_timeout_ms / 1000.0)");
   EXPECT_EQ(plan.find("Seq Scan on schedules"), std::string::npos) << plan;
   EXPECT_NE(plan.find("schedules_with_run_timeout"), std::string::npos) << plan;
 }
