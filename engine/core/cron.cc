@@ -7,6 +7,7 @@
 #include <array>
 #include <cctype>
 #include <exception>
+#include <unordered_map>
 
 namespace trigd {
 namespace {
@@ -248,6 +249,20 @@ std::optional<TimePoint> CronExpr::Next(TimePoint after, const std::string& time
 
 namespace {
 
+// The parsed form of a cron text, parsed once per thread (null if it does not parse): the
+// checkers compute due fire times for every time trigger they tick, and schedules share few
+// distinct texts (a storm's 100,000 schedules, one). The pointer is good until the next call.
+const CronExpr* ParsedCron(const std::string& text) {
+  constexpr size_t kMaxCached = 4096;
+  thread_local std::unordered_map<std::string, std::optional<CronExpr>> cache;
+  if (auto it = cache.find(text); it != cache.end()) return it->second ? &*it->second : nullptr;
+  if (cache.size() >= kMaxCached) cache.clear();
+  Result<CronExpr> parsed = CronExpr::Parse(text);
+  auto& slot = cache[text];
+  if (parsed.ok()) slot = std::move(parsed).value();
+  return slot ? &*slot : nullptr;
+}
+
 // NextFireTime for a trigger whose cron expression (if any) is already parsed.
 std::optional<TimePoint> NextFire(const TimeTrigger& trigger, const CronExpr* cron, TimePoint anchor, TimePoint after) {
   if (cron != nullptr) return cron->Next(after, trigger.timezone);
@@ -265,9 +280,9 @@ std::optional<TimePoint> NextFire(const TimeTrigger& trigger, const CronExpr* cr
 
 std::optional<TimePoint> NextFireTime(const TimeTrigger& trigger, TimePoint anchor, TimePoint after) {
   if (trigger.cron) {
-    Result<CronExpr> cron = CronExpr::Parse(*trigger.cron);
-    if (!cron.ok()) return std::nullopt;
-    return NextFire(trigger, &*cron, anchor, after);
+    const CronExpr* cron = ParsedCron(*trigger.cron);
+    if (cron == nullptr) return std::nullopt;
+    return NextFire(trigger, cron, anchor, after);
   }
   return NextFire(trigger, nullptr, anchor, after);
 }
@@ -275,13 +290,11 @@ std::optional<TimePoint> NextFireTime(const TimeTrigger& trigger, TimePoint anch
 DueFireTimes ComputeDueFireTimes(const TimeTrigger& trigger, TimePoint anchor, std::optional<TimePoint> last_fired,
                                  TimePoint now, Millis grace, size_t limit) {
   DueFireTimes result;
-  std::optional<CronExpr> cron;
+  const CronExpr* cron_ptr = nullptr;
   if (trigger.cron) {
-    Result<CronExpr> parsed = CronExpr::Parse(*trigger.cron);
-    if (!parsed.ok()) return result;
-    cron = std::move(parsed).value();
+    cron_ptr = ParsedCron(*trigger.cron);
+    if (cron_ptr == nullptr) return result;
   }
-  const CronExpr* cron_ptr = cron ? &*cron : nullptr;
   result.next = NextFire(trigger, cron_ptr, anchor, now);
 
   const TimePoint start = last_fired.value_or(anchor);
