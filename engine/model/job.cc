@@ -1,5 +1,7 @@
 #include "model/job.h"
 
+#include "common/json_text.h"
+
 namespace trigd {
 
 const char* JobStateName(JobState s) {
@@ -45,6 +47,28 @@ nlohmann::json TriggerStateToJson(const TriggerState& s) {
     leaves.push_back(std::move(j));
   }
   return leaves;
+}
+
+std::string TriggerStateText(const TriggerState& s) {
+  std::string out = "[";
+  for (const LeafState& l : s.leaves) {
+    if (out.size() > 1) out += ',';
+    // nlohmann's objects keep their keys sorted: bytes, count, last_arrival_ms, partitions, satisfied.
+    out += '{';
+    if (l.bytes) out += "\"bytes\":" + std::to_string(l.bytes) + ",";
+    out += "\"count\":" + std::to_string(l.count);
+    if (l.last_arrival) out += ",\"last_arrival_ms\":" + std::to_string(l.last_arrival->time_since_epoch().count());
+    if (!l.partitions.empty()) {
+      out += ",\"partitions\":[";
+      for (size_t i = 0; i < l.partitions.size(); ++i) {
+        if (i > 0) out += ',';
+        AppendJsonString(out, l.partitions[i]);
+      }
+      out += ']';
+    }
+    out += l.satisfied ? ",\"satisfied\":true}" : ",\"satisfied\":false}";
+  }
+  return out + "]";
 }
 
 TriggerState TriggerStateFromJson(const nlohmann::json& j) {

@@ -492,7 +492,7 @@ class PgStore::IngestStep {
         f.version = job.schedule_version;
         f.priority = s.priority;
         f.schedule_name = s.id().value();
-        f.trigger_state = TriggerStateToJson(job.state).dump();
+        f.trigger_state = TriggerStateText(job.state);
         TriggeredByJson(job.triggered_by, f.triggered_by);
         f.history = std::move(job.history);  // written with the decision (CheckJobs)
         f.opened_at = job.opened_at;
@@ -503,7 +503,7 @@ class PgStore::IngestStep {
       const std::optional<TimePoint> next_check = NextCheck(job, s);
       upd.id.AddInt(job.id);
       upd.state.AddText(StateOf(job));
-      upd.trigger_state.AddText(TriggerStateToJson(job.state).dump());
+      upd.trigger_state.AddText(TriggerStateText(job.state));
       TriggeredByJson(job.triggered_by, text);
       upd.triggered_by.AddText(text);
       upd.history.AddText(JsonArray(job.history));
@@ -550,7 +550,7 @@ class PgStore::IngestStep {
       row.AddInt(job.schedule_version);
       row.AddText(StateOf(job));
       row.AddInt(s.priority);
-      row.AddText(TriggerStateToJson(job.state).dump());
+      row.AddText(TriggerStateText(job.state));
       TriggeredByJson(job.triggered_by, text);
       row.AddText(text);
       row.AddText(JsonArray(job.history));

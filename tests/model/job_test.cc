@@ -28,6 +28,17 @@ TEST(TriggerStateTest, RoundTripsThroughJson) {
   EXPECT_EQ(TriggerStateFromJson(TriggerStateToJson(s)), s);
 }
 
+TEST(TriggerStateTest, TextIsTheJsonDocumentDumped) {
+  TriggerState s;
+  EXPECT_EQ(TriggerStateText(s), TriggerStateToJson(s).dump());
+  s.leaves.push_back({2, 100, {"dt=1", "a \"quoted\" \\ key", "caf\xc3\xa9"}, false});
+  s.leaves.push_back({1, 0, {}, true});
+  s.leaves.push_back({0, 0, {}, false, TimePoint(Millis(1795784400123))});
+  s.leaves.push_back({-3, -1, {"x"}, true, TimePoint(Millis(-5))});
+  EXPECT_EQ(TriggerStateText(s), TriggerStateToJson(s).dump());
+  EXPECT_EQ(TriggerStateFromJson(nlohmann::json::parse(TriggerStateText(s))), s);
+}
+
 TEST(ScheduleTest, LeavesAreDepthFirstWithEventKeys) {
   Trigger p1{.kind = TriggerKind::kPartition, .partition = {.dataset = "a"}};
   Trigger p2{.kind = TriggerKind::kProgram, .program = {.program = "b"}};
