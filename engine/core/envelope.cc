@@ -1,5 +1,6 @@
 #include "core/envelope.h"
 
+#include "common/json_text.h"
 #include "core/envelope_scan.h"
 #include "core/envelope_time.h"
 
@@ -569,6 +570,22 @@ std::string TriggeredByWithin(std::string_view triggered_by, size_t max_bytes, b
   if (drop == 0) return text;
   events.erase(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(drop));
   return events.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string TickEnvelopeText(std::string_view id, std::string_view time, std::string_view schedule,
+                             std::string_view fire_time) {
+  // nlohmann's objects keep their keys sorted: id, payload (fire_time, schedule), time, type.
+  std::string out = "{\"id\":";
+  out.reserve(96 + id.size() + schedule.size());
+  AppendJsonString(out, id);
+  out += ",\"payload\":{\"fire_time\":";
+  AppendJsonString(out, fire_time);
+  out += ",\"schedule\":";
+  AppendJsonString(out, schedule);
+  out += "},\"time\":";
+  AppendJsonString(out, time);
+  out += ",\"type\":\"tick\"}";
+  return out;
 }
 
 nlohmann::json EnvelopeToJson(const Event& event) {

@@ -65,4 +65,11 @@ std::string TriggeredByWithin(std::string_view triggered_by, size_t max_bytes, b
 // The envelope of an event trigd produces itself (ticks, lost runs, upstream failures).
 nlohmann::json EnvelopeToJson(const Event& event);
 
+// The text of EnvelopeToJson(e).dump() for a tick trigd produces (payload: schedule and fire
+// time), written directly: a storm writes one copy of each tick for observers, and building the
+// tree to dump it was most of the tick's own CPU in trigd. `time` and `fire_time` as FormatTime
+// prints them.
+std::string TickEnvelopeText(std::string_view id, std::string_view time, std::string_view schedule,
+                             std::string_view fire_time);
+
 }  // namespace trigd

@@ -538,6 +538,8 @@ class PgStore::IngestStep {
         {"schedule_id", "schedule_name", "schedule_version", "state", "priority", "trigger_state", "triggered_by",
          "history", "opened_at", "first_event_at", "ready_at", "next_check_at", "concurrency_group", "lineage"});
     std::string text;
+    // A complete job's ready_at and next check are this transaction's now: formatted once.
+    const std::string now_text = FormatTime(ctx_.now);
     for (const OpenJob& job : built_->acc.jobs) {
       if (!Copied(job)) continue;
       const Schedule& s = *built_->schedules.at(job.schedule_id).schedule;
@@ -557,8 +559,12 @@ class PgStore::IngestStep {
       const std::string opened_at = FormatTime(job.opened_at);
       row.AddText(opened_at);
       row.AddText(opened_at);
-      job.complete ? row.AddText(FormatTime(ctx_.now)) : row.AddNull();
-      next_check ? row.AddText(FormatTime(*next_check)) : row.AddNull();
+      job.complete ? row.AddText(now_text) : row.AddNull();
+      if (!next_check) {
+        row.AddNull();
+      } else {
+        row.AddText(*next_check == ctx_.now ? now_text : FormatTime(*next_check));
+      }
       s.constraints.concurrency_group ? row.AddText(s.constraints.concurrency_group->name) : row.AddNull();
       row.AddText(job.complete ? pg_internal::ProspectiveLineage(job) : job.lineage);
       ins.EndRow();

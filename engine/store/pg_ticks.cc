@@ -72,6 +72,7 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
         applied_by_producer.insert(r[0].as<std::string>());
       }
     }
+    const std::string now_text = FormatTime(now);
     for (Decided& d : decided) {
       for (TimePoint fire : d.due.fire) {
         Event e;
@@ -83,7 +84,7 @@ Result<TickResult> PgStore::TickTimeTriggers(size_t limit) {
         e.time = now;
         e.payload = {{"schedule", d.name}, {"fire_time", fire_time}};
         e.tick = {d.name, fire};
-        outbox.AddToBundle(topics_.events_time, d.name, EnvelopeToJson(e).dump());
+        outbox.AddToBundle(topics_.events_time, d.name, TickEnvelopeText(e.id, now_text, d.name, fire_time));
         ticks.events.push_back(std::move(e));
         ticks.schedule_ids.push_back({d.id});
         ++out.produced;

@@ -436,6 +436,25 @@ TEST(EnvelopeTest, EnvelopeToJsonRoundTripsAReceivedEvent) {
   EXPECT_EQ(again->payload, event->payload);
 }
 
+TEST(EnvelopeTest, TickEnvelopeTextIsTheEnvelopeDumped) {
+  // As pg_ticks builds its ticks: payload set, time now.
+  for (const std::string& schedule : {std::string("default/nightly"), std::string("bench/c99_x.y-z")}) {
+    Event tick;
+    tick.type = EventType::kTick;
+    tick.time = At("2026-11-22T05:00:01.250Z");
+    tick.tick = {schedule, At("2026-11-22T05:00:00Z")};
+    const std::string fire_time = FormatTime(tick.tick.fire_time);
+    tick.id = OwnTickId(schedule, fire_time);
+    tick.payload = {{"schedule", schedule}, {"fire_time", fire_time}};
+    const std::string text = TickEnvelopeText(tick.id, FormatTime(tick.time), schedule, fire_time);
+    EXPECT_EQ(text, EnvelopeToJson(tick).dump());
+    Result<Event> parsed = Parse(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    EXPECT_EQ(parsed->tick.schedule, schedule);
+    EXPECT_EQ(parsed->tick.fire_time, tick.tick.fire_time);
+  }
+}
+
 TEST(EnvelopeTest, EnvelopeToJsonBuildsThePayloadOfEventsTrigdProduces) {
   Event lost;
   lost.id = "lost-r-1";
