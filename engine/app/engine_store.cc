@@ -41,10 +41,12 @@ class PgEngineStore final : public EngineStore {
 }  // namespace
 
 EngineStoreFactory PgEngineStoreFactory(std::string pg, std::string topic_prefix) {
-  return [pg = std::move(pg),
-          prefix = std::move(topic_prefix)](const EngineStoreOptions& o) -> Result<std::unique_ptr<EngineStore>> {
+  // One cache of parsed schedules for every connection of the engine (checkers, ingest, relay).
+  return [pg = std::move(pg), prefix = std::move(topic_prefix),
+          cache = ScheduleCache()](const EngineStoreOptions& o) -> Result<std::unique_ptr<EngineStore>> {
     auto s = PgStore::Connect(pg, prefix);
     if (!s.ok()) return s.status();
+    (*s)->ShareScheduleCache(cache);
     (*s)->SetFastPath(o.fast_path);
     (*s)->SetCheckerShard(o.shard, o.shards);
     (*s)->SetConsumerGroup(o.group);

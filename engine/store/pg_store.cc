@@ -1,5 +1,8 @@
 #include "store/pg_store.h"
 
+#include <mutex>
+#include <shared_mutex>
+
 #include "store/pg_store_parts.h"
 
 namespace trigd {
@@ -7,21 +10,33 @@ namespace trigd {
 using nlohmann::json;
 using namespace pg_internal;  // NOLINT(google-build-using-namespace): the module's own helpers
 
+struct ScheduleCache::State {
+  explicit State(size_t capacity) : capacity(capacity) {}
+  const size_t capacity;
+  mutable std::shared_mutex mu;
+  std::unordered_map<int64_t, std::pair<int, std::shared_ptr<const Schedule>>> entries;
+};
+
+ScheduleCache::ScheduleCache(size_t capacity) : state_(std::make_shared<State>(capacity)) {}
+
 std::shared_ptr<const Schedule> ScheduleCache::Find(int64_t id, int version) const {
-  auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.first != version) return nullptr;
+  std::shared_lock lock(state_->mu);
+  auto it = state_->entries.find(id);
+  if (it == state_->entries.end() || it->second.first != version) return nullptr;
   return it->second.second;
 }
 
 std::shared_ptr<const Schedule> ScheduleCache::Get(int64_t id, int version, const std::string& document) {
   if (auto found = Find(id, version)) return found;
+  // Parsed without the lock: two threads may parse one document at once; either result is kept.
   json doc = json::parse(document, nullptr, false);
   if (doc.is_discarded()) return nullptr;
   ParsedSchedule parsed = ParseSchedule(doc);
   if (!parsed.ok()) return nullptr;
-  if (entries_.size() >= capacity_) entries_.clear();
   auto s = std::make_shared<const Schedule>(std::move(parsed.schedule));
-  entries_[id] = {version, s};
+  std::unique_lock lock(state_->mu);
+  if (state_->entries.size() >= state_->capacity) state_->entries.clear();
+  state_->entries[id] = {version, s};
   return s;
 }
 

@@ -30,19 +30,21 @@ namespace pg_internal {
 class OpenTransaction;
 }
 
-// Parsed schedules by (id, version), so a batch parses a document once per version.
-// Bounded: cleared when it grows past its capacity. Not thread-safe (one per PgStore).
+// Parsed schedules by (id, version), so a document is parsed once per version.
+// Bounded: cleared when it grows past its capacity. A handle: copies share one cache, which is
+// thread-safe (PgStore::ShareScheduleCache: every connection of one engine uses one, so a
+// storm's schedules are parsed once, not once per checker that happens to tick them).
 class ScheduleCache {
  public:
-  explicit ScheduleCache(size_t capacity = 200000) : capacity_(capacity) {}
+  explicit ScheduleCache(size_t capacity = 200000);
   // The parsed schedule, or nullptr if the stored document does not parse (never expected:
   // documents are validated before they are stored).
   std::shared_ptr<const Schedule> Get(int64_t id, int version, const std::string& document);
   std::shared_ptr<const Schedule> Find(int64_t id, int version) const;
 
  private:
-  size_t capacity_;
-  std::unordered_map<int64_t, std::pair<int, std::shared_ptr<const Schedule>>> entries_;
+  struct State;
+  std::shared_ptr<State> state_;
 };
 
 // The reverse index's feed: schedules whose keys changed since a change-log position.
@@ -172,6 +174,9 @@ class PgStore {
   // launched if they can, in the same transaction). On by default; off leaves every ready job
   // to CheckDueJobs (tests of the checker step on its own).
   void SetFastPath(bool on) { fast_path_ = on; }
+  // Parsed schedules from `cache` (shared with the stores given the same), instead of this
+  // store's own. Only for stores of one database: entries are keyed by schedule id and version.
+  void ShareScheduleCache(const ScheduleCache& cache) { cache_ = cache; }
   // With several checker loops in a process: this one's CheckDueJobs claims only the jobs of
   // schedules with schedule_id % count == index, so two checkers never wait for each other's
   // run counters (a job of a concurrency group may still wait for the group's). Each shard is
