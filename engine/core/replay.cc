@@ -109,7 +109,7 @@ struct Replay::Impl {
   std::map<int64_t, ScheduleView> views;  // enabled schedules, id = index + 1
   ScheduleIndex index;
   std::string key;
-  std::vector<SimJob> jobs;
+  std::deque<SimJob> jobs;  // a deque: a job is never moved as more open
   std::unordered_map<std::string, int64_t> group_active;
   std::unordered_map<std::string, std::vector<size_t>> group_members;  // schedules by group
   std::unordered_set<std::string> seen;
@@ -120,19 +120,48 @@ struct Replay::Impl {
 
   void Push(TimePoint at, TimerKind kind, size_t a, size_t b = 0) { timers.push(Timer{at, kind, seq++, a, b}); }
 
-  void Step(size_t job, TimePoint at, std::string what, std::string event = {}, std::string detail = {}) {
+  // A step of the replay's own, with its detail text.
+  void Step(size_t job, ReplayEntry::Kind kind, std::string detail) {
     if (!options.keep_timeline) return;
     const SimJob& j = jobs[job];
-    result.schedules[j.schedule].timeline.push_back(
-        ReplayStep{at, j.number, std::move(what), std::move(event), std::move(detail)});
+    result.schedules[j.schedule].entries.push_back(
+        ReplayEntry{.at = clock, .job = j.number, .text = Text(std::move(detail)), .kind = kind});
   }
 
-  // A history entry Accumulate wrote, kept as a record until DecodeTimeline.
-  void StepFromHistory(size_t job, HistoryRecord entry) {
+  uint32_t Text(std::string text) {
+    result.texts.push_back(std::move(text));
+    return static_cast<uint32_t>(result.texts.size() - 1);
+  }
+
+  // A history entry Accumulate wrote for `event`, kept as an entry until DecodeTimeline. The
+  // event's id is kept once however many entries name it (`event_text`: its index, once kept).
+  void StepFromHistory(size_t job, const HistoryRecord& h, const Event& event, std::optional<uint32_t>& event_text) {
     if (!options.keep_timeline) return;
     const SimJob& j = jobs[job];
-    ReplayStep step{clock, j.number, {}, {}, {}, std::move(entry)};
-    result.schedules[j.schedule].timeline.push_back(std::move(step));
+    ReplayEntry entry{.at = clock, .job = j.number};
+    switch (h.kind) {
+      case HistoryRecord::Kind::kOpened: entry.kind = ReplayEntry::Kind::kOpened; break;
+      case HistoryRecord::Kind::kCounted: entry.kind = ReplayEntry::Kind::kCounted; break;
+      case HistoryRecord::Kind::kComplete: entry.kind = ReplayEntry::Kind::kComplete; break;
+      case HistoryRecord::Kind::kDiscardedUpdated: entry.kind = ReplayEntry::Kind::kDiscardedUpdated; break;
+      case HistoryRecord::Kind::kDiscardedUpstream: entry.kind = ReplayEntry::Kind::kDiscardedUpstream; break;
+    }
+    if (!h.event.empty()) {
+      if (h.event != event.id) {
+        entry.text = Text(h.event);
+      } else {
+        if (!event_text) event_text = Text(event.id);
+        entry.text = *event_text;
+      }
+    }
+    if (h.kind == HistoryRecord::Kind::kCounted) {
+      entry.first = static_cast<uint32_t>(result.leaves.size());
+      entry.count = static_cast<uint32_t>(h.leaves.size());
+      for (const HistoryRecord::Leaf& l : h.leaves) {
+        result.leaves.push_back(ReplayLeaf{l.leaf, l.state.satisfied, l.state.count, l.state.bytes, l.state.last_arrival});
+      }
+    }
+    result.schedules[j.schedule].entries.push_back(entry);
   }
 
   Millis RunDuration(SimSchedule& s) {
@@ -165,7 +194,7 @@ struct Replay::Impl {
       // checker does at the job's due time (pg_checker.cc).
       const std::string wait = DescribeLeafDeadline(schedule.trigger, job.open.state);
       if (SettleTimedLeaves(schedule.trigger, job.open.state, clock) && IsComplete(schedule.trigger, job.open.state)) {
-        Step(job_index, clock, "trigger complete", {}, wait);
+        Step(job_index, ReplayEntry::Kind::kSettled, wait);
         if (s.open_job == job_index) s.open_job.reset();
         job.state = SimState::kWaiting;
         job.ready_at = clock;
@@ -188,7 +217,7 @@ struct Replay::Impl {
         job.last_wait.reset();
       } else if (!job.last_wait || !job.last_wait->Matches(out, facts)) {
         std::string reason = CheckJob(schedule, job_facts, complete, facts, clock, CheckText::kReasons).reason;
-        if (reason != job.last_reason) Step(job_index, clock, "wait", {}, reason);
+        if (reason != job.last_reason) Step(job_index, ReplayEntry::Kind::kWait, reason);
         job.last_reason = std::move(reason);
         job.last_wait = std::make_unique<WaitKey>(out, facts);
       }
@@ -199,17 +228,21 @@ struct Replay::Impl {
     Leave(job_index);
     if (out.decision == Decision::kDiscard) {
       ++result.schedules[job.schedule].discarded;
-      Step(job_index, clock, "discard", {},
+      Step(job_index, ReplayEntry::Kind::kDiscard,
            CheckJob(schedule, job_facts, complete, facts, clock, CheckText::kReasons).reason);
       Release(job_index);
       return;
     }
     const Millis duration = RunDuration(s);
     ReplayLaunch launch{job.number, clock, clock + duration, out.forced, std::move(job.open.triggered_by)};
-    Step(job_index, clock, "launch", {},
-         std::string(out.forced ? "launched by timeout (action run)" : "constraints hold") + "; run lasts " +
-             FormatDuration(duration));
-    result.schedules[job.schedule].launches.push_back(std::move(launch));
+    std::vector<ReplayLaunch>& launches = result.schedules[job.schedule].launches;
+    if (options.keep_timeline) {
+      result.schedules[job.schedule].entries.push_back(ReplayEntry{.at = clock,
+                                                                   .job = job.number,
+                                                                   .first = static_cast<uint32_t>(launches.size()),
+                                                                   .kind = ReplayEntry::Kind::kLaunch});
+    }
+    launches.push_back(std::move(launch));
     Release(job_index);
     ++s.active_runs;
     s.last_launch = clock;
@@ -242,7 +275,7 @@ struct Replay::Impl {
     trigd::ArmSilence(schedule.trigger, job.open.state, clock);
     jobs.push_back(std::move(job));
     schedules[schedule_index].open_job = ji;
-    Step(ji, clock, "opened", {}, DescribeLeafDeadline(schedule.trigger, jobs[ji].open.state));
+    Step(ji, ReplayEntry::Kind::kArmed, DescribeLeafDeadline(schedule.trigger, jobs[ji].open.state));
     WakeCollecting(ji);
   }
 
@@ -372,6 +405,7 @@ struct Replay::Impl {
     }
     if (in[0].schedule_ids.empty()) return;
     ++result.matched;
+    std::optional<uint32_t> event_text;
     Accumulation acc = Accumulate(in, views, std::move(open), clock, HistoryForm::kRecords);
     for (OpenJob& o : acc.jobs) {
       const size_t si = static_cast<size_t>(o.schedule_id - 1);
@@ -388,7 +422,7 @@ struct Replay::Impl {
         schedules[si].open_job = ji;
       }
       SimJob& job = jobs[ji];
-      for (HistoryRecord& h : o.history_records) StepFromHistory(ji, std::move(h));
+      for (const HistoryRecord& h : o.history_records) StepFromHistory(ji, h, event, event_text);
       const bool complete = o.complete;
       const bool discarded = o.discarded;
       job.open = std::move(o);
@@ -489,23 +523,56 @@ ReplayResult Replay::Finish() {
 
 void DecodeTimeline(ReplayResult& result) {
   for (ReplaySchedule& s : result.schedules) {
-    for (ReplayStep& step : s.timeline) {
-      if (!step.history) continue;
-      HistoryRecord& h = *step.history;
-      // What the entry's text says (HistoryText): its what, its event, its leaves.
-      if (h.kind == HistoryRecord::Kind::kCounted) {
-        for (const std::string& leaf : HistoryLeaves(h, s.schedule->trigger)) {
-          step.detail += (step.detail.empty() ? "" : "; ") + leaf;
+    for (const ReplayEntry& e : s.entries) {
+      ReplayStep step{e.at, e.job, {}, {}, {}};
+      // The accumulator's entries say what their text says (HistoryText): its what, its event,
+      // its leaves; the replay's own carry their detail.
+      std::optional<HistoryRecord::Kind> history;
+      switch (e.kind) {
+        case ReplayEntry::Kind::kOpened: history = HistoryRecord::Kind::kOpened; break;
+        case ReplayEntry::Kind::kCounted: history = HistoryRecord::Kind::kCounted; break;
+        case ReplayEntry::Kind::kComplete: history = HistoryRecord::Kind::kComplete; break;
+        case ReplayEntry::Kind::kDiscardedUpdated: history = HistoryRecord::Kind::kDiscardedUpdated; break;
+        case ReplayEntry::Kind::kDiscardedUpstream: history = HistoryRecord::Kind::kDiscardedUpstream; break;
+        case ReplayEntry::Kind::kArmed: step.what = "opened"; break;
+        case ReplayEntry::Kind::kSettled: step.what = "trigger complete"; break;
+        case ReplayEntry::Kind::kWait: step.what = "wait"; break;
+        case ReplayEntry::Kind::kDiscard: step.what = "discard"; break;
+        case ReplayEntry::Kind::kLaunch: {
+          const ReplayLaunch& l = s.launches[e.first];
+          step.what = "launch";
+          step.detail = std::string(l.forced ? "launched by timeout (action run)" : "constraints hold") +
+                        "; run lasts " + FormatDuration(l.ends_at - l.at);
+          break;
         }
       }
-      step.what = HistoryWhat(h.kind);
-      step.event = std::move(h.event);
-      if (step.what.starts_with("discarded: ")) {
-        step.detail = step.what.substr(sizeof("discarded: ") - 1);
-        step.what = "discard";
+      if (!history) {
+        if (e.kind != ReplayEntry::Kind::kLaunch) step.detail = result.texts[e.text];
+      } else {
+        if (*history == HistoryRecord::Kind::kOpened || *history == HistoryRecord::Kind::kCounted ||
+            *history == HistoryRecord::Kind::kDiscardedUpstream) {
+          step.event = result.texts[e.text];
+        }
+        if (*history == HistoryRecord::Kind::kCounted) {
+          HistoryRecord h{.kind = *history};
+          h.leaves.reserve(e.count);
+          for (uint32_t i = e.first; i < e.first + e.count; ++i) {
+            const ReplayLeaf& l = result.leaves[i];
+            h.leaves.push_back({l.leaf, LeafState{l.count, l.bytes, {}, l.satisfied, l.last_arrival}});
+          }
+          for (const std::string& leaf : HistoryLeaves(h, s.schedule->trigger)) {
+            step.detail += (step.detail.empty() ? "" : "; ") + leaf;
+          }
+        }
+        step.what = HistoryWhat(*history);
+        if (step.what.starts_with("discarded: ")) {
+          step.detail = step.what.substr(sizeof("discarded: ") - 1);
+          step.what = "discard";
+        }
       }
-      step.history.reset();
+      s.timeline.push_back(std::move(step));
     }
+    s.entries = std::vector<ReplayEntry>();
   }
 }
 
