@@ -267,7 +267,7 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
       OpenJob& job = out.jobs[it->second];
       job.changed = true;
       if (job.triggered_by.size() < kMaxTriggeringEvents) {
-        if (!payload) payload = std::make_shared<const nlohmann::json>(event.payload);
+        if (!payload && events[ei].payload) payload = std::make_shared<const nlohmann::json>(event.payload);
         job.triggered_by.push_back({event.id, EventTypeName(event.type), payload});
       }
       // The leaves the event counted, as they stand now (described alone, not every leaf of the

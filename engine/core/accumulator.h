@@ -96,6 +96,9 @@ struct OpenJob {
 struct AccumulateInput {
   const Event* event = nullptr;
   std::vector<int64_t> schedule_ids;  // reached through the reverse index
+  // False: the jobs' triggered_by entries carry the event's id and type, not its payload (the
+  // replay, which says only the ids; docs/adr/0159-replay-triggered-by-without-payloads.md).
+  bool payload = true;
 };
 
 // A lineage that failed for a correlated schedule (SPEC §10): events of it open no job of the

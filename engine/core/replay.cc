@@ -391,6 +391,7 @@ struct Replay::Impl {
     }
     std::vector<AccumulateInput> in(1);
     in[0].event = &event;
+    in[0].payload = false;  // the launches say their triggering events' ids only
     std::vector<OpenJob> open;
     for (int64_t sid : sids) {
       // `views` holds the enabled schedules: their flag says it without a lookup in the map.

@@ -97,7 +97,7 @@ struct ReplayLaunch {
   TimePoint at;
   TimePoint ends_at;    // at + the run's modelled duration
   bool forced = false;  // timeout action run
-  std::vector<TriggeringEvent> triggered_by;
+  std::vector<TriggeringEvent> triggered_by;  // ids and types (no payload)
 };
 
 struct ReplaySchedule {
