@@ -106,7 +106,9 @@ Millis Median(std::vector<Millis> v) {
 struct Replay::Impl {
   ReplayOptions options;
   std::vector<SimSchedule> schedules;
-  std::map<int64_t, ScheduleView> views;  // enabled schedules, id = index + 1
+  // The schedules as Accumulate reads them, by position (id = index + 1); null: disabled.
+  std::deque<ScheduleView> view_store;
+  std::vector<const ScheduleView*> views;
   ScheduleIndex index;
   std::string key;
   std::deque<SimJob> jobs;  // a deque: a job is never moved as more open
@@ -394,8 +396,7 @@ struct Replay::Impl {
     in[0].payload = false;  // the launches say their triggering events' ids only
     std::vector<OpenJob> open;
     for (int64_t sid : sids) {
-      // `views` holds the enabled schedules: their flag says it without a lookup in the map.
-      if (!result.schedules[static_cast<size_t>(sid - 1)].enabled) continue;
+      if (!views[static_cast<size_t>(sid - 1)]) continue;  // disabled
       in[0].schedule_ids.push_back(sid);
       SimSchedule& s = schedules[static_cast<size_t>(sid - 1)];
       if (s.open_job) {
@@ -468,8 +469,9 @@ Replay::Replay(std::vector<Schedule> schedules, ReplayOptions options) : impl_(s
     r.enabled = enabled;
     r.schedule = s.schedule;
     m.result.schedules.push_back(std::move(r));
+    m.views.push_back(nullptr);
     if (enabled) {
-      m.views[id] = ScheduleView{id, 1, s.schedule};
+      m.views.back() = &m.view_store.emplace_back(ScheduleView{id, 1, s.schedule});
       if (const auto& group = schedule.constraints.concurrency_group) m.group_members[group->name].push_back(i);
       std::vector<std::string> keys;
       for (const Trigger* leaf : TriggerLeaves(schedule.trigger)) {
@@ -487,7 +489,7 @@ Replay::Replay(std::vector<Schedule> schedules, ReplayOptions options) : impl_(s
     m.schedules.push_back(std::move(s));
   }
   for (size_t i = 0; i < m.schedules.size(); ++i) {
-    if (m.views.count(static_cast<int64_t>(i) + 1) && HasSilence(m.schedules[i].schedule->trigger)) m.ArmSilence(i);
+    if (m.views[i] && HasSilence(m.schedules[i].schedule->trigger)) m.ArmSilence(i);
   }
 }
 
