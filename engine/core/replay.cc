@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <queue>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -96,6 +95,49 @@ struct SimSchedule {
   size_t runs_started = 0;  // which recorded duration the next run takes
 };
 
+// The event ids seen, as trigd's seen_events de-duplicates them: an open-addressing table of
+// the ids' hashes, each id kept once beside it and compared on a hash match. A node-based set
+// allocated a node per event and missed the cache on every insert into a large table.
+class SeenIds {
+ public:
+  // False when `id` was seen before.
+  bool Insert(std::string_view id) {
+    if ((count_ + 1) * 2 > slots_.size()) Grow();
+    const uint64_t hash = std::hash<std::string_view>{}(id);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      Slot& slot = slots_[i];
+      if (slot.id == 0) {
+        ids_.emplace_back(id);
+        slot = Slot{hash, ids_.size()};
+        ++count_;
+        return true;
+      }
+      if (slot.hash == hash && ids_[slot.id - 1] == id) return false;
+    }
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    size_t id = 0;  // index in ids_ + 1; 0: empty
+  };
+  void Grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(1024, old.size() * 2), Slot{});
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& slot : old) {
+      if (slot.id == 0) continue;
+      size_t i = slot.hash & mask;
+      while (slots_[i].id != 0) i = (i + 1) & mask;
+      slots_[i] = slot;
+    }
+  }
+  std::vector<Slot> slots_;  // a power of two, at most half full
+  std::deque<std::string> ids_;
+  size_t count_ = 0;
+};
+
 Millis Median(std::vector<Millis> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -114,7 +156,7 @@ struct Replay::Impl {
   std::deque<SimJob> jobs;  // a deque: a job is never moved as more open
   std::unordered_map<std::string, int64_t> group_active;
   std::unordered_map<std::string, std::vector<size_t>> group_members;  // schedules by group
-  std::unordered_set<std::string> seen;
+  SeenIds seen;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
   uint64_t seq = 0;
   TimePoint clock;
@@ -387,7 +429,7 @@ struct Replay::Impl {
   // One event, reaching `sids`, at the clock's time, through the accumulator. Events trigd
   // would publish (upstream failures) come back in as it would read them back.
   void Apply(const Event& event, std::span<const int64_t> sids) {
-    if (!seen.insert(event.id).second) {
+    if (!seen.Insert(event.id)) {
       ++result.duplicates;
       return;
     }
