@@ -202,7 +202,8 @@ struct Replay::Impl {
       entry.first = static_cast<uint32_t>(result.leaves.size());
       entry.count = static_cast<uint32_t>(h.leaves.size());
       for (const HistoryRecord::Leaf& l : h.leaves) {
-        result.leaves.push_back(ReplayLeaf{l.leaf, l.state.satisfied, l.state.count, l.state.bytes, l.state.last_arrival});
+        result.leaves.push_back(
+            ReplayLeaf{l.leaf, l.state.satisfied, l.state.count, l.state.bytes, l.state.last_arrival});
       }
     }
     result.schedules[j.schedule].entries.push_back(entry);

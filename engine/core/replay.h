@@ -95,8 +95,8 @@ struct ReplayLeaf {
 struct ReplayLaunch {
   int64_t job = 0;
   TimePoint at;
-  TimePoint ends_at;    // at + the run's modelled duration
-  bool forced = false;  // timeout action run
+  TimePoint ends_at;                          // at + the run's modelled duration
+  bool forced = false;                        // timeout action run
   std::vector<TriggeringEvent> triggered_by;  // ids and types (no payload)
 };
 
