@@ -10,16 +10,6 @@ namespace trigd {
 using nlohmann::json;
 using namespace pg_internal;  // NOLINT(google-build-using-namespace): the module's own helpers
 
-Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
-  return Guard([&]() -> Result<CheckerResult> {
-    RenewPlans();
-    pqxx::work tx(*conn_->c);
-    CheckerResult result = CheckJobs(TxContext(tx, tx.exec1("SELECT " TRIGD_CLOCK)), limit, nullptr, claim_backlog_);
-    tx.commit();
-    return result;
-  });
-}
-
 // The checker step in one transaction, phase by phase: claim the due jobs, lock the run
 // counters they need (schedules, then groups, each in one order), decide each job with core's
 // CheckPlanner (core/check_plan.h: every decision, its history text and the counters it moves;
@@ -27,13 +17,17 @@ Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
 // stays here is mechanics: the claim, the locks, row decoding and the writes.
 class PgStore::CheckStep {
  public:
-  CheckStep(PgStore& store, const TxContext& ctx, size_t limit, const CheckFilter* filter)
+  // `claimed`: the checker loop's claim, already read (CheckerClaimSql); else Claim runs the
+  // fast path's for `filter`.
+  CheckStep(PgStore& store, const TxContext& ctx, size_t limit, const CheckFilter* filter,
+            const pqxx::result* claimed = nullptr)
       : store_(store),
         ctx_(ctx),
         tx_(ctx.tx),
         now_(ctx.now),
         limit_(limit),
         filter_(filter),
+        claimed_(claimed),
         run_history_("[{\"at\": " + ctx.now_json + ", \"status\": \"launched\", \"attempt\": 1}]"),
         at_(FormatTime(ctx.now)) {}
 
@@ -102,34 +96,31 @@ class PgStore::CheckStep {
         r[c + 2].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[c + 2].as<int64_t>()))};
   }
 
-  // The checker loop's claim (no filter): next_check_at is set only on pending jobs (a
-  // constraint, schema/004): no state filter, so the planner's estimate of the due jobs is
-  // right and it picks the index that fits. During a backlog the estimate can still be stale
-  // (statistics from before a storm say nothing is due): PostgreSQL would then sort every due
-  // job on every claim, quadratic in the backlog. While the last claim was full, sorting is ruled
-  // out: the claim walks jobs_claim in priority order and stops after `limit` due jobs.
+  // The checker loop's claim (claimed_, read by CheckDueJobs): next_check_at is set only on
+  // pending jobs (a constraint, schema/004): no state filter, so the planner's estimate of the
+  // due jobs is right and it picks the index that fits. During a backlog the estimate can still
+  // be stale (statistics from before a storm say nothing is due): PostgreSQL would then sort
+  // every due job on every claim, quadratic in the backlog; CheckDueJobs rules sorting out while
+  // the last claim was full. It also share-locked the schedules and locked their counters.
+  // The fast path's (filter_) is run here.
   void Claim(bool& claim_backlog) {
-    const bool no_sort = claim_backlog && !filter_;
-    if (no_sort) tx_.exec("SET LOCAL enable_sort = off");
     const size_t fresh_count = FreshCount();
-    pqxx::result claimed;
-    if (filter_) {
+    pqxx::result fetched;
+    if (!claimed_) {
       SqlArray groups;
       for (const std::string& g : filter_->groups) groups.AddText(g);
-      claimed = fresh_count > 0 ? tx_.exec_prepared("claim_for_fresh", static_cast<int64_t>(limit_),
+      fetched = fresh_count > 0 ? tx_.exec_prepared("claim_for_fresh", static_cast<int64_t>(limit_),
                                                     IntArray(filter_->schedule_ids), groups.Take(),
                                                     static_cast<int64_t>(fresh_count))
                                 : tx_.exec_prepared("claim_for", static_cast<int64_t>(limit_),
                                                     IntArray(filter_->schedule_ids), groups.Take());
-    } else {
-      // Planned for each claim (enable_sort above), not prepared: a cached generic plan would
-      // keep the setting it was made with.
-      const std::string shard = store_.shard_count_ > 1 ? "AND schedule_id % " + std::to_string(store_.shard_count_) +
-                                                              " = " + std::to_string(store_.shard_index_) + " "
-                                                        : "";
-      claimed = tx_.exec_params(ClaimColumnsSql() + shard + TRIGD_CLAIM_ORDER, static_cast<int64_t>(limit_));
     }
-    for (const auto& r : claimed) {
+    for (const auto& r : claimed_ ? *claimed_ : fetched) {
+      if (r.size() > kClaimClockColumn && !r[kClaimClockColumn].is_null()) continue;  // the clock (CheckDueJobs')
+      if (r.size() > kClaimScheduleColumn && !r[kClaimScheduleColumn].is_null()) {
+        versions_.emplace_back(r[kClaimScheduleColumn].as<int64_t>(), r[kClaimScheduleColumn + 1].as<int>());
+        continue;
+      }
       if (r.size() > 12 && !r[12].is_null()) {
         PutCounters(r, 12);
         continue;
@@ -152,7 +143,6 @@ class PgStore::CheckStep {
       sids_.insert(d.schedule_id);
       due_.push_back(std::move(d));
     }
-    if (no_sort) tx_.exec("SET LOCAL enable_sort = on");
     if (!filter_) claim_backlog = due_.size() == limit_;
   }
 
@@ -183,7 +173,11 @@ class PgStore::CheckStep {
   }
 
   void LoadSchedulesOfDue() {
-    if (!filter_ || !filter_->loaded) {
+    if (claimed_) {  // share-locked by the claim
+      schedules_ = ResolveSchedules(tx_, store_.cache_, versions_);
+      return;
+    }
+    if (!filter_->loaded) {
       schedules_ = LoadSchedules(tx_, store_.cache_, sids_);
       return;
     }
@@ -222,7 +216,7 @@ class PgStore::CheckStep {
     auto lock = [&](const std::string& id_array) {
       for (const auto& r : tx_.exec_prepared("lock_counters", id_array)) PutCounters(r, 0);
     };
-    if (FreshCount() == 0) lock(IntArray(counter_ids));  // else claim_for_fresh locked them
+    if (FreshCount() == 0 && !claimed_) lock(IntArray(counter_ids));  // else the claim locked them
     std::vector<int64_t> missing;
     for (int64_t id : counter_ids) {
       if (!counters_.schedules.count(id)) missing.push_back(id);
@@ -516,7 +510,8 @@ class PgStore::CheckStep {
     }
     if (!runs_->as_arrays() && runs_->rows() > 0) CopyIn(tx_, kRuns.name, kRuns.Names(), runs_->copy());
     outbox_->InsertInto(tx_);
-    RecordLineages(tx_, launched_lineages_);
+    SqlArray lineages;
+    for (const std::string& l : launched_lineages_) lineages.AddText(l);
     SqlArray rt_id, rt_active, rt_last, g_name, g_active;
     if (runs_->rows() > 0) {
       for (const auto& [id, c] : counters_.schedules) {
@@ -532,7 +527,8 @@ class PgStore::CheckStep {
     std::vector<std::string> params{
         rt_id.Take(),          rt_active.Take(),    rt_last.Take(),      g_name.Take(),
         g_active.Take(),       jobs_.id.Take(),     jobs_.state.Take(),  jobs_.next_check_at.Take(),
-        jobs_.decision.Take(), jobs_.forced.Take(), jobs_.reason.Take(), jobs_.history.Take()};
+        jobs_.decision.Take(), jobs_.forced.Take(), jobs_.reason.Take(), jobs_.history.Take(),
+        lineages.Take()};
     for (auto [table, rows] :
          {std::pair{&kDecidedJobs, &*fresh_rows_}, {&kRuns, &*runs_}, {&kOutbox, &outbox_->rows()}}) {
       for (size_t i = 0; i < table->columns.size(); ++i) params.push_back(rows->TakeColumn(i));
@@ -566,6 +562,8 @@ class PgStore::CheckStep {
   const TimePoint now_;
   const size_t limit_;
   const CheckFilter* filter_;
+  const pqxx::result* claimed_;                 // the checker loop's claim (CheckDueJobs)
+  std::vector<std::pair<int64_t, int>> versions_;  // active schedules the claim share-locked
   const std::string run_history_;  // a launched run's first history entry
   const std::string at_;           // history entries' time
   std::string clock_entry_;        // the job being decided: its trigger completed by the clock
@@ -588,7 +586,7 @@ class PgStore::CheckStep {
   std::optional<TableRows> runs_, fresh_rows_;
   std::optional<OutboxRows> outbox_;
   std::map<int64_t, std::string> program_json_;  // a schedule's program, serialised once per check
-  std::vector<std::string> launched_lineages_;   // of the runs launched here (RecordLineages)
+  std::vector<std::string> launched_lineages_;   // of the runs launched here (checker_writes)
   std::vector<int64_t> discarded_ids_;           // jobs discarded here (EndDiscardedLineages)
 };
 
@@ -596,6 +594,36 @@ class PgStore::CheckStep {
 // schedules and groups) claimed, decided and written.
 CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const CheckFilter* filter, bool& claim_backlog) {
   return CheckStep(*this, ctx, limit, filter).Run(claim_backlog);
+}
+
+// The checker loop's transaction: BEGIN, the claim, the schedules' share locks, the run counters'
+// locks and the clock in one round trip (CheckerClaimSql); the writes then ride on the COMMIT
+// when they are small, as the ingest transaction's do (docs/adr/0161).
+//
+// While the last claim was full, sorting is ruled out for the claim (see CheckStep::Claim): the
+// claim walks jobs_claim in priority order and stops after `limit` due jobs. The statement is
+// planned for each claim, not prepared: a cached generic plan would keep the setting it was
+// made with, which the statement sets back once planned.
+Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
+  return Guard([&]() -> Result<CheckerResult> {
+    RenewPlans();
+    OpenTransaction tx(*conn_->c);
+    const bool no_sort = claim_backlog_;
+    const std::string shard = shard_count_ > 1 ? "AND schedule_id % " + std::to_string(shard_count_) + " = " +
+                                                     std::to_string(shard_index_) + " "
+                                               : "";
+    const pqxx::result claimed = tx.BeginWith((no_sort ? "SET LOCAL enable_sort = off; " : "") +
+                                              CheckerClaimSql(limit, shard, no_sort));
+    const auto clock = std::find_if(claimed.begin(), claimed.end(),
+                                    [](const pqxx::row& r) { return !r[kClaimClockColumn].is_null(); });
+    if (clock == claimed.end()) throw std::runtime_error("the checker's claim returned no clock");
+    TxContext ctx(tx.tx(), *clock, kClaimClockColumn);
+    std::vector<std::string> writes;
+    ctx.deferred_writes = &writes;
+    CheckerResult result = CheckStep(*this, ctx, limit, nullptr, &claimed).Run(claim_backlog_);
+    tx.Commit(writes.empty() ? std::string() : tx.Execute("checker_writes", writes));
+    return result;
+  });
 }
 
 }  // namespace trigd

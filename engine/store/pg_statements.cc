@@ -30,6 +30,25 @@ std::string ClaimColumnsSql() {
          "coalesce(ready_at, opened_at)::text, priority FROM jobs WHERE next_check_at <= now() ";
 }
 
+std::string CheckerClaimSql(size_t limit, const std::string& shard, bool restore_sort) {
+  const std::string claim_nulls = "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL";
+  // The locks are taken in the order of separate statements: the jobs (the claim), then the
+  // schedules (s reads the claim), then the counters in schedule order (c reads s).
+  return "WITH due AS (" + ClaimColumnsSql() + shard + TRIGD_CLAIM_ORDER_BY " LIMIT " + std::to_string(limit) +
+         " FOR UPDATE SKIP LOCKED), "
+         "s AS (SELECT id, version FROM schedules WHERE id = ANY(ARRAY(SELECT DISTINCT schedule_id FROM due)) "
+         "AND state = 'active' FOR SHARE), "
+         "c AS (SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " AS last_ms FROM schedule_runtime "
+         "WHERE schedule_id = ANY(ARRAY(SELECT id FROM s)) ORDER BY schedule_id FOR UPDATE) "
+         // The clock's row; set_config runs when the statement executes, after it was planned.
+         "SELECT " + claim_nulls + ", NULL, NULL, NULL, NULL, NULL, " TRIGD_CLOCK +
+         (restore_sort ? " WHERE set_config('enable_sort', 'on', true) IS NOT NULL" : "") +
+         " UNION ALL SELECT *, NULL::bigint, NULL::bigint, NULL::integer, NULL::bigint, NULL::bigint, NULL::integer, "
+         "NULL::bigint, NULL::text, NULL::text FROM due "
+         "UNION ALL SELECT " + claim_nulls + ", NULL, NULL, NULL, id, version, NULL, NULL, NULL FROM s "
+         "UNION ALL SELECT " + claim_nulls + ", schedule_id, active_runs, last_ms, NULL, NULL, NULL, NULL, NULL FROM c";
+}
+
 // The fast path's claim: only the due jobs of the batch's schedules ($2) and the waiting jobs of
 // their concurrency groups ($3), found through the indexes on pending jobs by schedule and group
 // and then sorted; a job of another schedule that is due only for its timeout needs no slot of
@@ -102,12 +121,14 @@ const Table kOutbox{"outbox",
                      {"attempt", "int"},
                      {"launched_at", "timestamptz"},
                      {"heartbeat_timeout_ms", "bigint"}}};
-// checker_writes' parameters: the counters and stored jobs' changes, then the columns of
-// kDecidedJobs, kRuns and kOutbox, in that order.
-constexpr int kCheckerWritesFixedParams = 12;
+// checker_writes' parameters: the counters and stored jobs' changes, the lineages of the runs
+// launched, then the columns of kDecidedJobs, kRuns and kOutbox, in that order.
+constexpr int kCheckerWritesFixedParams = 13;
 
 // The checker's writes in one statement (data-modifying CTEs; empty arrays make a part a
-// no-op): run counters, group counters, rows inserted from arrays (TableRows), stored jobs.
+// no-op): run counters, group counters, the launched runs' lineages (a row per lineage, written
+// when its first run launches, docs/adr/0118; one started again is open again), rows inserted
+// from arrays (TableRows), stored jobs.
 std::string CheckerWritesSql() {
   int param = kCheckerWritesFixedParams + 1;
   std::string inserts;
@@ -120,7 +141,10 @@ std::string CheckerWritesSql() {
          "FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS x(id, active, last) "
          "WHERE r.schedule_id = x.id), "
          "group_counters AS (UPDATE group_runtime g SET active_runs = x.active "
-         "FROM unnest($4::text[], $5::int[]) AS x(name, active) WHERE g.name = x.name)" +
+         "FROM unnest($4::text[], $5::int[]) AS x(name, active) WHERE g.name = x.name), "
+         "new_lineages AS (INSERT INTO lineages (id, started_at) SELECT DISTINCT l, now() FROM unnest($13::text[]) "
+         "AS x(l) ORDER BY 1 ON CONFLICT (id) DO UPDATE SET ended_at = NULL, outcome = NULL "
+         "WHERE lineages.ended_at IS NOT NULL)" +
          inserts +
          " UPDATE jobs j SET state = x.state, "
          "next_check_at = CASE WHEN x.state IN " +
