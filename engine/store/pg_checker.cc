@@ -453,7 +453,8 @@ class PgStore::CheckStep {
     // Before triggered_by moves into the request; {{lineage}} renders it.
     const RunLineage lineage = LaunchLineage(d.triggered_by, run_id);
     req.lineage = lineage.lineage;
-    launched_lineages_.push_back(lineage.lineage);
+    // A run that starts a lineage names it by its own new id: no row can exist for it yet.
+    (lineage.lineage == run_id ? started_lineages_ : launched_lineages_).push_back(lineage.lineage);
     // Templated args are rendered per job, once: retries publish this template again
     // (docs/adr/0121).
     if (req.program_json.find("{{") != std::string::npos && HasArgTemplates(effective.program.args)) {
@@ -510,8 +511,9 @@ class PgStore::CheckStep {
     }
     if (!runs_->as_arrays() && runs_->rows() > 0) CopyIn(tx_, kRuns.name, kRuns.Names(), runs_->copy());
     outbox_->InsertInto(tx_);
-    SqlArray lineages;
-    for (const std::string& l : launched_lineages_) lineages.AddText(l);
+    SqlArray started, inherited;
+    for (const std::string& l : started_lineages_) started.AddText(l);
+    for (const std::string& l : launched_lineages_) inherited.AddText(l);
     SqlArray rt_id, rt_active, rt_last, g_name, g_active;
     if (runs_->rows() > 0) {
       for (const auto& [id, c] : counters_.schedules) {
@@ -528,7 +530,7 @@ class PgStore::CheckStep {
         rt_id.Take(),          rt_active.Take(),    rt_last.Take(),      g_name.Take(),
         g_active.Take(),       jobs_.id.Take(),     jobs_.state.Take(),  jobs_.next_check_at.Take(),
         jobs_.decision.Take(), jobs_.forced.Take(), jobs_.reason.Take(), jobs_.history.Take(),
-        lineages.Take()};
+        started.Take(),        inherited.Take()};
     for (auto [table, rows] :
          {std::pair{&kDecidedJobs, &*fresh_rows_}, {&kRuns, &*runs_}, {&kOutbox, &outbox_->rows()}}) {
       for (size_t i = 0; i < table->columns.size(); ++i) params.push_back(rows->TakeColumn(i));
@@ -586,7 +588,9 @@ class PgStore::CheckStep {
   std::optional<TableRows> runs_, fresh_rows_;
   std::optional<OutboxRows> outbox_;
   std::map<int64_t, std::string> program_json_;  // a schedule's program, serialised once per check
-  std::vector<std::string> launched_lineages_;   // of the runs launched here (checker_writes)
+  // Lineages of the runs launched here (checker_writes): those the runs start (their own ids)
+  // and those they inherit from upstream runs.
+  std::vector<std::string> started_lineages_, launched_lineages_;
   std::vector<int64_t> discarded_ids_;           // jobs discarded here (EndDiscardedLineages)
 };
 

@@ -87,7 +87,8 @@ TEST_F(LineagesTest, ALineageNamedTwiceInOneTransactionIsOneRow) {
     if (name == "checker_writes") c.prepare(name, sql);
   }
   std::vector<std::string> params(12, "{}");
-  params.push_back("{l2,l1,l2}");
+  params.push_back("{l3}");         // started by a run
+  params.push_back("{l2,l1,l2}");  // inherited
   params.insert(params.end(),
                 pg_internal::kDecidedJobs.columns.size() + pg_internal::kRuns.columns.size() +
                     pg_internal::kOutbox.columns.size(),
@@ -97,7 +98,7 @@ TEST_F(LineagesTest, ALineageNamedTwiceInOneTransactionIsOneRow) {
   pg_internal::StoreFailedLineages(tx, {{1, "l1", t}, {1, "l1", t + Millis(5)}, {2, "l1", t}});
   tx.commit();
   pqxx::nontransaction q(c);
-  EXPECT_EQ(q.exec1("SELECT count(*) FROM lineages")[0].as<int>(), 2);
+  EXPECT_EQ(q.exec1("SELECT count(*) FROM lineages")[0].as<int>(), 3);
   EXPECT_EQ(q.exec1("SELECT count(*) FROM failed_lineages")[0].as<int>(), 2);
   EXPECT_EQ(q.exec1("SELECT (extract(epoch FROM expires_at) * 1000)::bigint FROM failed_lineages "
                     "WHERE schedule_id = 1")[0]
