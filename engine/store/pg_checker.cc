@@ -564,11 +564,11 @@ class PgStore::CheckStep {
   const TimePoint now_;
   const size_t limit_;
   const CheckFilter* filter_;
-  const pqxx::result* claimed_;                 // the checker loop's claim (CheckDueJobs)
+  const pqxx::result* claimed_;                    // the checker loop's claim (CheckDueJobs)
   std::vector<std::pair<int64_t, int>> versions_;  // active schedules the claim share-locked
-  const std::string run_history_;  // a launched run's first history entry
-  const std::string at_;           // history entries' time
-  std::string clock_entry_;        // the job being decided: its trigger completed by the clock
+  const std::string run_history_;                  // a launched run's first history entry
+  const std::string at_;                           // history entries' time
+  std::string clock_entry_;                        // the job being decided: its trigger completed by the clock
   CheckerResult result_;
   std::vector<Due> due_, undecided_;
   std::vector<int64_t> fresh_ids_;
@@ -591,7 +591,7 @@ class PgStore::CheckStep {
   // Lineages of the runs launched here (checker_writes): those the runs start (their own ids)
   // and those they inherit from upstream runs.
   std::vector<std::string> started_lineages_, launched_lineages_;
-  std::vector<int64_t> discarded_ids_;           // jobs discarded here (EndDiscardedLineages)
+  std::vector<int64_t> discarded_ids_;  // jobs discarded here (EndDiscardedLineages)
 };
 
 // The checker step in the caller's transaction: due jobs (all, or only those of `filter`'s
@@ -616,8 +616,8 @@ Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
     const std::string shard = shard_count_ > 1 ? "AND schedule_id % " + std::to_string(shard_count_) + " = " +
                                                      std::to_string(shard_index_) + " "
                                                : "";
-    const pqxx::result claimed = tx.BeginWith((no_sort ? "SET LOCAL enable_sort = off; " : "") +
-                                              CheckerClaimSql(limit, shard, no_sort));
+    const pqxx::result claimed =
+        tx.BeginWith((no_sort ? "SET LOCAL enable_sort = off; " : "") + CheckerClaimSql(limit, shard, no_sort));
     const auto clock = std::find_if(claimed.begin(), claimed.end(),
                                     [](const pqxx::row& r) { return !r[kClaimClockColumn].is_null(); });
     if (clock == claimed.end()) throw std::runtime_error("the checker's claim returned no clock");

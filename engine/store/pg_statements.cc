@@ -144,7 +144,8 @@ std::string CheckerWritesSql() {
          "WHERE r.schedule_id = x.id), "
          "group_counters AS (UPDATE group_runtime g SET active_runs = x.active "
          "FROM unnest($4::text[], $5::int[]) AS x(name, active) WHERE g.name = x.name), "
-         "started_lineages AS (INSERT INTO lineages (id, started_at) SELECT l, now() FROM unnest($13::text[]) AS x(l)), "
+         "started_lineages AS (INSERT INTO lineages (id, started_at) SELECT l, now() FROM unnest($13::text[]) AS "
+         "x(l)), "
          "inherited_lineages AS (INSERT INTO lineages (id, started_at) SELECT DISTINCT l, now() "
          "FROM unnest($14::text[]) AS x(l) ORDER BY 1 ON CONFLICT (id) DO UPDATE SET ended_at = NULL, outcome = NULL "
          "WHERE lineages.ended_at IS NOT NULL)" +

@@ -87,7 +87,7 @@ TEST_F(LineagesTest, ALineageNamedTwiceInOneTransactionIsOneRow) {
     if (name == "checker_writes") c.prepare(name, sql);
   }
   std::vector<std::string> params(12, "{}");
-  params.push_back("{l3}");         // started by a run
+  params.push_back("{l3}");        // started by a run
   params.push_back("{l2,l1,l2}");  // inherited
   params.insert(params.end(),
                 pg_internal::kDecidedJobs.columns.size() + pg_internal::kRuns.columns.size() +
