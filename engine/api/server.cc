@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <httplib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <functional>
@@ -16,6 +18,7 @@
 #include "api/backfill.h"
 #include "api/lag.h"
 #include "api/why.h"
+#include "api/work_gate.h"
 #include "common/log.h"
 #include "core/envelope_time.h"
 #include "core/schedule_parser.h"
@@ -33,6 +36,7 @@ namespace {
 struct Reply {
   int status = 200;
   json body;
+  int retry_after_s = 0;  // a Retry-After header when > 0
 };
 
 // The error shape of SPEC §13: {"error": text, "problems": [{"path": p, "message": m}]}.
@@ -171,6 +175,7 @@ struct Route {
   Body body = Body::kNone;
   bool by_name = false;  // groups 1 and 2: namespace, name
   std::function<Reply(Server&, const Call&)> handle;
+  bool gated = true;  // takes its turn at PostgreSQL or Kafka through the WorkGate
 };
 
 std::vector<Route> Routes();
@@ -185,6 +190,7 @@ struct ApiServer::Impl {
   bool auth = false;
   std::mutex tokens_mu;
   std::shared_ptr<const TokenTable> tokens;
+  std::unique_ptr<WorkGate> gate;
 
   std::shared_ptr<const TokenTable> Tokens() {
     std::lock_guard lock(tokens_mu);
@@ -236,6 +242,15 @@ struct ApiServer::Impl {
         return Error(400, "invalid JSON in the body", json::array({Problem("", "not JSON")}));
     } else if (route.body == Body::kRequired) {
       return Error(400, "needs a JSON body");
+    }
+    if (!route.gated) return route.handle(*this, call);
+    auto pass = gate->Enter();
+    if (!pass) {
+      Reply busy = Error(503, "the API is busy: this request waited " + std::to_string(kApiMaxWait.count()) +
+                                  " s for its turn at PostgreSQL (TRIGD_API_SHARE bounds the API's share); "
+                                  "try again");
+      busy.retry_after_s = 1;
+      return busy;
     }
     return route.handle(*this, call);
   }
@@ -564,6 +579,7 @@ std::vector<Route> Routes() {
                            {"auth", s.auth},
                            {"operations", ops}}};
        }});
+  r.back().gated = false;  // answers from memory
   r.push_back(ListRoute("listSchedules", "/api/v1/schedules", {},
                         [](Server& s, const Call&, size_t limit) -> std::variant<Result<json>, Reply> {
                           return QuerySchedules(s.options.pg, limit);
@@ -646,8 +662,19 @@ std::vector<Route> Routes() {
   return r;
 }
 
+// The calling thread at kApiNice, once per thread (Linux keeps a nice value per thread). A
+// failure (a nice value already above it) leaves the thread as it is.
+void LowerThreadPriority() {
+  thread_local bool lowered = false;
+  if (lowered) return;
+  lowered = true;
+  const auto tid = static_cast<id_t>(gettid());
+  if (getpriority(PRIO_PROCESS, tid) < kApiNice) setpriority(PRIO_PROCESS, tid, kApiNice);
+}
+
 void Send(httplib::Response& res, const Reply& reply) {
   res.status = reply.status;
+  if (reply.retry_after_s > 0) res.set_header("Retry-After", std::to_string(reply.retry_after_s));
   res.set_content(reply.body.dump(), "application/json");
 }
 
@@ -719,6 +746,10 @@ Status ApiServer::Start(const ApiOptions& options) {
   }
   const std::string web = options.web_dir.empty() ? DefaultWebDir() : options.web_dir;
 
+  s.gate = std::make_unique<WorkGate>(
+      WorkGate::Options{.slots = 1,
+                        .share = options.share,
+                        .max_wait = std::chrono::duration_cast<std::chrono::milliseconds>(kApiMaxWait)});
   s.http.new_task_queue = [] { return new httplib::ThreadPool(kApiThreads); };
   s.http.set_payload_max_length(kApiMaxBody);
   s.http.set_read_timeout(kApiReadTimeout);
@@ -733,6 +764,7 @@ Status ApiServer::Start(const ApiOptions& options) {
   for (Route& route : Routes()) {
     auto shared = std::make_shared<Route>(std::move(route));
     auto handler = [&s, shared](const httplib::Request& req, httplib::Response& res) {
+      LowerThreadPriority();
       Reply reply;
       try {
         reply = s.Serve(*shared, req);

@@ -1,7 +1,9 @@
 // The HTTP API under /api/v1 and the web console at / (SPEC §13), served by cpp-httplib on a
-// pool of its own threads. Each request opens its own PostgreSQL connection through the same
-// store functions trigctl calls (store/admin.h), never one of the engine loops': a slow or
-// flooding client holds up API threads, not ingest or the checkers.
+// pool of its own threads, at a lower CPU priority than the engine's. Each request opens its
+// own PostgreSQL connection through the same store functions trigctl calls (store/admin.h),
+// never one of the engine loops', and takes its turn through a WorkGate that bounds the API's
+// share of PostgreSQL's time: a slow or flooding client holds up API requests, not ingest or
+// the checkers.
 #pragma once
 
 #include <atomic>
@@ -22,6 +24,11 @@ inline constexpr size_t kApiMaxBody = 1 << 20;
 inline constexpr std::chrono::seconds kApiReadTimeout{5};
 // Threads serving requests; one per connection being served.
 inline constexpr int kApiThreads = 8;
+// A request waits at most this long for the API's turn at PostgreSQL (api/work_gate.h) before
+// it is refused with 503 and Retry-After.
+inline constexpr std::chrono::seconds kApiMaxWait{10};
+// The API's threads run at this nice value: the engine's loops, in the same process, come first.
+inline constexpr int kApiNice = 10;
 // Lists: `limit` at most this; `offset + limit` at most kApiMaxWindow.
 inline constexpr size_t kApiMaxLimit = 1000;
 inline constexpr size_t kApiMaxWindow = 10000;
@@ -30,6 +37,7 @@ struct ApiOptions {
   std::string listen = "127.0.0.1:8080";  // TRIGD_API: HOST:PORT
   std::string tokens_file;                // TRIGD_TOKENS; empty: no tokens, loopback only
   std::string web_dir;                    // TRIGD_WEB_DIR; empty: the source tree's web/
+  double share = 0.25;                    // TRIGD_API_SHARE: the API's most of one PostgreSQL slot's time
   std::string pg, kafka, topic_prefix, group;
 };
 

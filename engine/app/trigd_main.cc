@@ -50,6 +50,12 @@ int main(int argc, char** argv) {
                                   "the API's token file (JSON: sha256, role, namespaces), re-read on SIGHUP; "
                                   "without one the API binds to loopback only")
                        ->envname("TRIGD_TOKENS"));
+  trigd::FlagValue(app.add_option("--api-share", api.share,
+                                  "the API's largest share of time in PostgreSQL, 0.01 to 1: a flood of API "
+                                  "requests waits its turn instead of taking the engine's CPU")
+                       ->envname("TRIGD_API_SHARE")
+                       ->check(CLI::Range(0.01, 1.0))
+                       ->capture_default_str());
   trigd::FlagValue(app.add_option("--web-dir", api.web_dir, "the console's files (default: the source tree's web/)")
                        ->envname("TRIGD_WEB_DIR"));
   CLI::App* migrate = app.add_subcommand("migrate", "apply the SQL migrations of schema/ and exit");
