@@ -17,17 +17,13 @@ using namespace pg_internal;  // NOLINT(google-build-using-namespace): the modul
 // stays here is mechanics: the claim, the locks, row decoding and the writes.
 class PgStore::CheckStep {
  public:
-  // `claimed`: the checker loop's claim, already read (CheckerClaimSql); else Claim runs the
-  // fast path's for `filter`.
-  CheckStep(PgStore& store, const TxContext& ctx, size_t limit, const CheckFilter* filter,
-            const pqxx::result* claimed = nullptr)
+  CheckStep(PgStore& store, const TxContext& ctx, size_t limit, const CheckFilter* filter)
       : store_(store),
         ctx_(ctx),
         tx_(ctx.tx),
         now_(ctx.now),
         limit_(limit),
         filter_(filter),
-        claimed_(claimed),
         run_history_("[{\"at\": " + ctx.now_json + ", \"status\": \"launched\", \"attempt\": 1}]"),
         at_(FormatTime(ctx.now)) {}
 
@@ -96,31 +92,34 @@ class PgStore::CheckStep {
         r[c + 2].is_null() ? std::nullopt : std::optional<TimePoint>(FromMillis(r[c + 2].as<int64_t>()))};
   }
 
-  // The checker loop's claim (claimed_, read by CheckDueJobs): next_check_at is set only on
-  // pending jobs (a constraint, schema/004): no state filter, so the planner's estimate of the
-  // due jobs is right and it picks the index that fits. During a backlog the estimate can still
-  // be stale (statistics from before a storm say nothing is due): PostgreSQL would then sort
-  // every due job on every claim, quadratic in the backlog; CheckDueJobs rules sorting out while
-  // the last claim was full. It also share-locked the schedules and locked their counters.
-  // The fast path's (filter_) is run here.
+  // The checker loop's claim (no filter): next_check_at is set only on pending jobs (a
+  // constraint, schema/004): no state filter, so the planner's estimate of the due jobs is
+  // right and it picks the index that fits. During a backlog the estimate can still be stale
+  // (statistics from before a storm say nothing is due): PostgreSQL would then sort every due
+  // job on every claim, quadratic in the backlog. While the last claim was full, sorting is ruled
+  // out: the claim walks jobs_claim in priority order and stops after `limit` due jobs.
   void Claim(bool& claim_backlog) {
+    const bool no_sort = claim_backlog && !filter_;
+    if (no_sort) tx_.exec("SET LOCAL enable_sort = off");
     const size_t fresh_count = FreshCount();
-    pqxx::result fetched;
-    if (!claimed_) {
+    pqxx::result claimed;
+    if (filter_) {
       SqlArray groups;
       for (const std::string& g : filter_->groups) groups.AddText(g);
-      fetched = fresh_count > 0 ? tx_.exec_prepared("claim_for_fresh", static_cast<int64_t>(limit_),
+      claimed = fresh_count > 0 ? tx_.exec_prepared("claim_for_fresh", static_cast<int64_t>(limit_),
                                                     IntArray(filter_->schedule_ids), groups.Take(),
                                                     static_cast<int64_t>(fresh_count))
                                 : tx_.exec_prepared("claim_for", static_cast<int64_t>(limit_),
                                                     IntArray(filter_->schedule_ids), groups.Take());
+    } else {
+      // Planned for each claim (enable_sort above), not prepared: a cached generic plan would
+      // keep the setting it was made with.
+      const std::string shard = store_.shard_count_ > 1 ? "AND schedule_id % " + std::to_string(store_.shard_count_) +
+                                                              " = " + std::to_string(store_.shard_index_) + " "
+                                                        : "";
+      claimed = tx_.exec_params(ClaimColumnsSql() + shard + TRIGD_CLAIM_ORDER, static_cast<int64_t>(limit_));
     }
-    for (const auto& r : claimed_ ? *claimed_ : fetched) {
-      if (r.size() > kClaimClockColumn && !r[kClaimClockColumn].is_null()) continue;  // the clock (CheckDueJobs')
-      if (r.size() > kClaimScheduleColumn && !r[kClaimScheduleColumn].is_null()) {
-        versions_.emplace_back(r[kClaimScheduleColumn].as<int64_t>(), r[kClaimScheduleColumn + 1].as<int>());
-        continue;
-      }
+    for (const auto& r : claimed) {
       if (r.size() > 12 && !r[12].is_null()) {
         PutCounters(r, 12);
         continue;
@@ -143,6 +142,7 @@ class PgStore::CheckStep {
       sids_.insert(d.schedule_id);
       due_.push_back(std::move(d));
     }
+    if (no_sort) tx_.exec("SET LOCAL enable_sort = on");
     if (!filter_) claim_backlog = due_.size() == limit_;
   }
 
@@ -173,11 +173,7 @@ class PgStore::CheckStep {
   }
 
   void LoadSchedulesOfDue() {
-    if (claimed_) {  // share-locked by the claim
-      schedules_ = ResolveSchedules(tx_, store_.cache_, versions_);
-      return;
-    }
-    if (!filter_->loaded) {
+    if (!filter_ || !filter_->loaded) {
       schedules_ = LoadSchedules(tx_, store_.cache_, sids_);
       return;
     }
@@ -216,7 +212,7 @@ class PgStore::CheckStep {
     auto lock = [&](const std::string& id_array) {
       for (const auto& r : tx_.exec_prepared("lock_counters", id_array)) PutCounters(r, 0);
     };
-    if (FreshCount() == 0 && !claimed_) lock(IntArray(counter_ids));  // else the claim locked them
+    if (FreshCount() == 0) lock(IntArray(counter_ids));  // else claim_for_fresh locked them
     std::vector<int64_t> missing;
     for (int64_t id : counter_ids) {
       if (!counters_.schedules.count(id)) missing.push_back(id);
@@ -564,11 +560,9 @@ class PgStore::CheckStep {
   const TimePoint now_;
   const size_t limit_;
   const CheckFilter* filter_;
-  const pqxx::result* claimed_;                    // the checker loop's claim (CheckDueJobs)
-  std::vector<std::pair<int64_t, int>> versions_;  // active schedules the claim share-locked
-  const std::string run_history_;                  // a launched run's first history entry
-  const std::string at_;                           // history entries' time
-  std::string clock_entry_;                        // the job being decided: its trigger completed by the clock
+  const std::string run_history_;  // a launched run's first history entry
+  const std::string at_;           // history entries' time
+  std::string clock_entry_;        // the job being decided: its trigger completed by the clock
   CheckerResult result_;
   std::vector<Due> due_, undecided_;
   std::vector<int64_t> fresh_ids_;
@@ -600,31 +594,17 @@ CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const Check
   return CheckStep(*this, ctx, limit, filter).Run(claim_backlog);
 }
 
-// The checker loop's transaction: BEGIN, the claim, the schedules' share locks, the run counters'
-// locks and the clock in one round trip (CheckerClaimSql); the writes then ride on the COMMIT
-// when they are small, as the ingest transaction's do (docs/adr/0161).
-//
-// While the last claim was full, sorting is ruled out for the claim (see CheckStep::Claim): the
-// claim walks jobs_claim in priority order and stops after `limit` due jobs. The statement is
-// planned for each claim, not prepared: a cached generic plan would keep the setting it was
-// made with, which the statement sets back once planned.
+// The checker loop's transaction: BEGIN rides on the clock's query, and the writes on the
+// COMMIT when they are small, as the ingest transaction's do (docs/adr/0161).
 Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
   return Guard([&]() -> Result<CheckerResult> {
     RenewPlans();
     OpenTransaction tx(*conn_->c);
-    const bool no_sort = claim_backlog_;
-    const std::string shard = shard_count_ > 1 ? "AND schedule_id % " + std::to_string(shard_count_) + " = " +
-                                                     std::to_string(shard_index_) + " "
-                                               : "";
-    const pqxx::result claimed =
-        tx.BeginWith((no_sort ? "SET LOCAL enable_sort = off; " : "") + CheckerClaimSql(limit, shard, no_sort));
-    const auto clock = std::find_if(claimed.begin(), claimed.end(),
-                                    [](const pqxx::row& r) { return !r[kClaimClockColumn].is_null(); });
-    if (clock == claimed.end()) throw std::runtime_error("the checker's claim returned no clock");
-    TxContext ctx(tx.tx(), *clock, kClaimClockColumn);
+    const pqxx::result clock = tx.BeginWith("SELECT " TRIGD_CLOCK);
+    TxContext ctx(tx.tx(), clock.at(0));
     std::vector<std::string> writes;
     ctx.deferred_writes = &writes;
-    CheckerResult result = CheckStep(*this, ctx, limit, nullptr, &claimed).Run(claim_backlog_);
+    CheckerResult result = CheckJobs(ctx, limit, nullptr, claim_backlog_);
     tx.Commit(writes.empty() ? std::string() : tx.Execute("checker_writes", writes));
     return result;
   });

@@ -30,25 +30,6 @@ std::string ClaimColumnsSql() {
          "coalesce(ready_at, opened_at)::text, priority FROM jobs WHERE next_check_at <= now() ";
 }
 
-std::string CheckerClaimSql(size_t limit, const std::string& shard, bool restore_sort) {
-  const std::string claim_nulls = "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL";
-  // The locks are taken in the order of separate statements: the jobs (the claim), then the
-  // schedules (s reads the claim), then the counters in schedule order (c reads s).
-  return "WITH due AS (" + ClaimColumnsSql() + shard + TRIGD_CLAIM_ORDER_BY " LIMIT " + std::to_string(limit) +
-         " FOR UPDATE SKIP LOCKED), "
-         "s AS (SELECT id, version FROM schedules WHERE id = ANY(ARRAY(SELECT DISTINCT schedule_id FROM due)) "
-         "AND state = 'active' FOR SHARE), "
-         "c AS (SELECT schedule_id, active_runs, " TRIGD_MS("last_launch_at") " AS last_ms FROM schedule_runtime "
-         "WHERE schedule_id = ANY(ARRAY(SELECT id FROM s)) ORDER BY schedule_id FOR UPDATE) "
-         // The clock's row; set_config runs when the statement executes, after it was planned.
-         "SELECT " + claim_nulls + ", NULL, NULL, NULL, NULL, NULL, " TRIGD_CLOCK +
-         (restore_sort ? " WHERE set_config('enable_sort', 'on', true) IS NOT NULL" : "") +
-         " UNION ALL SELECT *, NULL::bigint, NULL::bigint, NULL::integer, NULL::bigint, NULL::bigint, NULL::integer, "
-         "NULL::bigint, NULL::text, NULL::text FROM due "
-         "UNION ALL SELECT " + claim_nulls + ", NULL, NULL, NULL, id, version, NULL, NULL, NULL FROM s "
-         "UNION ALL SELECT " + claim_nulls + ", schedule_id, active_runs, last_ms, NULL, NULL, NULL, NULL, NULL FROM c";
-}
-
 // The fast path's claim: only the due jobs of the batch's schedules ($2) and the waiting jobs of
 // their concurrency groups ($3), found through the indexes on pending jobs by schedule and group
 // and then sorted; a job of another schedule that is due only for its timeout needs no slot of

@@ -40,12 +40,11 @@ namespace trigd {
 #define TRIGD_CLOCK TRIGD_MS("now()") ", now()::text, to_json(now())::text"
 
 struct PgStore::TxContext {
-  // The clock's three columns (TRIGD_CLOCK) from column `first` of `clock` on.
-  TxContext(pqxx::transaction_base& tx, const pqxx::row& clock, int first = 0)
+  TxContext(pqxx::transaction_base& tx, const pqxx::row& clock)
       : tx(tx),
-        now(pg_internal::FromMillis(clock[first].as<int64_t>())),
-        now_text(clock[first + 1].as<std::string>()),
-        now_json(clock[first + 2].as<std::string>()) {}
+        now(pg_internal::FromMillis(clock[0].as<int64_t>())),
+        now_text(clock[1].as<std::string>()),
+        now_json(clock[2].as<std::string>()) {}
   pqxx::transaction_base& tx;
   TimePoint now;
   std::string now_text, now_json;
@@ -119,18 +118,7 @@ namespace pg_internal {
 // The checker's claim: due jobs in priority order, locked (SKIP LOCKED: checkers never take the
 // same job). Columns as CheckJobs reads them.
 std::string ClaimColumnsSql();
-#define TRIGD_CLAIM_ORDER_BY "ORDER BY priority DESC, ready_at NULLS LAST, id"
-#define TRIGD_CLAIM_ORDER TRIGD_CLAIM_ORDER_BY " LIMIT $1 FOR UPDATE SKIP LOCKED"
-// The checker loop's first statement (PgStore::CheckDueJobs), sent with BEGIN: the claim of up
-// to `limit` due jobs (`shard`: a condition on schedule_id, or ""), the share lock on their
-// active schedules, the lock on those schedules' run counters and the transaction's clock, in
-// one round trip. Its rows: the claim's columns (ClaimColumnsSql) for a due job; the counters
-// from column 12 (as claim_for_fresh's); a schedule's id and version from kClaimScheduleColumn;
-// the clock (TRIGD_CLOCK) from kClaimClockColumn, on one row. `restore_sort`: the statement
-// sets enable_sort back on once planned (the caller turned it off for the claim).
-std::string CheckerClaimSql(size_t limit, const std::string& shard, bool restore_sort);
-constexpr int kClaimScheduleColumn = 15;
-constexpr int kClaimClockColumn = 17;
+#define TRIGD_CLAIM_ORDER "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT $1 FOR UPDATE SKIP LOCKED"
 
 // Tables the checker writes rows of (TableRows): a few rows ride on checker_writes as one array
 // per column, many are copied in. Names and types as in schema/.

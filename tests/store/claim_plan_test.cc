@@ -11,7 +11,6 @@
 
 #include "source_paths.h"
 #include "store/migrator.h"
-#include "store/pg_store_parts.h"
 #include "store/test_pg.h"
 
 namespace trigd {
@@ -74,38 +73,6 @@ TEST_F(ClaimPlanTest, ClaimWalksThePriorityIndexWhenHistoryDwarfsTheDueJobs) {
                                    "ORDER BY priority DESC, ready_at NULLS LAST, id LIMIT 1000 FOR UPDATE SKIP LOCKED");
   EXPECT_NE(plan.find("jobs_claim"), std::string::npos) << plan;
   EXPECT_EQ(plan.find("Sort"), std::string::npos) << plan;
-}
-
-// The checker loop's first statement (CheckerClaimSql: the claim, the schedules' share locks,
-// the counters' locks and the clock, sent with BEGIN) walks jobs_claim during a backlog, when
-// sorting is off for it, and turns sorting back on for the statements after it.
-TEST_F(ClaimPlanTest, TheCheckersFoldedClaimWalksThePriorityIndexAndSortsAgainAfter) {
-  pqxx::connection c(Conn());
-  pqxx::nontransaction tx(c);
-  tx.exec(
-      "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, trigger_state, opened_at, ready_at, "
-      "next_check_at) SELECT g % 100, 'a/b', 1, 'pending_constraint', '{}', now(), now(), "
-      "now() - interval '1 second' FROM generate_series(1, 10000) g");
-  tx.exec("ANALYZE jobs");
-  tx.exec("BEGIN");
-  tx.exec("SET LOCAL enable_sort = off");
-  const std::string sql = pg_internal::CheckerClaimSql(1000, "AND schedule_id % 2 = 0 ", true);
-  const std::string plan = Explain(tx, sql);
-  EXPECT_NE(plan.find("jobs_claim"), std::string::npos) << plan;
-  EXPECT_EQ(tx.exec1("SHOW enable_sort")[0].as<std::string>(), "off");  // planned only
-  const pqxx::result claimed = tx.exec(sql);
-  EXPECT_EQ(tx.exec1("SHOW enable_sort")[0].as<std::string>(), "on");
-  size_t due = 0, clocks = 0;
-  for (const auto& r : claimed) {
-    if (!r[pg_internal::kClaimClockColumn].is_null()) ++clocks;
-    if (!r[0].is_null()) {
-      ++due;
-      EXPECT_EQ(r[1].as<int64_t>() % 2, 0);
-    }
-  }
-  EXPECT_EQ(due, 1000u);
-  EXPECT_EQ(clocks, 1u);
-  tx.exec("ROLLBACK");
 }
 
 // The sweep's look for runs past their schedule's run_timeout (PgStore::SweepRuns) starts from
