@@ -132,33 +132,59 @@ std::optional<TimePoint> CollectingJobWake(const Schedule& schedule, const Trigg
 
 namespace {
 
-Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
-                            const std::map<int64_t, ScheduleView>& schedules, std::vector<OpenJob> open_jobs,
-                            const FailedLineageSet& failed_in, bool correlation, TimePoint now, HistoryForm form);
+// How AccumulateImpl finds a reached schedule: in the store's map by id, or by position (id
+// i + 1 at index i). Null: not active.
+struct ById {
+  const std::map<int64_t, ScheduleView>& schedules;
+  const ScheduleView* operator()(int64_t id) const {
+    auto it = schedules.find(id);
+    return it == schedules.end() ? nullptr : &it->second;
+  }
+};
+struct ByIndex {
+  std::span<const ScheduleView* const> schedules;
+  const ScheduleView* operator()(int64_t id) const {
+    return id >= 1 && static_cast<uint64_t>(id) <= schedules.size() ? schedules[static_cast<size_t>(id - 1)] : nullptr;
+  }
+};
+
+template <typename Lookup>
+Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events, const Lookup& schedules,
+                            std::vector<OpenJob> open_jobs, const FailedLineageSet& failed_in, bool correlation,
+                            TimePoint now, HistoryForm form);
 
 }  // namespace
 
 Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, TimePoint now) {
-  return AccumulateImpl(events, schedules, std::move(open_jobs), FailedLineageSet(), /*correlation=*/false, now,
+  return AccumulateImpl(events, ById{schedules}, std::move(open_jobs), FailedLineageSet(), /*correlation=*/false, now,
                         HistoryForm::kText);
 }
 
 Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, TimePoint now, HistoryForm form) {
-  return AccumulateImpl(events, schedules, std::move(open_jobs), FailedLineageSet(), /*correlation=*/false, now, form);
+  return AccumulateImpl(events, ById{schedules}, std::move(open_jobs), FailedLineageSet(), /*correlation=*/false, now,
+                        form);
+}
+
+Accumulation Accumulate(const std::vector<AccumulateInput>& events, std::span<const ScheduleView* const> schedules,
+                        std::vector<OpenJob> open_jobs, TimePoint now, HistoryForm form) {
+  return AccumulateImpl(events, ByIndex{schedules}, std::move(open_jobs), FailedLineageSet(), /*correlation=*/false,
+                        now, form);
 }
 
 Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
                         std::vector<OpenJob> open_jobs, const FailedLineageSet& failed, TimePoint now) {
-  return AccumulateImpl(events, schedules, std::move(open_jobs), failed, /*correlation=*/true, now, HistoryForm::kText);
+  return AccumulateImpl(events, ById{schedules}, std::move(open_jobs), failed, /*correlation=*/true, now,
+                        HistoryForm::kText);
 }
 
 namespace {
 
-Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
-                            const std::map<int64_t, ScheduleView>& schedules, std::vector<OpenJob> open_jobs,
-                            const FailedLineageSet& failed_in, bool correlation, TimePoint now, HistoryForm form) {
+template <typename Lookup>
+Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events, const Lookup& schedules,
+                            std::vector<OpenJob> open_jobs, const FailedLineageSet& failed_in, bool correlation,
+                            TimePoint now, HistoryForm form) {
   Accumulation out;
   out.jobs = std::move(open_jobs);
   // The entries' time, formatted once, and only when they are written as text.
@@ -177,13 +203,13 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
   std::map<std::pair<int64_t, std::string>, size_t> open;
   for (size_t i = 0; i < out.jobs.size(); ++i) {
     OpenJob& job = out.jobs[i];
-    auto s = schedules.find(job.schedule_id);
-    if (s == schedules.end()) continue;
-    if (job.schedule_version != s->second.version) {
+    const ScheduleView* s = schedules(job.schedule_id);
+    if (!s) continue;
+    if (job.schedule_version != s->version) {
       // The schedule changed since the job opened: counting starts afresh (SPEC §5).
       job.discarded = true;
       job.discard_reason = "schedule updated";
-      add_history(job, s->second.schedule->trigger, {.kind = HistoryRecord::Kind::kDiscardedUpdated});
+      add_history(job, s->schedule->trigger, {.kind = HistoryRecord::Kind::kDiscardedUpdated});
       continue;
     }
     open[{job.schedule_id, job.lineage}] = i;
@@ -201,9 +227,9 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
         event.type == EventType::kProgram &&
         (event.program.status == ProgramStatus::kFailed || event.program.status == ProgramStatus::kKilled);
     for (int64_t sid : events[ei].schedule_ids) {
-      auto s = schedules.find(sid);
-      if (s == schedules.end()) continue;
-      const Schedule& schedule = *s->second.schedule;
+      const ScheduleView* s = schedules(sid);
+      if (!s) continue;
+      const Schedule& schedule = *s->schedule;
       // Outside its active period a schedule behaves as suspended: its events are ignored.
       if (schedule.active && !schedule.active->Contains(now)) continue;
       const bool correlated = correlation && IsCorrelated(schedule.trigger);
@@ -252,7 +278,7 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
       if (it == open.end()) {
         OpenJob job;
         job.schedule_id = sid;
-        job.schedule_version = s->second.version;
+        job.schedule_version = s->version;
         job.lineage = lineage;
         job.state = std::move(probe);
         job.opened_at = now;
@@ -267,7 +293,7 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events,
       OpenJob& job = out.jobs[it->second];
       job.changed = true;
       if (job.triggered_by.size() < kMaxTriggeringEvents) {
-        if (!payload) payload = std::make_shared<const nlohmann::json>(event.payload);
+        if (!payload && events[ei].payload) payload = std::make_shared<const nlohmann::json>(event.payload);
         job.triggered_by.push_back({event.id, EventTypeName(event.type), payload});
       }
       // The leaves the event counted, as they stand now (described alone, not every leaf of the

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -96,6 +97,9 @@ struct OpenJob {
 struct AccumulateInput {
   const Event* event = nullptr;
   std::vector<int64_t> schedule_ids;  // reached through the reverse index
+  // False: the jobs' triggered_by entries carry the event's id and type, not its payload (the
+  // replay, which says only the ids; docs/adr/0159-replay-triggered-by-without-payloads.md).
+  bool payload = true;
 };
 
 // A lineage that failed for a correlated schedule (SPEC §10): events of it open no job of the
@@ -131,6 +135,10 @@ Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::m
                         std::vector<OpenJob> open_jobs, TimePoint now);
 // The same, with the history entries in the given form.
 Accumulation Accumulate(const std::vector<AccumulateInput>& events, const std::map<int64_t, ScheduleView>& schedules,
+                        std::vector<OpenJob> open_jobs, TimePoint now, HistoryForm form);
+// The same, with the schedules by position: id i + 1 is `schedules[i]` (null: not active). For a
+// caller whose ids are positions (the replay): no search of a map per event and schedule.
+Accumulation Accumulate(const std::vector<AccumulateInput>& events, std::span<const ScheduleView* const> schedules,
                         std::vector<OpenJob> open_jobs, TimePoint now, HistoryForm form);
 // The same, for schedules that may be correlated: `open_jobs` may hold one job per (schedule,
 // lineage) of a correlated schedule, and `failed` the lineages remembered failed. An event of a

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <queue>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -96,6 +95,49 @@ struct SimSchedule {
   size_t runs_started = 0;  // which recorded duration the next run takes
 };
 
+// The event ids seen, as trigd's seen_events de-duplicates them: an open-addressing table of
+// the ids' hashes, each id kept once beside it and compared on a hash match. A node-based set
+// allocated a node per event and missed the cache on every insert into a large table.
+class SeenIds {
+ public:
+  // False when `id` was seen before.
+  bool Insert(std::string_view id) {
+    if ((count_ + 1) * 2 > slots_.size()) Grow();
+    const uint64_t hash = std::hash<std::string_view>{}(id);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      Slot& slot = slots_[i];
+      if (slot.id == 0) {
+        ids_.emplace_back(id);
+        slot = Slot{hash, ids_.size()};
+        ++count_;
+        return true;
+      }
+      if (slot.hash == hash && ids_[slot.id - 1] == id) return false;
+    }
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    size_t id = 0;  // index in ids_ + 1; 0: empty
+  };
+  void Grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(1024, old.size() * 2), Slot{});
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& slot : old) {
+      if (slot.id == 0) continue;
+      size_t i = slot.hash & mask;
+      while (slots_[i].id != 0) i = (i + 1) & mask;
+      slots_[i] = slot;
+    }
+  }
+  std::vector<Slot> slots_;  // a power of two, at most half full
+  std::deque<std::string> ids_;
+  size_t count_ = 0;
+};
+
 Millis Median(std::vector<Millis> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -106,13 +148,15 @@ Millis Median(std::vector<Millis> v) {
 struct Replay::Impl {
   ReplayOptions options;
   std::vector<SimSchedule> schedules;
-  std::map<int64_t, ScheduleView> views;  // enabled schedules, id = index + 1
+  // The schedules as Accumulate reads them, by position (id = index + 1); null: disabled.
+  std::deque<ScheduleView> view_store;
+  std::vector<const ScheduleView*> views;
   ScheduleIndex index;
   std::string key;
-  std::vector<SimJob> jobs;
+  std::deque<SimJob> jobs;  // a deque: a job is never moved as more open
   std::unordered_map<std::string, int64_t> group_active;
   std::unordered_map<std::string, std::vector<size_t>> group_members;  // schedules by group
-  std::unordered_set<std::string> seen;
+  SeenIds seen;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
   uint64_t seq = 0;
   TimePoint clock;
@@ -120,19 +164,49 @@ struct Replay::Impl {
 
   void Push(TimePoint at, TimerKind kind, size_t a, size_t b = 0) { timers.push(Timer{at, kind, seq++, a, b}); }
 
-  void Step(size_t job, TimePoint at, std::string what, std::string event = {}, std::string detail = {}) {
+  // A step of the replay's own, with its detail text.
+  void Step(size_t job, ReplayEntry::Kind kind, std::string detail) {
     if (!options.keep_timeline) return;
     const SimJob& j = jobs[job];
-    result.schedules[j.schedule].timeline.push_back(
-        ReplayStep{at, j.number, std::move(what), std::move(event), std::move(detail)});
+    result.schedules[j.schedule].entries.push_back(
+        ReplayEntry{.at = clock, .job = j.number, .text = Text(std::move(detail)), .kind = kind});
   }
 
-  // A history entry Accumulate wrote, kept as a record until DecodeTimeline.
-  void StepFromHistory(size_t job, HistoryRecord entry) {
+  uint32_t Text(std::string text) {
+    result.texts.push_back(std::move(text));
+    return static_cast<uint32_t>(result.texts.size() - 1);
+  }
+
+  // A history entry Accumulate wrote for `event`, kept as an entry until DecodeTimeline. The
+  // event's id is kept once however many entries name it (`event_text`: its index, once kept).
+  void StepFromHistory(size_t job, const HistoryRecord& h, const Event& event, std::optional<uint32_t>& event_text) {
     if (!options.keep_timeline) return;
     const SimJob& j = jobs[job];
-    ReplayStep step{clock, j.number, {}, {}, {}, std::move(entry)};
-    result.schedules[j.schedule].timeline.push_back(std::move(step));
+    ReplayEntry entry{.at = clock, .job = j.number};
+    switch (h.kind) {
+      case HistoryRecord::Kind::kOpened: entry.kind = ReplayEntry::Kind::kOpened; break;
+      case HistoryRecord::Kind::kCounted: entry.kind = ReplayEntry::Kind::kCounted; break;
+      case HistoryRecord::Kind::kComplete: entry.kind = ReplayEntry::Kind::kComplete; break;
+      case HistoryRecord::Kind::kDiscardedUpdated: entry.kind = ReplayEntry::Kind::kDiscardedUpdated; break;
+      case HistoryRecord::Kind::kDiscardedUpstream: entry.kind = ReplayEntry::Kind::kDiscardedUpstream; break;
+    }
+    if (!h.event.empty()) {
+      if (h.event != event.id) {
+        entry.text = Text(h.event);
+      } else {
+        if (!event_text) event_text = Text(event.id);
+        entry.text = *event_text;
+      }
+    }
+    if (h.kind == HistoryRecord::Kind::kCounted) {
+      entry.first = static_cast<uint32_t>(result.leaves.size());
+      entry.count = static_cast<uint32_t>(h.leaves.size());
+      for (const HistoryRecord::Leaf& l : h.leaves) {
+        result.leaves.push_back(
+            ReplayLeaf{l.leaf, l.state.satisfied, l.state.count, l.state.bytes, l.state.last_arrival});
+      }
+    }
+    result.schedules[j.schedule].entries.push_back(entry);
   }
 
   Millis RunDuration(SimSchedule& s) {
@@ -165,7 +239,7 @@ struct Replay::Impl {
       // checker does at the job's due time (pg_checker.cc).
       const std::string wait = DescribeLeafDeadline(schedule.trigger, job.open.state);
       if (SettleTimedLeaves(schedule.trigger, job.open.state, clock) && IsComplete(schedule.trigger, job.open.state)) {
-        Step(job_index, clock, "trigger complete", {}, wait);
+        Step(job_index, ReplayEntry::Kind::kSettled, wait);
         if (s.open_job == job_index) s.open_job.reset();
         job.state = SimState::kWaiting;
         job.ready_at = clock;
@@ -188,7 +262,7 @@ struct Replay::Impl {
         job.last_wait.reset();
       } else if (!job.last_wait || !job.last_wait->Matches(out, facts)) {
         std::string reason = CheckJob(schedule, job_facts, complete, facts, clock, CheckText::kReasons).reason;
-        if (reason != job.last_reason) Step(job_index, clock, "wait", {}, reason);
+        if (reason != job.last_reason) Step(job_index, ReplayEntry::Kind::kWait, reason);
         job.last_reason = std::move(reason);
         job.last_wait = std::make_unique<WaitKey>(out, facts);
       }
@@ -199,17 +273,21 @@ struct Replay::Impl {
     Leave(job_index);
     if (out.decision == Decision::kDiscard) {
       ++result.schedules[job.schedule].discarded;
-      Step(job_index, clock, "discard", {},
+      Step(job_index, ReplayEntry::Kind::kDiscard,
            CheckJob(schedule, job_facts, complete, facts, clock, CheckText::kReasons).reason);
       Release(job_index);
       return;
     }
     const Millis duration = RunDuration(s);
     ReplayLaunch launch{job.number, clock, clock + duration, out.forced, std::move(job.open.triggered_by)};
-    Step(job_index, clock, "launch", {},
-         std::string(out.forced ? "launched by timeout (action run)" : "constraints hold") + "; run lasts " +
-             FormatDuration(duration));
-    result.schedules[job.schedule].launches.push_back(std::move(launch));
+    std::vector<ReplayLaunch>& launches = result.schedules[job.schedule].launches;
+    if (options.keep_timeline) {
+      result.schedules[job.schedule].entries.push_back(ReplayEntry{.at = clock,
+                                                                   .job = job.number,
+                                                                   .first = static_cast<uint32_t>(launches.size()),
+                                                                   .kind = ReplayEntry::Kind::kLaunch});
+    }
+    launches.push_back(std::move(launch));
     Release(job_index);
     ++s.active_runs;
     s.last_launch = clock;
@@ -242,7 +320,7 @@ struct Replay::Impl {
     trigd::ArmSilence(schedule.trigger, job.open.state, clock);
     jobs.push_back(std::move(job));
     schedules[schedule_index].open_job = ji;
-    Step(ji, clock, "opened", {}, DescribeLeafDeadline(schedule.trigger, jobs[ji].open.state));
+    Step(ji, ReplayEntry::Kind::kArmed, DescribeLeafDeadline(schedule.trigger, jobs[ji].open.state));
     WakeCollecting(ji);
   }
 
@@ -352,16 +430,16 @@ struct Replay::Impl {
   // One event, reaching `sids`, at the clock's time, through the accumulator. Events trigd
   // would publish (upstream failures) come back in as it would read them back.
   void Apply(const Event& event, std::span<const int64_t> sids) {
-    if (!seen.insert(event.id).second) {
+    if (!seen.Insert(event.id)) {
       ++result.duplicates;
       return;
     }
     std::vector<AccumulateInput> in(1);
     in[0].event = &event;
+    in[0].payload = false;  // the launches say their triggering events' ids only
     std::vector<OpenJob> open;
     for (int64_t sid : sids) {
-      // `views` holds the enabled schedules: their flag says it without a lookup in the map.
-      if (!result.schedules[static_cast<size_t>(sid - 1)].enabled) continue;
+      if (!views[static_cast<size_t>(sid - 1)]) continue;  // disabled
       in[0].schedule_ids.push_back(sid);
       SimSchedule& s = schedules[static_cast<size_t>(sid - 1)];
       if (s.open_job) {
@@ -372,6 +450,7 @@ struct Replay::Impl {
     }
     if (in[0].schedule_ids.empty()) return;
     ++result.matched;
+    std::optional<uint32_t> event_text;
     Accumulation acc = Accumulate(in, views, std::move(open), clock, HistoryForm::kRecords);
     for (OpenJob& o : acc.jobs) {
       const size_t si = static_cast<size_t>(o.schedule_id - 1);
@@ -388,7 +467,7 @@ struct Replay::Impl {
         schedules[si].open_job = ji;
       }
       SimJob& job = jobs[ji];
-      for (HistoryRecord& h : o.history_records) StepFromHistory(ji, std::move(h));
+      for (const HistoryRecord& h : o.history_records) StepFromHistory(ji, h, event, event_text);
       const bool complete = o.complete;
       const bool discarded = o.discarded;
       job.open = std::move(o);
@@ -433,8 +512,9 @@ Replay::Replay(std::vector<Schedule> schedules, ReplayOptions options) : impl_(s
     r.enabled = enabled;
     r.schedule = s.schedule;
     m.result.schedules.push_back(std::move(r));
+    m.views.push_back(nullptr);
     if (enabled) {
-      m.views[id] = ScheduleView{id, 1, s.schedule};
+      m.views.back() = &m.view_store.emplace_back(ScheduleView{id, 1, s.schedule});
       if (const auto& group = schedule.constraints.concurrency_group) m.group_members[group->name].push_back(i);
       std::vector<std::string> keys;
       for (const Trigger* leaf : TriggerLeaves(schedule.trigger)) {
@@ -452,7 +532,7 @@ Replay::Replay(std::vector<Schedule> schedules, ReplayOptions options) : impl_(s
     m.schedules.push_back(std::move(s));
   }
   for (size_t i = 0; i < m.schedules.size(); ++i) {
-    if (m.views.count(static_cast<int64_t>(i) + 1) && HasSilence(m.schedules[i].schedule->trigger)) m.ArmSilence(i);
+    if (m.views[i] && HasSilence(m.schedules[i].schedule->trigger)) m.ArmSilence(i);
   }
 }
 
@@ -489,23 +569,56 @@ ReplayResult Replay::Finish() {
 
 void DecodeTimeline(ReplayResult& result) {
   for (ReplaySchedule& s : result.schedules) {
-    for (ReplayStep& step : s.timeline) {
-      if (!step.history) continue;
-      HistoryRecord& h = *step.history;
-      // What the entry's text says (HistoryText): its what, its event, its leaves.
-      if (h.kind == HistoryRecord::Kind::kCounted) {
-        for (const std::string& leaf : HistoryLeaves(h, s.schedule->trigger)) {
-          step.detail += (step.detail.empty() ? "" : "; ") + leaf;
+    for (const ReplayEntry& e : s.entries) {
+      ReplayStep step{e.at, e.job, {}, {}, {}};
+      // The accumulator's entries say what their text says (HistoryText): its what, its event,
+      // its leaves; the replay's own carry their detail.
+      std::optional<HistoryRecord::Kind> history;
+      switch (e.kind) {
+        case ReplayEntry::Kind::kOpened: history = HistoryRecord::Kind::kOpened; break;
+        case ReplayEntry::Kind::kCounted: history = HistoryRecord::Kind::kCounted; break;
+        case ReplayEntry::Kind::kComplete: history = HistoryRecord::Kind::kComplete; break;
+        case ReplayEntry::Kind::kDiscardedUpdated: history = HistoryRecord::Kind::kDiscardedUpdated; break;
+        case ReplayEntry::Kind::kDiscardedUpstream: history = HistoryRecord::Kind::kDiscardedUpstream; break;
+        case ReplayEntry::Kind::kArmed: step.what = "opened"; break;
+        case ReplayEntry::Kind::kSettled: step.what = "trigger complete"; break;
+        case ReplayEntry::Kind::kWait: step.what = "wait"; break;
+        case ReplayEntry::Kind::kDiscard: step.what = "discard"; break;
+        case ReplayEntry::Kind::kLaunch: {
+          const ReplayLaunch& l = s.launches[e.first];
+          step.what = "launch";
+          step.detail = std::string(l.forced ? "launched by timeout (action run)" : "constraints hold") +
+                        "; run lasts " + FormatDuration(l.ends_at - l.at);
+          break;
         }
       }
-      step.what = HistoryWhat(h.kind);
-      step.event = std::move(h.event);
-      if (step.what.starts_with("discarded: ")) {
-        step.detail = step.what.substr(sizeof("discarded: ") - 1);
-        step.what = "discard";
+      if (!history) {
+        if (e.kind != ReplayEntry::Kind::kLaunch) step.detail = result.texts[e.text];
+      } else {
+        if (*history == HistoryRecord::Kind::kOpened || *history == HistoryRecord::Kind::kCounted ||
+            *history == HistoryRecord::Kind::kDiscardedUpstream) {
+          step.event = result.texts[e.text];
+        }
+        if (*history == HistoryRecord::Kind::kCounted) {
+          HistoryRecord h{.kind = *history};
+          h.leaves.reserve(e.count);
+          for (uint32_t i = e.first; i < e.first + e.count; ++i) {
+            const ReplayLeaf& l = result.leaves[i];
+            h.leaves.push_back({l.leaf, LeafState{l.count, l.bytes, {}, l.satisfied, l.last_arrival}});
+          }
+          for (const std::string& leaf : HistoryLeaves(h, s.schedule->trigger)) {
+            step.detail += (step.detail.empty() ? "" : "; ") + leaf;
+          }
+        }
+        step.what = HistoryWhat(*history);
+        if (step.what.starts_with("discarded: ")) {
+          step.detail = step.what.substr(sizeof("discarded: ") - 1);
+          step.what = "discard";
+        }
       }
-      step.history.reset();
+      s.timeline.push_back(std::move(step));
     }
+    s.entries = std::vector<ReplayEntry>();
   }
 }
 

@@ -43,32 +43,69 @@ struct ReplayOptions {
 };
 
 // One step of a simulated job, for the timeline. `what`: opened, event counted, trigger
-// complete, wait, launch, discard.
+// complete, wait, launch, discard. DecodeTimeline writes them from the entries below.
 struct ReplayStep {
   TimePoint at;
   int64_t job = 0;  // the job's number in this replay (1, 2, ... per schedule)
   std::string what;
   std::string event;   // the event's id (opened, event counted)
   std::string detail;  // leaves' progress, a wait's or discard's reason
-  // A step the accumulator wrote: its history entry as a record, written into the fields above
-  // by DecodeTimeline (describing it as text for every event cost more than the evaluation
-  // itself; docs/adr/0153-history-records.md).
-  std::optional<HistoryRecord> history;
+};
+
+// A step as the evaluation keeps it: fixed size, with no string or allocation of its own. Its
+// event id and reason are kept once in ReplayResult::texts, a counted leaf's state in
+// ReplayResult::leaves, a launch's duration in the launch; DecodeTimeline writes the text of
+// the steps it prints (docs/adr/0158-replay-timeline-entries.md).
+struct ReplayEntry {
+  enum class Kind : uint8_t {
+    // The accumulator's history entries (HistoryRecord::Kind): "opened" (event), "event
+    // counted" (event, leaves), "trigger complete", "discard" (schedule updated), "discard"
+    // (event; upstream failed).
+    kOpened,
+    kCounted,
+    kComplete,
+    kDiscardedUpdated,
+    kDiscardedUpstream,
+    // The replay's own steps, with a detail text: "opened" (a silence armed), "trigger
+    // complete" (by the clock), "wait", "discard".
+    kArmed,
+    kSettled,
+    kWait,
+    kDiscard,
+    kLaunch,  // "launch": the schedule's launch number `first`
+  };
+  TimePoint at;
+  int64_t job = 0;
+  uint32_t text = 0;   // the event id (history kinds with an event) or the detail (kArmed ... kDiscard)
+  uint32_t first = 0;  // kCounted: its first leaf in ReplayResult::leaves; kLaunch: the launch
+  uint32_t count = 0;  // kCounted: how many leaves
+  Kind kind = Kind::kOpened;
+};
+
+// A leaf an event counted, as its history entry describes it (HistoryRecord::Leaf without the
+// partition list).
+struct ReplayLeaf {
+  int leaf = 0;
+  bool satisfied = false;
+  int64_t count = 0;
+  int64_t bytes = 0;
+  std::optional<TimePoint> last_arrival;
 };
 
 struct ReplayLaunch {
   int64_t job = 0;
   TimePoint at;
-  TimePoint ends_at;    // at + the run's modelled duration
-  bool forced = false;  // timeout action run
-  std::vector<TriggeringEvent> triggered_by;
+  TimePoint ends_at;                          // at + the run's modelled duration
+  bool forced = false;                        // timeout action run
+  std::vector<TriggeringEvent> triggered_by;  // ids and types (no payload)
 };
 
 struct ReplaySchedule {
   std::string name;                          // namespace/name
   std::shared_ptr<const Schedule> schedule;  // the document (DecodeTimeline describes its leaves)
   bool enabled = true;
-  std::deque<ReplayStep> timeline;  // a deque: a long one grows without being moved
+  std::vector<ReplayEntry> entries;  // the timeline as evaluated (keep_timeline)
+  std::deque<ReplayStep> timeline;   // written by DecodeTimeline; a deque: a long one grows without being moved
   std::vector<ReplayLaunch> launches;
   int64_t jobs = 0;
   int64_t discarded = 0;
@@ -85,6 +122,9 @@ struct ReplayResult {
   int64_t fire_times = 0;                 // time triggers' fire times in the range
   std::optional<TimePoint> first_event;   // event time of the first and last message fed
   std::optional<TimePoint> last_event;
+  // What the schedules' entries refer to: event ids and reasons, counted leaves.
+  std::vector<std::string> texts;
+  std::vector<ReplayLeaf> leaves;
 };
 
 class Replay {
@@ -110,7 +150,8 @@ class Replay {
   std::unique_ptr<Impl> impl_;
 };
 
-// Fills what, event and detail of the steps that hold a history entry.
+// Writes each schedule's timeline from its entries, in order, and releases the entries (a
+// second call adds nothing).
 void DecodeTimeline(ReplayResult& result);
 
 // The event time of an envelope, as ingestion reads it; nullopt for one ParseEnvelope refuses.

@@ -252,5 +252,42 @@ TEST(UpstreamFailedEventTest, TheIdNamesTheScheduleAndTheRootFailureAtAnyDepth) 
   EXPECT_NE(hashed.id, UpstreamFailedEvent(join, Failed(std::string(kMaxEventIdBytes, 's'), "a", "r-1"), now).id);
 }
 
+// The replay's form (ADRs 0159, 0160): schedules read by position, triggered_by without the
+// payload; every job, history record and flag as the store's map form writes them.
+TEST(AccumulatorTest, SchedulesByPositionAndNoPayloadGiveTheSameJobs) {
+  std::map<int64_t, ScheduleView> by_id = {{1, View(1, 1, {{"partition", {{"dataset", "d"}, {"count", 2}}}})},
+                                           {3, View(3, 1, {{"partition", {{"dataset", "d"}}}})}};
+  std::vector<const ScheduleView*> by_position = {&by_id.at(1), nullptr, &by_id.at(3)};
+  Event e1 = Partition("e1", "d", "p1");
+  Event e2 = Partition("e2", "d", "p2");
+  // Schedule 2 is not active, 4 is past the end: both ignored, as ids missing from the map.
+  std::vector<AccumulateInput> in = {{&e1, {1, 2, 3, 4}}, {&e2, {1, 2, 3, 4}}};
+  Accumulation map_form = Accumulate(in, by_id, {}, kNow, HistoryForm::kRecords);
+  for (AccumulateInput& i : in) i.payload = false;
+  Accumulation position_form = Accumulate(in, by_position, {}, kNow, HistoryForm::kRecords);
+  ASSERT_EQ(map_form.jobs.size(), 3u);
+  ASSERT_EQ(position_form.jobs.size(), map_form.jobs.size());
+  EXPECT_EQ(position_form.applied, map_form.applied);
+  for (size_t i = 0; i < map_form.jobs.size(); ++i) {
+    const OpenJob& a = map_form.jobs[i];
+    const OpenJob& b = position_form.jobs[i];
+    EXPECT_EQ(b.schedule_id, a.schedule_id);
+    EXPECT_EQ(b.state, a.state);
+    EXPECT_EQ(b.complete, a.complete);
+    ASSERT_EQ(b.history_records.size(), a.history_records.size());
+    for (size_t h = 0; h < a.history_records.size(); ++h) {
+      EXPECT_EQ(HistoryText(b.history_records[h], by_id.at(b.schedule_id).schedule->trigger, "t"),
+                HistoryText(a.history_records[h], by_id.at(a.schedule_id).schedule->trigger, "t"));
+    }
+    ASSERT_EQ(b.triggered_by.size(), a.triggered_by.size());
+    for (size_t t = 0; t < a.triggered_by.size(); ++t) {
+      EXPECT_EQ(b.triggered_by[t].id, a.triggered_by[t].id);
+      EXPECT_EQ(b.triggered_by[t].type, a.triggered_by[t].type);
+      EXPECT_FALSE(a.triggered_by[t].Payload().is_null());
+      EXPECT_TRUE(b.triggered_by[t].Payload().is_null());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trigd

@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
   size_t launches = 0, steps = 0;
   for (const auto& s : last.schedules) {
     launches += s.launches.size();
-    steps += s.timeline.size();
+    steps += s.entries.size();
   }
   std::printf("documents            %ld\n", documents);
   std::printf("events               %ld (%ld reach a schedule)\n", events, matching);
