@@ -142,16 +142,6 @@ RunLineage LaunchLineage(const std::string& triggered_by_json, const std::string
   return DecideRunLineage("", json::parse(triggered_by_json, nullptr, false), run_id);
 }
 
-void RecordLineages(pqxx::transaction_base& tx, const std::vector<std::string>& lineages) {
-  if (lineages.empty()) return;
-  SqlArray a;
-  for (const std::string& l : lineages) a.AddText(l);
-  tx.exec_params(
-      "INSERT INTO lineages (id, started_at) SELECT DISTINCT l, now() FROM unnest($1::text[]) AS x(l) ORDER BY 1 "
-      "ON CONFLICT (id) DO UPDATE SET ended_at = NULL, outcome = NULL WHERE lineages.ended_at IS NOT NULL",
-      a.Take());
-}
-
 std::map<std::string, int> EndLineages(pqxx::transaction_base& tx, const std::vector<std::string>& ended_run_ids,
                                        const std::vector<std::string>& lineages,
                                        const std::vector<int64_t>& discarded_job_ids) {

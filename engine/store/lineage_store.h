@@ -55,10 +55,6 @@ std::string ProspectiveLineage(const OpenJob& job);
 // when they hold a program event.
 RunLineage LaunchLineage(const std::string& triggered_by_json, const std::string& run_id);
 
-// Writes a `lineages` row for each lineage that has none yet (its first run launched now); one
-// that had ended is active again (EndLineages counts its next ending).
-void RecordLineages(pqxx::transaction_base& tx, const std::vector<std::string>& lineages);
-
 // For the runs that just ended, the lineages named and those of the jobs just discarded (by id):
 // each such lineage with nothing active any more (no run launched, running or waiting for a
 // retry, no job open or waiting) ends, succeeded or failed (SPEC §10), recorded in `lineages`

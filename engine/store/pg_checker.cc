@@ -10,16 +10,6 @@ namespace trigd {
 using nlohmann::json;
 using namespace pg_internal;  // NOLINT(google-build-using-namespace): the module's own helpers
 
-Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
-  return Guard([&]() -> Result<CheckerResult> {
-    RenewPlans();
-    pqxx::work tx(*conn_->c);
-    CheckerResult result = CheckJobs(TxContext(tx, tx.exec1("SELECT " TRIGD_CLOCK)), limit, nullptr, claim_backlog_);
-    tx.commit();
-    return result;
-  });
-}
-
 // The checker step in one transaction, phase by phase: claim the due jobs, lock the run
 // counters they need (schedules, then groups, each in one order), decide each job with core's
 // CheckPlanner (core/check_plan.h: every decision, its history text and the counters it moves;
@@ -459,7 +449,8 @@ class PgStore::CheckStep {
     // Before triggered_by moves into the request; {{lineage}} renders it.
     const RunLineage lineage = LaunchLineage(d.triggered_by, run_id);
     req.lineage = lineage.lineage;
-    launched_lineages_.push_back(lineage.lineage);
+    // A run that starts a lineage names it by its own new id: no row can exist for it yet.
+    (lineage.lineage == run_id ? started_lineages_ : launched_lineages_).push_back(lineage.lineage);
     // Templated args are rendered per job, once: retries publish this template again
     // (docs/adr/0121).
     if (req.program_json.find("{{") != std::string::npos && HasArgTemplates(effective.program.args)) {
@@ -516,7 +507,9 @@ class PgStore::CheckStep {
     }
     if (!runs_->as_arrays() && runs_->rows() > 0) CopyIn(tx_, kRuns.name, kRuns.Names(), runs_->copy());
     outbox_->InsertInto(tx_);
-    RecordLineages(tx_, launched_lineages_);
+    SqlArray started, inherited;
+    for (const std::string& l : started_lineages_) started.AddText(l);
+    for (const std::string& l : launched_lineages_) inherited.AddText(l);
     SqlArray rt_id, rt_active, rt_last, g_name, g_active;
     if (runs_->rows() > 0) {
       for (const auto& [id, c] : counters_.schedules) {
@@ -532,7 +525,8 @@ class PgStore::CheckStep {
     std::vector<std::string> params{
         rt_id.Take(),          rt_active.Take(),    rt_last.Take(),      g_name.Take(),
         g_active.Take(),       jobs_.id.Take(),     jobs_.state.Take(),  jobs_.next_check_at.Take(),
-        jobs_.decision.Take(), jobs_.forced.Take(), jobs_.reason.Take(), jobs_.history.Take()};
+        jobs_.decision.Take(), jobs_.forced.Take(), jobs_.reason.Take(), jobs_.history.Take(),
+        started.Take(),        inherited.Take()};
     for (auto [table, rows] :
          {std::pair{&kDecidedJobs, &*fresh_rows_}, {&kRuns, &*runs_}, {&kOutbox, &outbox_->rows()}}) {
       for (size_t i = 0; i < table->columns.size(); ++i) params.push_back(rows->TakeColumn(i));
@@ -588,14 +582,32 @@ class PgStore::CheckStep {
   std::optional<TableRows> runs_, fresh_rows_;
   std::optional<OutboxRows> outbox_;
   std::map<int64_t, std::string> program_json_;  // a schedule's program, serialised once per check
-  std::vector<std::string> launched_lineages_;   // of the runs launched here (RecordLineages)
-  std::vector<int64_t> discarded_ids_;           // jobs discarded here (EndDiscardedLineages)
+  // Lineages of the runs launched here (checker_writes): those the runs start (their own ids)
+  // and those they inherit from upstream runs.
+  std::vector<std::string> started_lineages_, launched_lineages_;
+  std::vector<int64_t> discarded_ids_;  // jobs discarded here (EndDiscardedLineages)
 };
 
 // The checker step in the caller's transaction: due jobs (all, or only those of `filter`'s
 // schedules and groups) claimed, decided and written.
 CheckerResult PgStore::CheckJobs(const TxContext& ctx, size_t limit, const CheckFilter* filter, bool& claim_backlog) {
   return CheckStep(*this, ctx, limit, filter).Run(claim_backlog);
+}
+
+// The checker loop's transaction: BEGIN rides on the clock's query, and the writes on the
+// COMMIT when they are small, as the ingest transaction's do (docs/adr/0161).
+Result<CheckerResult> PgStore::CheckDueJobs(size_t limit) {
+  return Guard([&]() -> Result<CheckerResult> {
+    RenewPlans();
+    OpenTransaction tx(*conn_->c);
+    const pqxx::result clock = tx.BeginWith("SELECT " TRIGD_CLOCK);
+    TxContext ctx(tx.tx(), clock.at(0));
+    std::vector<std::string> writes;
+    ctx.deferred_writes = &writes;
+    CheckerResult result = CheckJobs(ctx, limit, nullptr, claim_backlog_);
+    tx.Commit(writes.empty() ? std::string() : tx.Execute("checker_writes", writes));
+    return result;
+  });
 }
 
 }  // namespace trigd

@@ -80,9 +80,12 @@ class OpenTransaction {
 
   // BEGIN and the prepared statement `name` with `args` in one round trip.
   pqxx::result Begin(const std::string& name, const std::vector<std::string>& args) {
-    std::string sql = "BEGIN; " + Execute(name, args);
+    return BeginWith(Execute(name, args));
+  }
+  // BEGIN and `sql` (statements; the last one's result is returned) in one round trip.
+  pqxx::result BeginWith(const std::string& sql) {
     open_ = true;
-    return tx_.exec(sql);
+    return tx_.exec("BEGIN; " + sql);
   }
   // `last` (statements whose results nobody reads, e.g. Execute's), then COMMIT, in one round trip.
   void Commit(const std::string& last = "") {

@@ -102,12 +102,16 @@ const Table kOutbox{"outbox",
                      {"attempt", "int"},
                      {"launched_at", "timestamptz"},
                      {"heartbeat_timeout_ms", "bigint"}}};
-// checker_writes' parameters: the counters and stored jobs' changes, then the columns of
-// kDecidedJobs, kRuns and kOutbox, in that order.
-constexpr int kCheckerWritesFixedParams = 12;
+// checker_writes' parameters: the counters and stored jobs' changes, the lineages the launched
+// runs start and those they inherit, then the columns of kDecidedJobs, kRuns and kOutbox, in that order.
+constexpr int kCheckerWritesFixedParams = 14;
 
 // The checker's writes in one statement (data-modifying CTEs; empty arrays make a part a
-// no-op): run counters, group counters, rows inserted from arrays (TableRows), stored jobs.
+// no-op): run counters, group counters, the launched runs' lineages (a row per lineage, written
+// when its first run launches, docs/adr/0118: a lineage a run starts is new, named by the run's
+// new id, and goes in by a plain insert, which costs half a speculative one; an inherited one
+// may have its row, and one that had ended is open again), rows inserted from arrays
+// (TableRows), stored jobs.
 std::string CheckerWritesSql() {
   int param = kCheckerWritesFixedParams + 1;
   std::string inserts;
@@ -120,7 +124,12 @@ std::string CheckerWritesSql() {
          "FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS x(id, active, last) "
          "WHERE r.schedule_id = x.id), "
          "group_counters AS (UPDATE group_runtime g SET active_runs = x.active "
-         "FROM unnest($4::text[], $5::int[]) AS x(name, active) WHERE g.name = x.name)" +
+         "FROM unnest($4::text[], $5::int[]) AS x(name, active) WHERE g.name = x.name), "
+         "started_lineages AS (INSERT INTO lineages (id, started_at) SELECT l, now() FROM unnest($13::text[]) AS "
+         "x(l)), "
+         "inherited_lineages AS (INSERT INTO lineages (id, started_at) SELECT DISTINCT l, now() "
+         "FROM unnest($14::text[]) AS x(l) ORDER BY 1 ON CONFLICT (id) DO UPDATE SET ended_at = NULL, outcome = NULL "
+         "WHERE lineages.ended_at IS NOT NULL)" +
          inserts +
          " UPDATE jobs j SET state = x.state, "
          "next_check_at = CASE WHEN x.state IN " +

@@ -11,6 +11,7 @@
 #include "source_paths.h"
 #include "store/lineage_store.h"
 #include "store/migrator.h"
+#include "store/pg_store_parts.h"
 #include "store/test_pg.h"
 
 namespace trigd {
@@ -81,12 +82,23 @@ class LineagesTest : public ::testing::Test {
 TEST_F(LineagesTest, ALineageNamedTwiceInOneTransactionIsOneRow) {
   pqxx::connection c(conn_);
   pqxx::work tx(c);
-  pg_internal::RecordLineages(tx, {"l2", "l1", "l2"});
+  // The checker's writes with launched runs' lineages only (every other part empty).
+  for (const auto& [name, sql] : pg_internal::PreparedStatements()) {
+    if (name == "checker_writes") c.prepare(name, sql);
+  }
+  std::vector<std::string> params(12, "{}");
+  params.push_back("{l3}");        // started by a run
+  params.push_back("{l2,l1,l2}");  // inherited
+  params.insert(params.end(),
+                pg_internal::kDecidedJobs.columns.size() + pg_internal::kRuns.columns.size() +
+                    pg_internal::kOutbox.columns.size(),
+                "{}");
+  tx.exec_prepared("checker_writes", pqxx::prepare::make_dynamic_params(params));
   const TimePoint t = TimePoint(Millis(1800000000000));
   pg_internal::StoreFailedLineages(tx, {{1, "l1", t}, {1, "l1", t + Millis(5)}, {2, "l1", t}});
   tx.commit();
   pqxx::nontransaction q(c);
-  EXPECT_EQ(q.exec1("SELECT count(*) FROM lineages")[0].as<int>(), 2);
+  EXPECT_EQ(q.exec1("SELECT count(*) FROM lineages")[0].as<int>(), 3);
   EXPECT_EQ(q.exec1("SELECT count(*) FROM failed_lineages")[0].as<int>(), 2);
   EXPECT_EQ(q.exec1("SELECT (extract(epoch FROM expires_at) * 1000)::bigint FROM failed_lineages "
                     "WHERE schedule_id = 1")[0]

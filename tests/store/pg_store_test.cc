@@ -2140,7 +2140,8 @@ TEST_F(PgStoreTest, FastPathWritesANewJobOnceInItsDecidedStateAfterOlderWaitingJ
 // whole-table plan until an autoanalyze, and a storm stall for minutes
 // (docs/adr/0030-generic-plans-renewed.md).
 TEST_F(PgStoreTest, GenericPlansAreMadeAnewForTheTablesCurrentSize) {
-  constexpr int kCheckerWritesParams = 12 + 19 + 18 + 8;  // + the columns of jobs, runs and outbox rows it inserts
+  // Counters, jobs and lineages, + the columns of jobs, runs and outbox rows it inserts.
+  constexpr int kCheckerWritesParams = 14 + 19 + 18 + 8;
   auto empty = store_->ExplainPrepared("checker_writes", kCheckerWritesParams);
   ASSERT_TRUE(empty.ok()) << empty.status().ToString();
   EXPECT_NE(empty->find("Seq Scan on jobs"), std::string::npos) << "plan for an empty jobs table:\n" << *empty;
