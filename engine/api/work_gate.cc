@@ -31,24 +31,30 @@ WorkGate::Pass& WorkGate::Pass::operator=(Pass&& other) noexcept {
 std::optional<WorkGate::Pass> WorkGate::Enter() {
   std::unique_lock lock(mu_);
   const Clock::time_point deadline = Clock::now() + options_.max_wait;
-  ++waiting_;
+  const uint64_t ticket = next_ticket_++;
+  queue_.push_back(ticket);
   for (;;) {
     const Clock::time_point now = Clock::now();
-    // The free slot rested first; else wake when the soonest free one has rested, or one is left.
+    // The first in the queue takes the free slot rested first; the others, and the first while
+    // no slot is free, wake when the soonest free slot has rested or a slot is left.
     std::optional<Clock::time_point> soonest;
     for (size_t i = 0; i < slots_.size(); ++i) {
       if (slots_[i].held) continue;
-      if (slots_[i].rested_at <= now) {
+      if (slots_[i].rested_at <= now && queue_.front() == ticket) {
         slots_[i].held = true;
-        --waiting_;
+        queue_.pop_front();
+        lock.unlock();
+        freed_.notify_all();  // the next in the queue may take another free slot
         return Pass(this, i, now);
       }
       soonest = soonest ? std::min(*soonest, slots_[i].rested_at) : slots_[i].rested_at;
     }
     if (now >= deadline) break;
-    freed_.wait_until(lock, soonest ? std::min(*soonest, deadline) : deadline);
+    freed_.wait_until(lock, soonest && *soonest > now ? std::min(*soonest, deadline) : deadline);
   }
-  --waiting_;
+  queue_.erase(std::find(queue_.begin(), queue_.end(), ticket));
+  lock.unlock();
+  freed_.notify_all();  // the one behind may now be first
   return std::nullopt;
 }
 
@@ -64,7 +70,7 @@ void WorkGate::Leave(size_t slot, Clock::time_point since) {
 
 int WorkGate::waiting() const {
   std::lock_guard lock(mu_);
-  return waiting_;
+  return static_cast<int>(queue_.size());
 }
 
 }  // namespace trigd

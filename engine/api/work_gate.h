@@ -4,11 +4,14 @@
 // checkers need, and the engine's event-to-launch latency with it (docs/adr/0167). The gate
 // lets at most `slots` requests work at once, and rests a slot after each request for the
 // time that keeps the API's share of that slot at most `share`, the way autovacuum's cost
-// delay bounds its own work. Requests beyond wait their turn, at most `max_wait`.
+// delay bounds its own work. Requests beyond wait their turn in arrival order, at most
+// `max_wait`.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -56,7 +59,8 @@ class WorkGate {
     Clock::time_point since_;
   };
 
-  // A slot, once one is free and rested; nullopt when none is within max_wait.
+  // A slot, once one is free and rested and every request that arrived before has had one;
+  // nullopt when that does not happen within max_wait.
   std::optional<Pass> Enter();
   // Requests waiting for a slot now.
   int waiting() const;
@@ -73,7 +77,8 @@ class WorkGate {
   mutable std::mutex mu_;
   std::condition_variable freed_;
   std::vector<Slot> slots_;
-  int waiting_ = 0;
+  std::deque<uint64_t> queue_;  // the waiting requests' tickets, in arrival order
+  uint64_t next_ticket_ = 0;
 };
 
 }  // namespace trigd

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace trigd {
 namespace {
@@ -63,6 +65,27 @@ TEST(WorkGate, GivesUpAfterMaxWait) {
   EXPECT_FALSE(refused);
   EXPECT_GE(WorkGate::Clock::now() - start, milliseconds(30));
   EXPECT_EQ(gate.waiting(), 0);
+}
+
+TEST(WorkGate, WaitingRequestsAreServedInArrivalOrder) {
+  WorkGate gate({.slots = 1, .share = 1.0, .max_wait = milliseconds(5000)});
+  std::mutex mu;
+  std::vector<int> order;
+  auto held = gate.Enter();
+  ASSERT_TRUE(held);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      auto pass = gate.Enter();
+      ASSERT_TRUE(pass);
+      std::lock_guard lock(mu);
+      order.push_back(i);
+    });
+    while (gate.waiting() != i + 1) std::this_thread::yield();
+  }
+  held.reset();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
 }
 
 TEST(WorkGate, SlotsServeRequestsAtOnce) {
