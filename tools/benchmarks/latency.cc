@@ -334,7 +334,9 @@ int main(int argc, char** argv) {
       "trigd, split at the launch request's Kafka timestamp (1 ms resolution): event -> produced by the "
       "relay p50 %.1f p99 %.1f; produced -> received p50 %.1f p99 %.1f\n",
       engine.to_produced_p50, engine.to_produced_p99, engine.produced_to_received_p50, engine.produced_to_received_p99);
-  for (const auto& [what, p] : {std::pair{"trigd", &engine}, std::pair{"bare", &bare}}) {
+  for (const auto& [what, p] :
+       {std::pair{"trigd", &engine}, std::pair{"bare", &bare}, std::pair{"trigd, API flooded", &flooded}}) {
+    if (p == &flooded && flood_threads == 0) continue;
     std::printf("%s, slowest seconds of the timetable (second: max ms):", what);
     for (const auto& [second, worst] : p->worst_seconds)
       std::printf(" %lld: %.1f", static_cast<long long>(second), worst);
