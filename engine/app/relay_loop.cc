@@ -34,13 +34,34 @@ class RefusedSends {
   std::map<int64_t, int> tries_;
 };
 
+// Messages per claim, and how long the relay waits for a wake before it looks at the outbox
+// anyway (rows written by another instance, or by a transaction whose wake was missed).
+constexpr size_t kClaimLimit = 5000;
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
+
+// Whether the claim may have left rows behind: it took as many single messages as it may, or a
+// bundle (the claim takes a few of those at most).
+bool ClaimWasFull(const std::vector<OutboxRow>& rows) {
+  size_t singles = 0;
+  for (const OutboxRow& r : rows) {
+    if (r.bundle) return true;
+    ++singles;
+  }
+  return singles >= kClaimLimit;
+}
+
 // The relay: publishes what committed transactions decided, deletes a row only once the
 // broker confirmed it (a crash in between re-sends it: same run id).
+// After a claim that was not full it claims again only when woken (a committing loop wakes it
+// after its commit) or after kPollInterval: a wake that comes while it publishes is kept, so
+// the next claim starts as soon as the publication is done, and no claim that finds the outbox
+// empty (two round trips: the claim and its rollback) stands between a commit and its claim.
 void RelayLoop(Shared& sh) {
   StoreHandle store(sh.config, sh.store_factory, "relay");
   std::unique_ptr<Producer> producer;
   std::set<std::string> known_topics;
   RefusedSends refused_sends;
+  bool claim_at_once = true;  // at the start, after a full claim, a failure or unconfirmed sends
   while (!sh.Stopping()) {
     if (!producer) {
       auto p = Producer::Create(sh.config.kafka);
@@ -56,14 +77,16 @@ void RelayLoop(Shared& sh) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
       continue;
     }
-    auto rows = pg->ClaimOutbox(5000);
+    if (!claim_at_once) sh.relay_wake.Wait(kPollInterval);
+    claim_at_once = true;
+    auto rows = pg->ClaimOutbox(kClaimLimit);
     if (!rows.ok()) {
       store.Failed(rows.status());
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       continue;
     }
     if (rows->empty()) {
-      sh.relay_wake.Wait(std::chrono::milliseconds(50));
+      claim_at_once = false;
       continue;
     }
     // A launch topic for a new target is created on first use (trigd.launch.<target>).
@@ -118,12 +141,14 @@ void RelayLoop(Shared& sh) {
     }
     sh.metrics.JobTransition("launched").Increment(static_cast<double>(done->size()));
     for (double s : *done) sh.metrics.EventToLaunch().Observe(s);
+    claim_at_once = ClaimWasFull(*rows);
     if (unconfirmed > 0) {
       Log("relay: " + std::to_string(unconfirmed) + " messages not confirmed by Kafka (" + producer->LastError() +
           "); will re-send with a new producer");
       // A fresh producer: an idempotent producer can be left fenced or fatal after a broker
       // restart; the rows stay in the outbox and go again, with the same run ids.
       producer.reset();
+      claim_at_once = true;
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
   }

@@ -24,7 +24,7 @@ Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
         auto messages = ParseBundle(std::string_view(r[3].c_str(), r[3].size()));
         if (!messages.ok()) return Internal("outbox row " + std::to_string(id) + ": " + messages.status().message());
         for (auto& [key, payload] : *messages)
-          rows.push_back({id, r[1].as<std::string>(), std::move(key), std::move(payload)});
+          rows.push_back({id, r[1].as<std::string>(), std::move(key), std::move(payload), true});
         continue;
       }
       if (r[6].is_null()) {

@@ -146,6 +146,7 @@ struct OutboxRow {
   std::string topic;
   std::string key;
   std::string payload;
+  bool bundle = false;  // one message of a bundle row (its messages share the id)
 };
 
 // A run that ended (or was given up): its schedule's and group's slot is freed.

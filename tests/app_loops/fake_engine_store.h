@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -36,10 +37,11 @@ class FakeStoreState {
   std::map<std::string, std::deque<Status>> faults;
   int fence = 0, stale = 0;
   int connects = 0;
-  std::map<std::string, int> calls;                          // by method, failed ones included
-  std::map<std::pair<std::string, int>, int64_t> positions;  // committed next offsets
-  std::vector<std::vector<ConsumedPosition>> applied;        // committed batches' positions
-  std::vector<std::vector<ConsumedPosition>> refused;        // fenced or stale batches' positions
+  std::map<std::string, int> calls;  // by method, failed ones included
+  std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> call_log;  // every call, in order
+  std::map<std::pair<std::string, int>, int64_t> positions;                             // committed next offsets
+  std::vector<std::vector<ConsumedPosition>> applied;                                   // committed batches' positions
+  std::vector<std::vector<ConsumedPosition>> refused;  // fenced or stale batches' positions
   int64_t committed_messages = 0;
   // The outbox: rows claimed in id order (a bundle's messages share their row's id) until
   // CompleteOutbox deletes them (ids in `completed`, in the order deleted) or FailUnpublishable
@@ -54,6 +56,7 @@ class FakeStoreState {
   // Under mu: the fault for this call of `method`, if any.
   std::optional<Status> Take(const std::string& method) {
     ++calls[method];
+    call_log.emplace_back(method, std::chrono::steady_clock::now());
     auto it = faults.find(method);
     if (it == faults.end() || it->second.empty()) return std::nullopt;
     Status s = it->second.front();

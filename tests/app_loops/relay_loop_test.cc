@@ -57,6 +57,34 @@ TEST(RelayLoopTest, PublishesInIdOrderAndDeletesConfirmedRows) {
   EXPECT_EQ(relay.metrics().JobTransition("launched").Value(), 6);
 }
 
+// After a claim that was not full the relay claims again when woken (a committed launch) or
+// after its 50 ms poll, not at once: a claim finding the outbox empty after every publication
+// (the claim and its rollback, two round trips) held a launch committed meanwhile behind it.
+TEST(RelayLoopTest, ClaimsAgainWhenWokenNotAfterEveryPublication) {
+  MockKafka kafka;
+  kafka.CreateTopic(kTopic, 1);
+  FakeStoreState st;
+  FillOutbox(st, 2);
+  RelayHarness relay(kafka, st);
+  ASSERT_TRUE(LoopHarness::WaitFor(st, [&] { return st.outbox.empty() && st.calls["ClaimOutbox"] >= 2; }));
+  {
+    std::lock_guard<std::mutex> l(st.mu);
+    auto complete =
+        std::find_if(st.call_log.begin(), st.call_log.end(), [](const auto& c) { return c.first == "CompleteOutbox"; });
+    ASSERT_NE(complete, st.call_log.end());
+    auto next_claim = std::find_if(complete, st.call_log.end(), [](const auto& c) { return c.first == "ClaimOutbox"; });
+    ASSERT_NE(next_claim, st.call_log.end());
+    EXPECT_GE(next_claim->second - complete->second, std::chrono::milliseconds(40))
+        << "claimed again right after publishing, unwoken";
+    st.outbox.push_back({3, kTopic, "prog", "m3"});
+  }
+  // A commit's wake: the new row goes out (well before the relay's poll would find it).
+  relay.shared().relay_wake.Wake();
+  ASSERT_TRUE(LoopHarness::WaitFor(st, [&] { return st.outbox.empty(); }));
+  EXPECT_TRUE(relay.Stop().ok());
+  EXPECT_EQ(kafka.Read(kTopic, 0), Payloads({1, 2, 3}));
+}
+
 // The broker refuses the sends (an error librdkafka does not retry): the row stays in the
 // outbox and goes again with a new producer until the broker takes it; it is on the topic once.
 TEST(RelayLoopTest, BrokerErrorKeepsTheRowAndSendsAgain) {
