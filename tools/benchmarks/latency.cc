@@ -22,12 +22,12 @@
 // after the measurement) over the same launches: its count must equal the launches received and
 // its median (interpolated in its buckets) lie within the client's.
 //
-// --flood-api=N (0: off): after the measurement, the same measurement again while N client
+// --flood-api=N (default 8, as many as the API has threads; 0: off): after the measurement, the same measurement again while N client
 // threads send GET /api/v1/schedules and /api/v1/jobs to trigd's HTTP API as fast as it answers;
 // reported beside it with the ratio of the two p99s (the API has threads and connections of its
 // own: the engine's p99 should stay within 2x).
 //
-// Usage: trigd-bench-latency [--rate=1000] [--seconds=60] [--schedules=1000] [--warmup-seconds=30] [--flood-api=0]
+// Usage: trigd-bench-latency [--rate=1000] [--seconds=60] [--schedules=1000] [--warmup-seconds=30] [--flood-api=8]
 #include <httplib.h>
 #include <unistd.h>  // sync
 
@@ -222,12 +222,12 @@ void Print(const char* what, const Percentiles& p) {
 int main(int argc, char** argv) {
   bench::Flags flags(argc, argv,
                      "trigd-bench-latency [--rate=1000] [--seconds=60] [--schedules=1000] [--warmup-seconds=30] "
-                     "[--flood-api=0]");
+                     "[--flood-api=8]");
   const double rate = static_cast<double>(flags.Int("rate", 1000));
   const int64_t seconds = flags.Int("seconds", 60);
   const int64_t schedules = flags.Int("schedules", 1000);
   const int64_t warmup_seconds = flags.Int("warmup-seconds", 30);
-  const int64_t flood_threads = flags.Int("flood-api", 0);
+  const int64_t flood_threads = flags.Int("flood-api", 8);
   flags.Check();
   bench::Run& run = bench::Run::Start("latency");
   const double load_before = bench::LoadAverage();
