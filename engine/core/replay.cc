@@ -162,6 +162,9 @@ struct Replay::Impl {
   TimePoint clock;
   ReplayResult result;
 
+  // A message as RouteEvent decided it.
+  void Routed(RoutedEvent r);
+
   void Push(TimePoint at, TimerKind kind, size_t a, size_t b = 0) { timers.push(Timer{at, kind, seq++, a, b}); }
 
   // A step of the replay's own, with its detail text.
@@ -488,12 +491,7 @@ struct Replay::Impl {
         WakeCollecting(ji);
       }
     }
-    for (const Event& published : acc.published) {
-      std::string k = published.EventKey();
-      std::span<const int64_t> reached = index.Lookup(k);
-      std::vector<int64_t> copy(reached.begin(), reached.end());
-      Apply(published, copy);
-    }
+    for (const Event& published : acc.published) Apply(published, index.Lookup(published.EventKey()));
   }
 };
 
@@ -541,7 +539,59 @@ Replay::~Replay() = default;
 void Replay::Feed(std::string_view bytes) {
   Impl& m = *impl_;
   ++m.result.messages;
-  RoutedEvent r = RouteEvent(bytes, m.index, m.key);
+  m.Routed(RouteEvent(bytes, m.index, m.key));
+}
+
+std::vector<ReplayMessage> Replay::Order(const std::vector<std::string_view>& messages) const {
+  const Impl& m = *impl_;
+  std::vector<ReplayMessage> routes(messages.size());
+  std::vector<std::pair<TimePoint, uint32_t>> keyed;
+  keyed.reserve(messages.size());
+  router_internal::Scanned s;
+  TimePoint previous{};
+  for (size_t i = 0; i < messages.size(); ++i) {
+    // RouteEvent's scan and lookup (router_internal::Scan, Finish), made here once; the scan's
+    // time is EnvelopeEventTime's.
+    router_internal::Scan(messages[i], m.index, s);
+    ReplayMessage& r = routes[i];
+    r.index = static_cast<uint32_t>(i);
+    r.scanned = s.scanned;
+    r.looked_up = s.look_up;
+    r.type = s.scan.type;
+    if (s.scanned) {
+      previous = s.scan.time;
+      if (s.own_tick) r.route = ReplayMessage::Route::kSkip;
+      if (s.look_up) {
+        const std::span<const int64_t> reached = m.index.Lookup(s.key, s.hash);
+        r.reached = reached.data();
+        r.reached_size = static_cast<uint32_t>(reached.size());
+        if (reached.empty()) r.route = ReplayMessage::Route::kSkip;
+      }
+    } else if (auto t = EnvelopeEventTime(messages[i])) {
+      previous = *t;
+    }
+    keyed.emplace_back(previous, static_cast<uint32_t>(i));
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<ReplayMessage> order;
+  order.reserve(keyed.size());
+  for (const auto& k : keyed) order.push_back(routes[k.second]);
+  return order;
+}
+
+void Replay::Feed(std::string_view bytes, const ReplayMessage& message) {
+  Impl& m = *impl_;
+  ++m.result.messages;
+  if (message.route == ReplayMessage::Route::kSkip) return;
+  router_internal::Scanned s;
+  s.scanned = message.scanned;
+  s.look_up = message.looked_up;
+  s.scan.type = message.type;
+  m.Routed(router_internal::Finish(bytes, m.index, s, std::span<const int64_t>(message.reached, message.reached_size)));
+}
+
+void Replay::Impl::Routed(RoutedEvent r) {
+  Impl& m = *this;
   switch (r.kind) {
     case RoutedEvent::Kind::kInvalid: ++m.result.invalid; return;
     // trigd's own ticks: the replay makes the fire times of the documents it evaluates.
@@ -551,8 +601,7 @@ void Replay::Feed(std::string_view bytes) {
   }
   if (r.schedules.empty()) return;  // a run report no replayed schedule listens to
   m.Advance(r.event->time);
-  std::vector<int64_t> sids(r.schedules.begin(), r.schedules.end());
-  m.Apply(*r.event, sids);
+  m.Apply(*r.event, r.schedules);
 }
 
 TimePoint Replay::now() const { return impl_->clock; }

@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = CpuSeconds();
     trigd::Replay replay(schedules, options);
-    for (size_t i : trigd::SortByEventTime(views)) replay.Feed(views[i]);
+    for (const trigd::ReplayMessage& m : replay.Order(views)) replay.Feed(views[m.index], m);
     last = replay.Finish();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     rates.push_back(static_cast<double>(events) / seconds);
