@@ -161,6 +161,9 @@ struct Replay::Impl {
   uint64_t seq = 0;
   TimePoint clock;
   ReplayResult result;
+  // Apply's lists, kept between events for their memory.
+  std::vector<AccumulateInput> spare_inputs;
+  std::vector<OpenJob> spare_jobs;
 
   // A message as RouteEvent decided it.
   void Routed(RoutedEvent r);
@@ -437,10 +440,15 @@ struct Replay::Impl {
       ++result.duplicates;
       return;
     }
-    std::vector<AccumulateInput> in(1);
+    // The input and job lists of the previous event, cleared: their memory is reused (a nested
+    // call for a published event takes none and leaves its own).
+    std::vector<AccumulateInput> in = std::move(spare_inputs);
+    in.resize(1);
     in[0].event = &event;
+    in[0].schedule_ids.clear();
     in[0].payload = false;  // the launches say their triggering events' ids only
-    std::vector<OpenJob> open;
+    std::vector<OpenJob> open = std::move(spare_jobs);
+    open.clear();
     for (int64_t sid : sids) {
       if (!views[static_cast<size_t>(sid - 1)]) continue;  // disabled
       in[0].schedule_ids.push_back(sid);
@@ -451,7 +459,11 @@ struct Replay::Impl {
         open.push_back(std::move(o));
       }
     }
-    if (in[0].schedule_ids.empty()) return;
+    if (in[0].schedule_ids.empty()) {
+      spare_inputs = std::move(in);
+      spare_jobs = std::move(open);
+      return;
+    }
     ++result.matched;
     std::optional<uint32_t> event_text;
     Accumulation acc = Accumulate(in, views, std::move(open), clock, HistoryForm::kRecords);
@@ -491,6 +503,9 @@ struct Replay::Impl {
         WakeCollecting(ji);
       }
     }
+    acc.jobs.clear();
+    spare_jobs = std::move(acc.jobs);
+    spare_inputs = std::move(in);
     for (const Event& published : acc.published) Apply(published, index.Lookup(published.EventKey()));
   }
 };
@@ -667,7 +682,7 @@ void DecodeTimeline(ReplayResult& result) {
       }
       s.timeline.push_back(std::move(step));
     }
-    s.entries = std::vector<ReplayEntry>();
+    s.entries = std::deque<ReplayEntry>();
   }
 }
 

@@ -104,7 +104,9 @@ struct ReplaySchedule {
   std::string name;                          // namespace/name
   std::shared_ptr<const Schedule> schedule;  // the document (DecodeTimeline describes its leaves)
   bool enabled = true;
-  std::vector<ReplayEntry> entries;  // the timeline as evaluated (keep_timeline)
+  // The timeline as evaluated (keep_timeline). A deque, as are the tables below: they grow in
+  // blocks, never copied into a larger buffer as they grow (docs/adr/0169-replay-tables-in-blocks.md).
+  std::deque<ReplayEntry> entries;
   std::deque<ReplayStep> timeline;   // written by DecodeTimeline; a deque: a long one grows without being moved
   std::vector<ReplayLaunch> launches;
   int64_t jobs = 0;
@@ -123,8 +125,8 @@ struct ReplayResult {
   std::optional<TimePoint> first_event;   // event time of the first and last message fed
   std::optional<TimePoint> last_event;
   // What the schedules' entries refer to: event ids and reasons, counted leaves.
-  std::vector<std::string> texts;
-  std::vector<ReplayLeaf> leaves;
+  std::deque<std::string> texts;
+  std::deque<ReplayLeaf> leaves;
 };
 
 // A message as Replay::Order leaves it: its position among the messages and what routing read
