@@ -22,17 +22,15 @@ namespace {
 // that a check at that instant may use), then fire times, then checks.
 enum class TimerKind { kRunEnd = 0, kFire = 1, kCheck = 2 };
 
+// 24 bytes: the heap's moves and comparisons are most of its cost (docs/adr/0170-replay-timer-heap.md).
 struct Timer {
   TimePoint at;
-  TimerKind kind;
-  uint64_t seq;
-  size_t a;  // kRunEnd, kFire: the schedule; kCheck: the job
-  size_t b;  // kFire: the time leaf; kCheck: the job's check generation
-  bool operator>(const Timer& o) const {
-    if (at != o.at) return at > o.at;
-    if (kind != o.kind) return kind > o.kind;
-    return seq > o.seq;
-  }
+  uint64_t order;  // the kind in the top two bits, then the push's sequence number
+  uint32_t a;      // kRunEnd, kFire: the schedule; kCheck: the job
+  uint32_t b;      // kFire: the time leaf; kCheck: the job's check generation
+  TimerKind kind() const { return static_cast<TimerKind>(order >> 62); }
+  // At one instant, by kind, then in push order.
+  bool operator>(const Timer& o) const { return at != o.at ? at > o.at : order > o.order; }
 };
 
 enum class SimState { kOpen, kWaiting, kDone };
@@ -75,7 +73,7 @@ struct SimJob {
   SimState state = SimState::kOpen;
   OpenJob open;  // state, triggered_by, opened_at (as Accumulate keeps them)
   std::optional<TimePoint> ready_at;
-  uint64_t generation = 0;  // a check timer of an older generation is stale
+  uint32_t generation = 0;  // a check timer of an older generation is stale
   bool wakes_on_run_end = false;
   std::string last_reason;             // a wait is recorded when its reason changes (as the store does)
   std::unique_ptr<WaitKey> last_wait;  // what last_reason was written from (complete jobs)
@@ -168,7 +166,9 @@ struct Replay::Impl {
   // A message as RouteEvent decided it.
   void Routed(RoutedEvent r);
 
-  void Push(TimePoint at, TimerKind kind, size_t a, size_t b = 0) { timers.push(Timer{at, kind, seq++, a, b}); }
+  void Push(TimePoint at, TimerKind kind, size_t a, uint32_t b = 0) {
+    timers.push(Timer{at, (static_cast<uint64_t>(kind) << 62) | seq++, static_cast<uint32_t>(a), b});
+  }
 
   // A step of the replay's own, with its detail text.
   void Step(size_t job, ReplayEntry::Kind kind, std::string detail) {
@@ -395,7 +395,7 @@ struct Replay::Impl {
     const int64_t id = static_cast<int64_t>(schedule_index) + 1;
     Apply(e, std::span<const int64_t>(&id, 1));
     if (auto next = NextFireTime(*s.time_leaves[leaf], options.from, clock); next && *next <= options.to) {
-      Push(*next, TimerKind::kFire, schedule_index, leaf);
+      Push(*next, TimerKind::kFire, schedule_index, static_cast<uint32_t>(leaf));
     }
   }
 
@@ -405,14 +405,14 @@ struct Replay::Impl {
       Timer timer = timers.top();
       timers.pop();
       clock = std::max(clock, timer.at);
-      switch (timer.kind) {
+      switch (timer.kind()) {
         case TimerKind::kRunEnd: RunEnded(timer.a); break;
         case TimerKind::kFire: Fire(timer.a, timer.b); break;
         case TimerKind::kCheck: {
           // Every check due now, in the checker's order: priority, then readiness, then age.
           std::vector<size_t> due;
           if (jobs[timer.a].generation == timer.b) due.push_back(timer.a);
-          while (!timers.empty() && timers.top().at == timer.at && timers.top().kind == TimerKind::kCheck) {
+          while (!timers.empty() && timers.top().at == timer.at && timers.top().kind() == TimerKind::kCheck) {
             if (jobs[timers.top().a].generation == timers.top().b) due.push_back(timers.top().a);
             timers.pop();
           }
@@ -538,7 +538,7 @@ Replay::Replay(std::vector<Schedule> schedules, ReplayOptions options) : impl_(s
       for (size_t leaf = 0; leaf < s.time_leaves.size(); ++leaf) {
         if (auto next = NextFireTime(*s.time_leaves[leaf], m.options.from, m.options.from);
             next && *next <= m.options.to) {
-          m.Push(*next, TimerKind::kFire, i, leaf);
+          m.Push(*next, TimerKind::kFire, i, static_cast<uint32_t>(leaf));
         }
       }
     }
