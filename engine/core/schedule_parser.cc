@@ -15,29 +15,22 @@
 #include "common/time.h"
 #include "core/arg_template.h"
 #include "core/cron.h"
+#include "core/document_reader.h"
 #include "core/schedule_names.h"
 
 namespace trigd {
 namespace {
 
 using namespace schedule_names;
-using OrderedJson = nlohmann::ordered_json;
+using namespace document_reader;
 
-// Identifiers (namespace, name, program names, concurrency groups, targets) end up in event
-// keys, Kafka keys and topic names, so they are kept to a portable alphabet.
-constexpr size_t kMaxIdentifierLength = 128;
+// Dataset names and patterns at most (a partition event's key holds the dataset).
 constexpr size_t kMaxDatasetLength = 256;
 // An event leaf's `where` conditions at most: each is checked for every event of its name.
 constexpr size_t kMaxWhereConditions = 16;
 // "Any depth" in SPEC §4 in practice: real conditions are a few levels deep, and the cap keeps
 // the recursive walk far from exhausting the stack on a hostile document.
 constexpr int kMaxTriggerDepth = 32;
-// Copying, comparing and dumping a JSON value recurse (program.args is copied into Schedule); a
-// document nested 10,000 deep would overflow the stack. Deep enough for any
-// args and for triggers nested past kMaxTriggerDepth to get that limit's clearer message.
-constexpr size_t kMaxJsonNesting = 128;
-// Values quoted in messages are cut so that one absurd field cannot flood a terminal.
-constexpr size_t kMaxQuotedLength = 80;
 
 // Known fields of each object, in the order SPEC §4 lists them.
 constexpr std::string_view kScheduleFields[] = {
@@ -61,99 +54,6 @@ constexpr std::string_view kRetryFields[] = {"max_attempts", "backoff", "max_bac
 constexpr std::string_view kMaxConcurrentRunsFields[] = {"max", "on_unmet"};
 constexpr std::string_view kActiveFields[] = {"from", "until"};
 
-using FieldList = std::span<const std::string_view>;
-
-std::string FieldPath(const std::string& parent, std::string_view key) {
-  return parent.empty() ? std::string(key) : parent + "." + std::string(key);
-}
-
-std::string ElementPath(const std::string& parent, size_t index) { return parent + "[" + std::to_string(index) + "]"; }
-
-// `"value"` with JSON escaping, cut at a UTF-8 boundary when long.
-std::string Quote(std::string_view text) {
-  bool cut = false;
-  if (text.size() > kMaxQuotedLength) {
-    size_t end = kMaxQuotedLength;
-    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-    text = text.substr(0, end);
-    cut = true;
-  }
-  std::string quoted = nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (cut) quoted.insert(quoted.size() - 1, "...");
-  return quoted;
-}
-
-// "a, b or c".
-std::string JoinAlternatives(const std::vector<std::string_view>& names, const char* last_word) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) out += (i + 1 == names.size()) ? std::string(" ") + last_word + " " : ", ";
-    out += names[i];
-  }
-  return out;
-}
-
-// Optimal string alignment distance: Levenshtein plus adjacent transpositions, so "nmae" is
-// one edit from "name", as a person would count it.
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-bool IsIdentifierChar(char c, bool lowercase_only) {
-  if (c >= 'a' && c <= 'z') return true;
-  if (c >= '0' && c <= '9') return true;
-  if (c == '.' || c == '_' || c == '-') return true;
-  return !lowercase_only && c >= 'A' && c <= 'Z';
-}
-
-bool IsIdentifier(std::string_view s, bool lowercase_only) {
-  if (s.empty() || s.size() > kMaxIdentifierLength) return false;
-  return std::all_of(s.begin(), s.end(), [lowercase_only](char c) { return IsIdentifierChar(c, lowercase_only); });
-}
-
-// "." and ".." read as paths (and Kafka refuses them as topic names), and a name of dots says
-// nothing of what it names.
-bool IsOnlyDots(std::string_view s) { return !s.empty() && s.find_first_not_of('.') == std::string_view::npos; }
-
-std::string IdentifierRule(bool lowercase_only) {
-  return "use 1 to " + std::to_string(kMaxIdentifierLength) + (lowercase_only ? " lowercase letters" : " letters") +
-         ", digits, '.', '_' or '-'";
-}
-
-// Why `s` is no identifier, after "invalid <what> \"s\"": "" when it is one.
-std::string IdentifierProblem(std::string_view s, bool lowercase_only) {
-  if (!IsIdentifier(s, lowercase_only)) return ": " + IdentifierRule(lowercase_only);
-  if (IsOnlyDots(s)) return ": must not be only dots";
-  return "";
-}
-
-// True when `text` is one or more <digits><letters> parts. ParseDuration names a bad unit
-// well ("1w": unknown unit "w") but not a missing one ("10", "1.5m", "15 minutes").
-bool HasDurationShape(std::string_view text) {
-  if (text.empty()) return false;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t digits = i;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-    size_t letters = i;
-    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
-    if (letters == digits || i == letters) return false;
-  }
-  return true;
-}
-
 // Walks one schedule document and fills a Schedule, appending every problem to `errors`.
 // Json is nlohmann::json (keys sorted, so known fields are visited in SPEC order) or
 // nlohmann::ordered_json (parsed from text: fields are visited in document order).
@@ -161,9 +61,25 @@ bool HasDurationShape(std::string_view text) {
 // (a missing required field, two trigger kinds, max_backoff < backoff): the reader meets them
 // where they would fix them.
 template <class Json>
-class DocumentParser {
+class DocumentParser : FieldReader<Json> {
+  using Reader = FieldReader<Json>;
+  using Reader::Error;
+  using Reader::ExpectObject;
+  using Reader::Fields;
+  using Reader::ReadBool;
+  using Reader::ReadDuration;
+  using Reader::ReadEnum;
+  using Reader::ReadIdentifier;
+  using Reader::ReadInteger;
+  using Reader::ReadString;
+  using Reader::ReadTimeOfDay;
+  using Reader::ReadTimeZone;
+  using Reader::RefuseNul;
+  using Reader::Required;
+  using Reader::UnknownField;
+
  public:
-  explicit DocumentParser(std::vector<ScheduleError>& errors) : errors_(errors) {}
+  explicit DocumentParser(std::vector<ScheduleError>& errors) : Reader(errors) {}
 
   Schedule Parse(const Json& document) {
     Schedule s;
@@ -229,212 +145,6 @@ class DocumentParser {
   }
 
  private:
-  using Field = std::pair<std::string_view, const Json*>;
-
-  void Error(std::string path, std::string reason) {
-    errors_.push_back(ScheduleError{std::move(path), std::move(reason)});
-  }
-
-  // U+0000 anywhere (a name, a program argument, a member name): valid JSON, but PostgreSQL's
-  // jsonb cannot store it, and applying the document would fail with the server's error.
-  void RefuseNul(const Json& value, const std::string& path) {
-    constexpr const char* kWhy = "contains \\u0000 (NUL), which trigd cannot store";
-    if (value.is_string()) {
-      if (value.template get_ref<const std::string&>().find('\0') != std::string::npos) Error(path, kWhy);
-    } else if (value.is_object()) {
-      for (auto it = value.begin(); it != value.end(); ++it) {
-        std::string key = it.key();
-        if (key.find('\0') != std::string::npos) {
-          for (size_t at; (at = key.find('\0')) != std::string::npos;) key.replace(at, 1, "\\u0000");
-          Error(path.empty() ? key : path + "." + key, kWhy);
-        }
-        RefuseNul(it.value(), path.empty() ? key : path + "." + key);
-      }
-    } else if (value.is_array()) {
-      for (size_t i = 0; i < value.size(); ++i) RefuseNul(value[i], path + "[" + std::to_string(i) + "]");
-    }
-  }
-
-  static std::vector<Field> Fields(const Json& object, FieldList known) {
-    std::vector<Field> fields;
-    if constexpr (std::is_same_v<Json, OrderedJson>) {
-      for (auto it = object.begin(); it != object.end(); ++it) {
-        fields.emplace_back(it.key(), &it.value());
-      }
-    } else {
-      // nlohmann::json has lost the document's order; SPEC order reads better than alphabetical.
-      for (std::string_view name : known) {
-        auto it = object.find(std::string(name));
-        if (it != object.end()) fields.emplace_back(it.key(), &it.value());
-      }
-      for (auto it = object.begin(); it != object.end(); ++it) {
-        if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
-          fields.emplace_back(it.key(), &it.value());
-        }
-      }
-    }
-    return fields;
-  }
-
-  bool ExpectObject(const Json& value, const std::string& path) {
-    if (value.is_object()) return true;
-    Error(path, std::string("expected an object, got ") + value.type_name());
-    return false;
-  }
-
-  void Required(const Json& object, const std::string& path, std::string_view key) {
-    if (!object.contains(std::string(key))) Error(FieldPath(path, key), "required");
-  }
-
-  void UnknownField(std::string_view key, const std::string& path, FieldList known) {
-    std::string_view best;
-    size_t best_distance = 3;
-    for (std::string_view name : known) {
-      size_t d = EditDistance(key, name);
-      // A distance as large as the key itself would "correct" any short key into any field.
-      if (d < best_distance && d < key.size()) {
-        best = name;
-        best_distance = d;
-      }
-    }
-    if (!best.empty()) {
-      Error(path, "unknown field (did you mean \"" + std::string(best) + "\"?)");
-      return;
-    }
-    std::string list;
-    for (std::string_view name : known) list += (list.empty() ? "" : ", ") + std::string(name);
-    Error(path, "unknown field (expected one of: " + list + ")");
-  }
-
-  std::optional<std::string> ReadString(const Json& value, const std::string& path) {
-    if (!value.is_string()) {
-      Error(path, std::string("expected a string, got ") + value.type_name());
-      return std::nullopt;
-    }
-    return value.template get<std::string>();
-  }
-
-  std::optional<std::string> ReadIdentifier(const Json& value, const std::string& path, std::string_view what,
-                                            bool lowercase_only) {
-    auto s = ReadString(value, path);
-    if (!s) return std::nullopt;
-    if (std::string problem = IdentifierProblem(*s, lowercase_only); !problem.empty()) {
-      Error(path, "invalid " + std::string(what) + " " + Quote(*s) + problem);
-      return std::nullopt;
-    }
-    return s;
-  }
-
-  // A range with a negative minimum (priority) is stated whole; a count's is stated by the
-  // end that was crossed ("must be at least 1", "must be at most 2147483647").
-  std::optional<int64_t> ReadInteger(const Json& value, const std::string& path, IntegerRange range) {
-    const int64_t min = range.min, max = range.max;
-    auto out_of_range = [&](const std::string& got, bool too_large) {
-      if (min < 0) {
-        Error(path, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + got);
-      } else if (too_large) {
-        Error(path, "must be at most " + std::to_string(max) + ", got " + got);
-      } else {
-        Error(path, "must be at least " + std::to_string(min) + ", got " + got);
-      }
-      return std::nullopt;
-    };
-    int64_t n;
-    if (value.is_number_unsigned()) {
-      uint64_t u = value.template get<uint64_t>();
-      if (u > static_cast<uint64_t>(max)) return out_of_range(value.dump(), true);
-      n = static_cast<int64_t>(u);
-    } else if (value.is_number_integer()) {
-      n = value.template get<int64_t>();
-    } else if (value.is_number_float()) {
-      // 5.0 is an integer to JSON Schema too; 1.5 is not.
-      double d = value.template get<double>();
-      if (!std::isfinite(d) || std::trunc(d) != d) {
-        Error(path, "expected an integer, got number " + value.dump());
-        return std::nullopt;
-      }
-      // Compared as doubles: int64's limits are not exact doubles, so stay clear of them.
-      if (d > static_cast<double>(max) || d >= 9.2e18) return out_of_range(value.dump(), true);
-      if (d < static_cast<double>(min) || d <= -9.2e18) return out_of_range(value.dump(), false);
-      n = static_cast<int64_t>(d);
-    } else {
-      Error(path, std::string("expected an integer, got ") + value.type_name());
-      return std::nullopt;
-    }
-    if (n < min || n > max) return out_of_range(std::to_string(n), n > max);
-    return n;
-  }
-
-  std::optional<bool> ReadBool(const Json& value, const std::string& path) {
-    if (!value.is_boolean()) {
-      Error(path, std::string("expected a boolean, got ") + value.type_name());
-      return std::nullopt;
-    }
-    return value.template get<bool>();
-  }
-
-  std::optional<Millis> ReadDuration(const Json& value, const std::string& path, bool allow_zero) {
-    if (!value.is_string()) {
-      Error(path, std::string("expected a duration such as \"10m\", got ") + value.type_name());
-      return std::nullopt;
-    }
-    std::string text = value.template get<std::string>();
-    if (!HasDurationShape(text)) {
-      Error(path, "invalid duration " + Quote(text) +
-                      ": expected numbers with units ms, s, m, h or d, e.g. \"90s\" or \"1h30m\"");
-      return std::nullopt;
-    }
-    // ParseDuration refuses what is longer than kMaxDuration, checked, naming the maximum.
-    Result<Millis> d = ParseDuration(text);
-    if (!d.ok()) {
-      Error(path, d.status().message());
-      return std::nullopt;
-    }
-    if (!allow_zero && d->count() == 0) {
-      Error(path, "must be longer than 0, got " + Quote(text));
-      return std::nullopt;
-    }
-    return *d;
-  }
-
-  std::optional<std::string> ReadTimeZone(const Json& value, const std::string& path) {
-    auto s = ReadString(value, path);
-    if (!s) return std::nullopt;
-    if (!IsKnownTimeZone(*s)) {
-      Error(path, "unknown time zone " + Quote(*s));
-      return std::nullopt;
-    }
-    return s;
-  }
-
-  std::optional<int> ReadTimeOfDay(const Json& value, const std::string& path) {
-    if (!value.is_string()) {
-      Error(path, std::string("expected a time of day such as \"22:00\", got ") + value.type_name());
-      return std::nullopt;
-    }
-    Result<int> minute = ParseTimeOfDay(value.template get<std::string>());
-    if (!minute.ok()) {
-      Error(path, minute.status().message());
-      return std::nullopt;
-    }
-    return *minute;
-  }
-
-  // `noun` names the field in the message: `unknown catchup "sometimes" (expected ...)`.
-  template <class E, size_t N>
-  std::optional<E> ReadEnum(const Json& value, const std::string& path, std::string_view noun,
-                            const EnumName<E> (&table)[N]) {
-    auto s = ReadString(value, path);
-    if (!s) return std::nullopt;
-    std::vector<std::string_view> names;
-    for (const EnumName<E>& e : table) {
-      if (e.name == *s) return e.value;
-      names.push_back(e.name);
-    }
-    Error(path, "unknown " + std::string(noun) + " " + Quote(*s) + " (expected " + JoinAlternatives(names, "or") + ")");
-    return std::nullopt;
-  }
-
   void ParseProgram(const Json& value, const std::string& path, Program& out) {
     if (!ExpectObject(value, path)) return;
     for (const auto& [key, field] : Fields(value, kProgramFields)) {
@@ -1011,114 +721,8 @@ class DocumentParser {
     }
   }
 
-  std::vector<ScheduleError>& errors_;
   std::optional<std::string> first_time_trigger_path_;
 };
-
-// nlohmann keeps the last of repeated keys without a word; a document with "enabled" twice is
-// ambiguous, so repeats are errors. The parser callback sees keys but not paths, so the path is
-// rebuilt from a stack of the containers being read. The same stack refuses text nested deeper
-// than kMaxJsonNesting by throwing TooDeep before the value is built.
-class DuplicateKeyFinder {
- public:
-  struct Found {
-    size_t document;  // index in a top-level array, else 0
-    ScheduleError error;
-  };
-  struct TooDeep {
-    std::string path;
-  };
-
-  bool Handle(nlohmann::json::parse_event_t event, const OrderedJson& parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    switch (event) {
-      case Event::object_start:
-        EnterElement();
-        if (stack_.size() == kMaxJsonNesting) throw TooDeep{Path()};
-        stack_.push_back(Container{.is_array = false});
-        break;
-      case Event::array_start:
-        EnterElement();
-        if (stack_.size() == kMaxJsonNesting) throw TooDeep{Path()};
-        stack_.push_back(Container{.is_array = true});
-        break;
-      case Event::object_end:
-      case Event::array_end:
-        if (!stack_.empty()) stack_.pop_back();
-        break;
-      case Event::key: {
-        Container& top = stack_.back();
-        top.key = parsed.get<std::string>();
-        if (!top.keys.insert(top.key).second) {
-          size_t document = stack_.front().is_array ? stack_.front().current_index : 0;
-          found_.push_back(Found{document, ScheduleError{Path(), "duplicate field"}});
-        }
-        break;
-      }
-      case Event::value: EnterElement(); break;
-    }
-    return true;
-  }
-
-  const std::vector<Found>& found() const { return found_; }
-
- private:
-  struct Container {
-    bool is_array = false;
-    size_t next_index = 0;
-    size_t current_index = 0;
-    std::string key;
-    std::set<std::string> keys;
-  };
-
-  void EnterElement() {
-    if (!stack_.empty() && stack_.back().is_array) {
-      stack_.back().current_index = stack_.back().next_index++;
-    }
-  }
-
-  std::string Path() const {
-    std::string path;
-    for (const Container& c : stack_) {
-      path = c.is_array ? ElementPath(path, c.current_index) : FieldPath(path, c.key);
-    }
-    return path;
-  }
-
-  std::vector<Container> stack_;
-  std::vector<Found> found_;
-
- public:
-  // The path of the value being read when the parser stopped: the pending member of the
-  // innermost object, or the next element of the innermost array.
-  std::string PendingPath() const {
-    std::string path;
-    for (size_t i = 0; i < stack_.size(); ++i) {
-      const Container& c = stack_[i];
-      if (!c.is_array) {
-        path = FieldPath(path, c.key);
-      } else {
-        path = ElementPath(path, i + 1 < stack_.size() ? c.current_index : c.next_index);
-      }
-    }
-    return path;
-  }
-};
-
-// "invalid JSON at line 3, column 5 (byte 42): syntax error while parsing object - ...".
-std::string SyntaxErrorReason(const nlohmann::json::parse_error& e) {
-  std::string what = e.what();
-  const std::string marker = "parse error at ";
-  size_t at = what.find(marker);
-  if (at != std::string::npos) {
-    size_t colon = what.find(": ", at);
-    if (colon != std::string::npos) {
-      std::string position = what.substr(at + marker.size(), colon - at - marker.size());
-      return "invalid JSON at " + position + " (byte " + std::to_string(e.byte) + "): " + what.substr(colon + 2);
-    }
-  }
-  return "invalid JSON at byte " + std::to_string(e.byte) + ": " + what;
-}
 
 std::string PrefixPath(const std::string& prefix, const std::string& path) {
   if (prefix.empty()) return path;
@@ -1134,41 +738,13 @@ ParsedSchedule ParseSchedule(const nlohmann::json& document) {
 }
 
 std::vector<ParsedSchedule> ParseScheduleFile(std::string_view text) {
-  // nlohmann takes a NUL byte for the end of its input, so `{...}\0garbage` read as `{...}`;
-  // JSON text has no place for a raw NUL.
-  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+  JsonText read = ReadJsonText(text);
+  if (read.error) {
     ParsedSchedule failed;
-    failed.errors.push_back(ScheduleError{
-        "", "invalid JSON at byte " + std::to_string(nul) + ": a NUL byte (JSON text cannot contain one)"});
+    failed.errors.push_back(std::move(*read.error));
     return {std::move(failed)};
   }
-  DuplicateKeyFinder duplicates;
-  OrderedJson root;
-  try {
-    root = OrderedJson::parse(text.begin(), text.end(),
-                              [&duplicates](int, nlohmann::json::parse_event_t event, OrderedJson& parsed) {
-                                return duplicates.Handle(event, parsed);
-                              });
-  } catch (const nlohmann::json::parse_error& e) {
-    ParsedSchedule failed;
-    failed.errors.push_back(ScheduleError{"", SyntaxErrorReason(e)});
-    return {std::move(failed)};
-  } catch (const DuplicateKeyFinder::TooDeep& e) {
-    ParsedSchedule failed;
-    failed.errors.push_back(ScheduleError{
-        "", "invalid JSON: nested deeper than " + std::to_string(kMaxJsonNesting) + " levels at " + Quote(e.path)});
-    return {std::move(failed)};
-  } catch (const nlohmann::json::out_of_range& e) {
-    // A number beyond a double ("min_bytes": 1e400) is valid JSON, but no field's range holds
-    // it: said at its path, as out of range. nlohmann's message ends "parsing '<token>'".
-    std::string what = e.what();
-    size_t open = what.find('\''), close = what.rfind('\'');
-    std::string token = open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : what;
-    ParsedSchedule failed;
-    failed.errors.push_back(
-        ScheduleError{duplicates.PendingPath(), "number " + token + " is out of range (beyond a double)"});
-    return {std::move(failed)};
-  }
+  const OrderedJson& root = read.root;
 
   std::vector<const OrderedJson*> documents;
   std::vector<std::string> prefixes;
@@ -1188,9 +764,7 @@ std::vector<ParsedSchedule> ParseScheduleFile(std::string_view text) {
   }
 
   std::vector<ParsedSchedule> out(documents.size());
-  for (const DuplicateKeyFinder::Found& found : duplicates.found()) {
-    out[found.document].errors.push_back(found.error);
-  }
+  for (auto& [document, error] : read.duplicates) out[document].errors.push_back(std::move(error));
   std::map<std::string, size_t> first_index_of;
   for (size_t i = 0; i < documents.size(); ++i) {
     std::vector<ScheduleError> errors;
