@@ -107,7 +107,7 @@ struct ReplaySchedule {
   // The timeline as evaluated (keep_timeline). A deque, as are the tables below: they grow in
   // blocks, never copied into a larger buffer as they grow (docs/adr/0169-replay-tables-in-blocks.md).
   std::deque<ReplayEntry> entries;
-  std::deque<ReplayStep> timeline;   // written by DecodeTimeline; a deque: a long one grows without being moved
+  std::deque<ReplayStep> timeline;  // written by DecodeTimeline; a deque: a long one grows without being moved
   std::vector<ReplayLaunch> launches;
   int64_t jobs = 0;
   int64_t discarded = 0;

@@ -295,8 +295,7 @@ TEST(ReplayTest, OrderedMessagesReplayAsTheBytesDo) {
       Simple("count", {{"partition", {{"dataset", "d"}, {"count", 2}}}}, {{"max_concurrent_runs", 1}}),
       Simple("down", {{"program", {{"name", "up"}, {"on_upstream_failure", "discard"}}}}, {{"delay", "3m"}}),
       Simple("both", {{"all", {{{"partition", {{"dataset", "d"}}}}, {{"program", {{"name", "up"}}}}}}}),
-      Simple("custom", {{"event", {{"name", "model.pub"}}}}),
-      Simple("hourly", {{"time", {{"cron", "30 * * * *"}}}})};
+      Simple("custom", {{"event", {{"name", "model.pub"}}}}), Simple("hourly", {{"time", {{"cron", "30 * * * *"}}}})};
   std::vector<std::string> stream;
   for (int i = 0; i < 60; ++i) {
     const TimePoint t = kFrom + i * kMinute - (i % 7 == 3 ? 5 * kMinute : Millis(0));
