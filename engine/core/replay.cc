@@ -164,7 +164,7 @@ struct Replay::Impl {
   std::vector<OpenJob> spare_jobs;
 
   // A message as RouteEvent decided it.
-  void Routed(RoutedEvent r);
+  void Routed(const RoutedEvent& r);
 
   void Push(TimePoint at, TimerKind kind, size_t a, uint32_t b = 0) {
     timers.push(Timer{at, (static_cast<uint64_t>(kind) << 62) | seq++, static_cast<uint32_t>(a), b});
@@ -605,7 +605,7 @@ void Replay::Feed(std::string_view bytes, const ReplayMessage& message) {
   m.Routed(router_internal::Finish(bytes, m.index, s, std::span<const int64_t>(message.reached, message.reached_size)));
 }
 
-void Replay::Impl::Routed(RoutedEvent r) {
+void Replay::Impl::Routed(const RoutedEvent& r) {
   Impl& m = *this;
   switch (r.kind) {
     case RoutedEvent::Kind::kInvalid: ++m.result.invalid; return;
