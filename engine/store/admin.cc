@@ -440,6 +440,7 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
     }
     std::map<std::string, int64_t> ids;
     for (const auto& [name, cur] : current) ids[name] = cur.id;
+    SqlArray created;
     if (!plan.inserts.empty()) {
       for (const auto& r : tx.exec_params(
                "INSERT INTO schedules (name, version, doc_hash, document, state, concurrency_group, run_timeout_ms) "
@@ -449,7 +450,13 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
                "RETURNING name, id",
                plan.inserts.dump())) {
         ids[r[0].as<std::string>()] = r[1].as<int64_t>();
+        created.AddInt(r[1].as<int64_t>());
       }
+      // The run counters of a new schedule exist from its creation on: the checker that first
+      // launches it only locks and updates them (no insert on the launch path; docs/adr/0174).
+      tx.exec_params(
+          "INSERT INTO schedule_runtime (schedule_id) SELECT unnest($1::bigint[]) ORDER BY 1 ON CONFLICT DO NOTHING",
+          created.Take());
     }
     int64_t discarded = 0;  // open and waiting jobs of the updated schedules
     if (!plan.updates.empty()) {

@@ -393,6 +393,19 @@ class PgStore::CheckStep {
     }
   }
 
+  // The schedule's program as launch requests carry it: serialised once per schedule version
+  // and connection (PgStore::program_json_).
+  const std::string& ProgramJsonOf(int64_t schedule_id) {
+    const ScheduleView& v = schedules_.at(schedule_id);
+    auto& cache = store_.program_json_;
+    auto it = cache.find(schedule_id);
+    if (it != cache.end() && it->second.first == v.version) return it->second.second;
+    if (cache.size() >= PgStore::kProgramJsonEntries) cache.clear();
+    auto& entry = cache[schedule_id];
+    entry = {v.version, ProgramJson(v.schedule->program)};
+    return entry.second;
+  }
+
   // cancel_oldest: the oldest `n` active runs of the schedule end as core's CancelOldestRun says
   // (killed, reason overlap), in this transaction, under the schedule's counter lock
   // (docs/adr/0112-cancel-oldest.md). Nothing is cancelled (false) when fewer are stored: the
@@ -435,9 +448,7 @@ class PgStore::CheckStep {
   void Launch(Due& d, const Schedule& s, const JobVerdict& v, const std::string& checks) {
     ++result_.launched;
     std::string run_id = NewRunId();
-    auto [program, fresh] = program_json_.try_emplace(d.schedule_id);
-    if (fresh) program->second = ProgramJson(s.program);  // serialised once per schedule and check
-    LaunchRequest req{program->second, run_id, s.id().value(), d.version, {}, false};
+    LaunchRequest req{ProgramJsonOf(d.schedule_id), run_id, s.id().value(), d.version, {}, false};
     // A run started by hand with --args: merged key by key over program.args, this run only.
     std::optional<Schedule> with_args;
     if (std::optional<json> manual = ManualArgs(d.triggered_by)) {
@@ -460,18 +471,20 @@ class PgStore::CheckStep {
     }
     const LaunchAttempt first{1, s.heartbeat_timeout, now_};
     // Within kMaxLaunchRequestBytes once the relay has placed the attempt's fields: a longer
-    // list of triggering events is cut to fit (TriggeredByWithin) and the request says so.
-    const size_t fixed =
-        LaunchRequestTemplate(req).size() + kLaunchAttemptFieldsBytes + sizeof(",\"triggered_by_truncated\":true");
-    if (fixed + d.triggered_by.size() <= kMaxLaunchRequestBytes) {
-      req.triggered_by_json = std::move(d.triggered_by);  // the usual case, without a copy
-    } else {
-      req.triggered_by_json =
+    // list of triggering events is cut to fit (TriggeredByWithin) and the request says so. The
+    // usual request fits and is built once, its triggered_by moved in without a copy.
+    req.triggered_by_json = std::move(d.triggered_by);
+    std::string request = LaunchRequestTemplate(req);
+    const size_t extra = kLaunchAttemptFieldsBytes + sizeof(",\"triggered_by_truncated\":true");
+    if (request.size() + extra > kMaxLaunchRequestBytes) {
+      const size_t fixed = request.size() - req.triggered_by_json.size() + extra;
+      std::string cut =
           fixed < kMaxLaunchRequestBytes
-              ? TriggeredByWithin(d.triggered_by, kMaxLaunchRequestBytes - fixed, req.triggered_by_truncated)
+              ? TriggeredByWithin(req.triggered_by_json, kMaxLaunchRequestBytes - fixed, req.triggered_by_truncated)
               : std::string("[]");
+      req.triggered_by_json = std::move(cut);
+      request = LaunchRequestTemplate(req);
     }
-    const std::string request = LaunchRequestTemplate(req);
     std::optional<std::string> group;
     if (s.constraints.concurrency_group) group = s.constraints.concurrency_group->name;
     TableRows& runs = *runs_;
@@ -494,7 +507,8 @@ class PgStore::CheckStep {
     runs.AddText(lineage.lineage);
     lineage.all.size() > 1 ? runs.AddText(json(lineage.all).dump()) : runs.AddNull();
     runs.EndRow();
-    outbox_->AddLaunch(store_.topics_.Launch(s.program.target), s.program.name, request, first, d.id, d.ready_text);
+    outbox_->AddLaunch(store_.topics_.Launch(s.program.target), s.program.name, request, first, d.id, d.ready_text,
+                       at_);
     std::string entry = HistoryEntry(at_, *v.history).String("run_id", run_id).Raw("checks", checks).Take();
     WriteJob(d, JobState::kLaunched, {.forced = v.forced, .history = &entry});
   }
@@ -581,7 +595,6 @@ class PgStore::CheckStep {
   // many are copied in (TableRows).
   std::optional<TableRows> runs_, fresh_rows_;
   std::optional<OutboxRows> outbox_;
-  std::map<int64_t, std::string> program_json_;  // a schedule's program, serialised once per check
   // Lineages of the runs launched here (checker_writes): those the runs start (their own ids)
   // and those they inherit from upstream runs.
   std::vector<std::string> started_lineages_, launched_lineages_;

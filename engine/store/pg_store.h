@@ -308,6 +308,12 @@ class PgStore {
   std::chrono::steady_clock::time_point claim_started_;  // when the claim's transaction began
   TopicNames topics_;
   ScheduleCache cache_;
+  // Each schedule's program as its launch requests carry it (ProgramJson), by schedule id: the
+  // version it was serialised at and the text. A schedule version's program never changes, so
+  // it is serialised once per connection, not once per check (a storm launches each schedule
+  // once per check). Cleared when it holds kProgramJsonEntries.
+  std::unordered_map<int64_t, std::pair<int, std::string>> program_json_;
+  static constexpr size_t kProgramJsonEntries = 200000;
   // The last claim of due jobs was full: a backlog (e.g. a storm of schedules due at once).
   bool claim_backlog_ = false;
   bool fast_path_ = true;

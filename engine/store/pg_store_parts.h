@@ -250,14 +250,16 @@ class OutboxRows {
   }
   // A launch request: its template (LaunchRequestTemplate) and its attempt's fields as columns,
   // placed by the relay at publish time (ClaimOutbox). A first attempt's comes with its job and
-  // the time it became ready; a retry's without.
+  // the time it became ready; a retry's without. `launched_at`: a.launched_at already formatted
+  // (FormatTime), when the caller has it (the checker: its transaction's now, once per batch).
   void AddLaunch(std::string_view topic, std::string_view key, std::string_view request_template,
-                 const LaunchAttempt& a, std::optional<int64_t> job_id = std::nullopt, std::string_view ready_at = {}) {
+                 const LaunchAttempt& a, std::optional<int64_t> job_id = std::nullopt, std::string_view ready_at = {},
+                 std::string_view launched_at = {}) {
     AddMessage(topic, key, request_template);
     job_id ? rows_.AddInt(*job_id) : rows_.AddNull();
     job_id ? rows_.AddText(ready_at) : rows_.AddNull();
     rows_.AddInt(a.attempt);
-    rows_.AddText(FormatTime(a.launched_at));
+    launched_at.empty() ? rows_.AddText(FormatTime(a.launched_at)) : rows_.AddText(launched_at);
     rows_.AddInt(a.heartbeat_timeout.count());
     rows_.EndRow();
   }

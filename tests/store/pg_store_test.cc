@@ -419,6 +419,39 @@ TEST_F(PgStoreTest, CheckerLaunchesReadyJobWithItsRunAndLaunchRequestTogether) {
   EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
 }
 
+// A schedule's run counters exist from its apply on (docs/adr/0174): its first launch only moves
+// them. A schedule whose row is missing (applied before schema/024) gets one at its first check.
+TEST_F(PgStoreTest, RunCountersAreCreatedAtApplyAndMovedByTheFirstLaunch) {
+  Apply({PartitionSchedule("s", "d"), PartitionSchedule("t", "e")});
+  EXPECT_EQ(Count("SELECT count(*) FROM schedule_runtime WHERE active_runs = 0 AND last_launch_at IS NULL"), 2);
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_EQ(store_->CheckDueJobs(100)->launched, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM schedule_runtime WHERE active_runs = 1 AND last_launch_at IS NOT NULL"), 1);
+  Exec("DELETE FROM schedule_runtime");
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e2", "e")}, 1)).ok());
+  ASSERT_EQ(store_->CheckDueJobs(100)->launched, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM schedule_runtime WHERE active_runs = 1"), 1);
+}
+
+// A schedule's program is serialised once per version (PgStore::program_json_): a launch after
+// an update carries the new version's program, on the same connection.
+TEST_F(PgStoreTest, ALaunchAfterAnUpdateCarriesTheNewVersionsProgram) {
+  json doc = PartitionSchedule("s", "d");
+  doc["program"]["args"] = {{"n", 1}};
+  Apply({doc});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_EQ(store_->CheckDueJobs(100)->launched, 1);
+  doc["program"]["args"] = {{"n", 2}};
+  Apply({doc});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e2", "d")}, 1)).ok());
+  ASSERT_EQ(store_->CheckDueJobs(100)->launched, 1);
+  std::vector<json> published = PublishedJson();
+  ASSERT_EQ(published.size(), 2u);
+  EXPECT_EQ(published[0]["program"]["args"]["n"], 1);
+  EXPECT_EQ(published[1]["program"]["args"]["n"], 2);
+  EXPECT_EQ(published[1]["schedule_version"], 2);
+}
+
 // trigd_event_to_launch_seconds ends at the broker's confirmation of the launch request (when
 // the relay completes it), not at the relay's claim: the time the publication took is in it.
 TEST_F(PgStoreTest, EventToLaunchAgeEndsAtTheConfirmation) {
@@ -1183,7 +1216,9 @@ TEST_F(PgStoreTest, AFailedAttemptIsRetriedAndOnlyTheLastFailureReachesDownstrea
                   "AND next_attempt_at > now()"),
             1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_name = 'default/down'"), 0);
-  EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime"), 1);  // still holds its slot
+  EXPECT_EQ(Count("SELECT active_runs FROM schedule_runtime WHERE schedule_id = "
+                  "(SELECT id FROM schedules WHERE name = 'default/s')"),
+            1);  // still holds its slot
   Exec("UPDATE runs SET next_attempt_at = now() - interval '1 second'");
   EXPECT_EQ(store_->SweepRuns()->retried, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'launched' AND attempt = 2"), 1);

@@ -22,8 +22,8 @@
 // after the measurement) over the same launches: its count must equal the launches received and
 // its median (interpolated in its buckets) lie within the client's.
 //
-// --flood-api=N (default 8, as many as the API has threads; 0: off): after the measurement, the same measurement again while N client
-// threads send GET /api/v1/schedules and /api/v1/jobs to trigd's HTTP API as fast as it answers;
+// --flood-api=N (default 8, as many as the API has threads; 0: off): after the measurement, the same measurement again
+// while N client threads send GET /api/v1/schedules and /api/v1/jobs to trigd's HTTP API as fast as it answers;
 // reported beside it with the ratio of the two p99s (the API has threads and connections of its
 // own: the engine's p99 should stay within 2x).
 //

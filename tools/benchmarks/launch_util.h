@@ -80,7 +80,9 @@ inline int64_t AddReadyJobs(Run& run) {
               "SELECT string_agg(column_name, ', ' ORDER BY ordinal_position) FROM information_schema.columns "
               "WHERE table_schema = 'public' AND table_name = 'jobs' AND column_name <> 'id'")[0]
             .as<std::string>();
-    tx.exec("TRUNCATE outbox, schedule_runtime, group_runtime");
+    tx.exec("TRUNCATE outbox, group_runtime");
+    // The run counters back to none active, as trigd keeps them from apply on (docs/adr/0174).
+    tx.exec("UPDATE schedule_runtime SET active_runs = 0, last_launch_at = NULL");
     first = tx.exec1("WITH added AS (INSERT INTO jobs (" + columns + ") SELECT " + columns +
                      " FROM jobs_seed ORDER BY id RETURNING id) SELECT min(id) FROM added")[0]
                 .as<int64_t>();
@@ -91,6 +93,7 @@ inline int64_t AddReadyJobs(Run& run) {
   tx.exec("VACUUM ANALYZE jobs");
   tx.exec("VACUUM ANALYZE runs");
   tx.exec("VACUUM ANALYZE outbox");
+  tx.exec("VACUUM ANALYZE schedule_runtime");
   tx.exec("CHECKPOINT");
   return first;
 }
