@@ -299,7 +299,7 @@ Accumulation AccumulateImpl(const std::vector<AccumulateInput>& events, const Lo
       // The leaves the event counted, as they stand now (described alone, not every leaf of the
       // trigger; as text only when the entry is written as text).
       HistoryRecord counted{.kind = HistoryRecord::Kind::kCounted, .event = event.id};
-      std::vector<int> leaves = r.leaves;
+      std::vector<int>& leaves = r.leaves;  // sorted in place: r is read no more
       std::sort(leaves.begin(), leaves.end());
       leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());
       counted.leaves.reserve(leaves.size());

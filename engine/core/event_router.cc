@@ -21,6 +21,11 @@ void Scan(std::string_view bytes, const ScheduleIndex& index, Scanned& s) {
 }
 
 RoutedEvent Finish(std::string_view bytes, const ScheduleIndex& index, const Scanned& s) {
+  return Finish(bytes, index, s, s.look_up ? index.Lookup(s.key, s.hash) : std::span<const int64_t>());
+}
+
+RoutedEvent Finish(std::string_view bytes, const ScheduleIndex& index, const Scanned& s,
+                   std::span<const int64_t> looked_up) {
   RoutedEvent out;
   if (s.scanned) {
     out.type = s.scan.type;
@@ -29,7 +34,7 @@ RoutedEvent Finish(std::string_view bytes, const ScheduleIndex& index, const Sca
       return out;
     }
     if (s.look_up) {
-      out.schedules = index.Lookup(s.key, s.hash);
+      out.schedules = looked_up;
       if (out.schedules.empty()) return out;
     }
   }

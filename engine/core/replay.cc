@@ -22,17 +22,15 @@ namespace {
 // that a check at that instant may use), then fire times, then checks.
 enum class TimerKind { kRunEnd = 0, kFire = 1, kCheck = 2 };
 
+// 24 bytes: the heap's moves and comparisons are most of its cost (docs/adr/0170-replay-timer-heap.md).
 struct Timer {
   TimePoint at;
-  TimerKind kind;
-  uint64_t seq;
-  size_t a;  // kRunEnd, kFire: the schedule; kCheck: the job
-  size_t b;  // kFire: the time leaf; kCheck: the job's check generation
-  bool operator>(const Timer& o) const {
-    if (at != o.at) return at > o.at;
-    if (kind != o.kind) return kind > o.kind;
-    return seq > o.seq;
-  }
+  uint64_t order;  // the kind in the top two bits, then the push's sequence number
+  uint32_t a;      // kRunEnd, kFire: the schedule; kCheck: the job
+  uint32_t b;      // kFire: the time leaf; kCheck: the job's check generation
+  TimerKind kind() const { return static_cast<TimerKind>(order >> 62); }
+  // At one instant, by kind, then in push order.
+  bool operator>(const Timer& o) const { return at != o.at ? at > o.at : order > o.order; }
 };
 
 enum class SimState { kOpen, kWaiting, kDone };
@@ -75,7 +73,7 @@ struct SimJob {
   SimState state = SimState::kOpen;
   OpenJob open;  // state, triggered_by, opened_at (as Accumulate keeps them)
   std::optional<TimePoint> ready_at;
-  uint64_t generation = 0;  // a check timer of an older generation is stale
+  uint32_t generation = 0;  // a check timer of an older generation is stale
   bool wakes_on_run_end = false;
   std::string last_reason;             // a wait is recorded when its reason changes (as the store does)
   std::unique_ptr<WaitKey> last_wait;  // what last_reason was written from (complete jobs)
@@ -161,8 +159,16 @@ struct Replay::Impl {
   uint64_t seq = 0;
   TimePoint clock;
   ReplayResult result;
+  // Apply's lists, kept between events for their memory.
+  std::vector<AccumulateInput> spare_inputs;
+  std::vector<OpenJob> spare_jobs;
 
-  void Push(TimePoint at, TimerKind kind, size_t a, size_t b = 0) { timers.push(Timer{at, kind, seq++, a, b}); }
+  // A message as RouteEvent decided it.
+  void Routed(const RoutedEvent& r);
+
+  void Push(TimePoint at, TimerKind kind, size_t a, uint32_t b = 0) {
+    timers.push(Timer{at, (static_cast<uint64_t>(kind) << 62) | seq++, static_cast<uint32_t>(a), b});
+  }
 
   // A step of the replay's own, with its detail text.
   void Step(size_t job, ReplayEntry::Kind kind, std::string detail) {
@@ -389,7 +395,7 @@ struct Replay::Impl {
     const int64_t id = static_cast<int64_t>(schedule_index) + 1;
     Apply(e, std::span<const int64_t>(&id, 1));
     if (auto next = NextFireTime(*s.time_leaves[leaf], options.from, clock); next && *next <= options.to) {
-      Push(*next, TimerKind::kFire, schedule_index, leaf);
+      Push(*next, TimerKind::kFire, schedule_index, static_cast<uint32_t>(leaf));
     }
   }
 
@@ -399,14 +405,14 @@ struct Replay::Impl {
       Timer timer = timers.top();
       timers.pop();
       clock = std::max(clock, timer.at);
-      switch (timer.kind) {
+      switch (timer.kind()) {
         case TimerKind::kRunEnd: RunEnded(timer.a); break;
         case TimerKind::kFire: Fire(timer.a, timer.b); break;
         case TimerKind::kCheck: {
           // Every check due now, in the checker's order: priority, then readiness, then age.
           std::vector<size_t> due;
           if (jobs[timer.a].generation == timer.b) due.push_back(timer.a);
-          while (!timers.empty() && timers.top().at == timer.at && timers.top().kind == TimerKind::kCheck) {
+          while (!timers.empty() && timers.top().at == timer.at && timers.top().kind() == TimerKind::kCheck) {
             if (jobs[timers.top().a].generation == timers.top().b) due.push_back(timers.top().a);
             timers.pop();
           }
@@ -434,10 +440,15 @@ struct Replay::Impl {
       ++result.duplicates;
       return;
     }
-    std::vector<AccumulateInput> in(1);
+    // The input and job lists of the previous event, cleared: their memory is reused (a nested
+    // call for a published event takes none and leaves its own).
+    std::vector<AccumulateInput> in = std::move(spare_inputs);
+    in.resize(1);
     in[0].event = &event;
+    in[0].schedule_ids.clear();
     in[0].payload = false;  // the launches say their triggering events' ids only
-    std::vector<OpenJob> open;
+    std::vector<OpenJob> open = std::move(spare_jobs);
+    open.clear();
     for (int64_t sid : sids) {
       if (!views[static_cast<size_t>(sid - 1)]) continue;  // disabled
       in[0].schedule_ids.push_back(sid);
@@ -448,7 +459,11 @@ struct Replay::Impl {
         open.push_back(std::move(o));
       }
     }
-    if (in[0].schedule_ids.empty()) return;
+    if (in[0].schedule_ids.empty()) {
+      spare_inputs = std::move(in);
+      spare_jobs = std::move(open);
+      return;
+    }
     ++result.matched;
     std::optional<uint32_t> event_text;
     Accumulation acc = Accumulate(in, views, std::move(open), clock, HistoryForm::kRecords);
@@ -488,12 +503,10 @@ struct Replay::Impl {
         WakeCollecting(ji);
       }
     }
-    for (const Event& published : acc.published) {
-      std::string k = published.EventKey();
-      std::span<const int64_t> reached = index.Lookup(k);
-      std::vector<int64_t> copy(reached.begin(), reached.end());
-      Apply(published, copy);
-    }
+    acc.jobs.clear();
+    spare_jobs = std::move(acc.jobs);
+    spare_inputs = std::move(in);
+    for (const Event& published : acc.published) Apply(published, index.Lookup(published.EventKey()));
   }
 };
 
@@ -525,7 +538,7 @@ Replay::Replay(std::vector<Schedule> schedules, ReplayOptions options) : impl_(s
       for (size_t leaf = 0; leaf < s.time_leaves.size(); ++leaf) {
         if (auto next = NextFireTime(*s.time_leaves[leaf], m.options.from, m.options.from);
             next && *next <= m.options.to) {
-          m.Push(*next, TimerKind::kFire, i, leaf);
+          m.Push(*next, TimerKind::kFire, i, static_cast<uint32_t>(leaf));
         }
       }
     }
@@ -541,7 +554,59 @@ Replay::~Replay() = default;
 void Replay::Feed(std::string_view bytes) {
   Impl& m = *impl_;
   ++m.result.messages;
-  RoutedEvent r = RouteEvent(bytes, m.index, m.key);
+  m.Routed(RouteEvent(bytes, m.index, m.key));
+}
+
+std::vector<ReplayMessage> Replay::Order(const std::vector<std::string_view>& messages) const {
+  const Impl& m = *impl_;
+  std::vector<ReplayMessage> routes(messages.size());
+  std::vector<std::pair<TimePoint, uint32_t>> keyed;
+  keyed.reserve(messages.size());
+  router_internal::Scanned s;
+  TimePoint previous{};
+  for (size_t i = 0; i < messages.size(); ++i) {
+    // RouteEvent's scan and lookup (router_internal::Scan, Finish), made here once; the scan's
+    // time is EnvelopeEventTime's.
+    router_internal::Scan(messages[i], m.index, s);
+    ReplayMessage& r = routes[i];
+    r.index = static_cast<uint32_t>(i);
+    r.scanned = s.scanned;
+    r.looked_up = s.look_up;
+    r.type = s.scan.type;
+    if (s.scanned) {
+      previous = s.scan.time;
+      if (s.own_tick) r.route = ReplayMessage::Route::kSkip;
+      if (s.look_up) {
+        const std::span<const int64_t> reached = m.index.Lookup(s.key, s.hash);
+        r.reached = reached.data();
+        r.reached_size = static_cast<uint32_t>(reached.size());
+        if (reached.empty()) r.route = ReplayMessage::Route::kSkip;
+      }
+    } else if (auto t = EnvelopeEventTime(messages[i])) {
+      previous = *t;
+    }
+    keyed.emplace_back(previous, static_cast<uint32_t>(i));
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<ReplayMessage> order;
+  order.reserve(keyed.size());
+  for (const auto& k : keyed) order.push_back(routes[k.second]);
+  return order;
+}
+
+void Replay::Feed(std::string_view bytes, const ReplayMessage& message) {
+  Impl& m = *impl_;
+  ++m.result.messages;
+  if (message.route == ReplayMessage::Route::kSkip) return;
+  router_internal::Scanned s;
+  s.scanned = message.scanned;
+  s.look_up = message.looked_up;
+  s.scan.type = message.type;
+  m.Routed(router_internal::Finish(bytes, m.index, s, std::span<const int64_t>(message.reached, message.reached_size)));
+}
+
+void Replay::Impl::Routed(const RoutedEvent& r) {
+  Impl& m = *this;
   switch (r.kind) {
     case RoutedEvent::Kind::kInvalid: ++m.result.invalid; return;
     // trigd's own ticks: the replay makes the fire times of the documents it evaluates.
@@ -551,8 +616,7 @@ void Replay::Feed(std::string_view bytes) {
   }
   if (r.schedules.empty()) return;  // a run report no replayed schedule listens to
   m.Advance(r.event->time);
-  std::vector<int64_t> sids(r.schedules.begin(), r.schedules.end());
-  m.Apply(*r.event, sids);
+  m.Apply(*r.event, r.schedules);
 }
 
 TimePoint Replay::now() const { return impl_->clock; }
@@ -618,7 +682,7 @@ void DecodeTimeline(ReplayResult& result) {
       }
       s.timeline.push_back(std::move(step));
     }
-    s.entries = std::vector<ReplayEntry>();
+    s.entries = std::deque<ReplayEntry>();
   }
 }
 

@@ -104,8 +104,10 @@ struct ReplaySchedule {
   std::string name;                          // namespace/name
   std::shared_ptr<const Schedule> schedule;  // the document (DecodeTimeline describes its leaves)
   bool enabled = true;
-  std::vector<ReplayEntry> entries;  // the timeline as evaluated (keep_timeline)
-  std::deque<ReplayStep> timeline;   // written by DecodeTimeline; a deque: a long one grows without being moved
+  // The timeline as evaluated (keep_timeline). A deque, as are the tables below: they grow in
+  // blocks, never copied into a larger buffer as they grow (docs/adr/0169-replay-tables-in-blocks.md).
+  std::deque<ReplayEntry> entries;
+  std::deque<ReplayStep> timeline;  // written by DecodeTimeline; a deque: a long one grows without being moved
   std::vector<ReplayLaunch> launches;
   int64_t jobs = 0;
   int64_t discarded = 0;
@@ -123,8 +125,25 @@ struct ReplayResult {
   std::optional<TimePoint> first_event;   // event time of the first and last message fed
   std::optional<TimePoint> last_event;
   // What the schedules' entries refer to: event ids and reasons, counted leaves.
-  std::vector<std::string> texts;
-  std::vector<ReplayLeaf> leaves;
+  std::deque<std::string> texts;
+  std::deque<ReplayLeaf> leaves;
+};
+
+// A message as Replay::Order leaves it: its position among the messages and what routing read
+// from its scan at the event-time sort (RouteEvent's decision up to the full parse), so that
+// it is scanned once. Valid for the Replay that ordered it.
+struct ReplayMessage {
+  enum class Route : uint8_t {
+    kSkip,   // trigd's own tick, or valid with no schedule on its key: counted, nothing else
+    kParse,  // parsed and routed at its turn (reached schedules, a run report, not sure, invalid)
+  };
+  uint32_t index = 0;  // in the messages given to Order
+  Route route = Route::kParse;
+  bool scanned = false;  // the scanner was sure (router_internal::Scanned)
+  bool looked_up = false;
+  EventType type = EventType::kPartition;
+  uint32_t reached_size = 0;  // looked_up: the schedules on its key (ScheduleIndex::Lookup)
+  const int64_t* reached = nullptr;
 };
 
 class Replay {
@@ -139,6 +158,11 @@ class Replay {
   // One message of an event topic. Messages come in event-time order (SortByEventTime); one
   // older than the clock is taken at the clock's time (the clock never goes back).
   void Feed(std::string_view bytes);
+  // `messages` in event-time order, as SortByEventTime orders them, each scanned once: the sort
+  // keeps what routing reads from the scan (docs/adr/0168-replay-scans-once.md).
+  std::vector<ReplayMessage> Order(const std::vector<std::string_view>& messages) const;
+  // Feed(bytes) for a message Order returned: `bytes` is messages[message.index].
+  void Feed(std::string_view bytes, const ReplayMessage& message);
   // The clock's reading: the event time of the last message fed, or from.
   TimePoint now() const;
   // Runs the clock to `to` (fire times, checks and run ends left in the range) and returns the

@@ -266,10 +266,10 @@ int SchedulesReplay(const Context& ctx, const ReplayFlags& f) {
 
   const bool keep_compared = compared.has_value();
   trigd::Replay replay(schedules, options);
-  const std::vector<size_t> order = trigd::SortByEventTime(messages);
+  const std::vector<trigd::ReplayMessage> order = replay.Order(messages);
   const double start = progress.Seconds();
   for (size_t i = 0; i < order.size(); ++i) {
-    replay.Feed(messages[order[i]]);
+    replay.Feed(messages[order[i].index], order[i]);
     if ((i & 0xffff) == 0xffff) {
       const double rate = (i + 1) / std::max(progress.Seconds() - start, 1e-3);
       progress.Show("replay: " + std::to_string(i + 1) + " of " + std::to_string(order.size()) + " events, at " +
