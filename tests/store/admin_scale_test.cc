@@ -337,7 +337,9 @@ TEST_F(AdminListsTest, RunsHasOnlyTheIndexesAQueryNeeds) {
 TEST_F(AdminListsTest, SchedulesListShowsTheRunCounter) {
   Migrate();
   Apply({Parse("a"), Parse("b")});
-  Exec("INSERT INTO schedule_runtime (schedule_id, active_runs) SELECT id, 2 FROM schedules WHERE name = 'default/a'");
+  // Apply made both counters (docs/adr/0174); a has two runs active.
+  Exec(
+      "UPDATE schedule_runtime SET active_runs = 2 FROM schedules s WHERE s.id = schedule_id AND s.name = 'default/a'");
   auto all = QuerySchedules(conn_);
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 2u);
