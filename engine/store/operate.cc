@@ -16,16 +16,13 @@
 namespace trigd {
 
 using nlohmann::json;
+using pg_internal::DbNow;
 using pg_internal::FromMillis;
 using pg_internal::Guard;
 using pg_internal::Sql;
 using pg_internal::SqlIn;
 
 namespace {
-
-TimePoint DbNow(pqxx::transaction_base& tx) {
-  return FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
-}
 
 json Times(const std::vector<TimePoint>& times) {
   json out = json::array();

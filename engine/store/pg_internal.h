@@ -206,6 +206,11 @@ inline int64_t ToMillis(TimePoint t) { return t.time_since_epoch().count(); }
 // made due at the transaction's now() is due within that same transaction).
 #define TRIGD_MS(col) "floor(extract(epoch from " col ") * 1000)::bigint"
 
+// The transaction's now() (its start), read back as trigd's clocks read it.
+inline TimePoint DbNow(pqxx::transaction_base& tx) {
+  return FromMillis(tx.exec1("SELECT " TRIGD_MS("now()"))[0].as<int64_t>());
+}
+
 // now() as trigd writes times (FormatTime: UTC, milliseconds, "Z"), for history entries and
 // launch requests written by SQL, so that `jobs why` shows entries from trigctl and the sweep
 // as "2026-11-25T11:33:51.529Z" like the engine's, not "2026-11-25T11:33:51.52998+00:00".
