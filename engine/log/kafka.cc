@@ -182,8 +182,8 @@ class Rebalancer : public RdKafka::RebalanceCb {
   Rebalancer(OffsetLookup lookup, BrokerWatch& watch) : lookup_(std::move(lookup)), watch_(watch) {}
   void rebalance_cb(RdKafka::KafkaConsumer* c, RdKafka::ErrorCode err,
                     std::vector<RdKafka::TopicPartition*>& parts) override {
-    // Cooperative-sticky: a rebalance moves only the partitions that change owner, so the
-    // other instances keep consuming while a killed one's partitions are handed over.
+    // Cooperative (dynamic members) hands over only the partitions that change owner; eager
+    // (static members) revokes and assigns the whole assignment each round.
     const bool cooperative = c->rebalance_protocol() == "COOPERATIVE";
     if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
       watch_.Reachable();
@@ -484,16 +484,14 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
   c->watch_ = std::make_unique<BrokerWatch>(bootstrap);
   c->rebalancer_ = std::make_unique<Rebalancer>(std::move(lookup), *c->watch_);
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  for (auto [k, v] :
-       std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", bootstrap},
-                                                        {"group.id", group},
-                                                        {"enable.auto.commit", "false"},
-                                                        {"auto.offset.reset", "earliest"},
-                                                        {"session.timeout.ms", "6000"},
-                                                        {"heartbeat.interval.ms", "1000"},
-                                                        {"partition.assignment.strategy", "cooperative-sticky"},
-                                                        {"fetch.wait.max.ms", "10"},
-                                                        {"log_level", "2"}}) {
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", bootstrap},
+                                                                      {"group.id", group},
+                                                                      {"enable.auto.commit", "false"},
+                                                                      {"auto.offset.reset", "earliest"},
+                                                                      {"session.timeout.ms", "6000"},
+                                                                      {"heartbeat.interval.ms", "1000"},
+                                                                      {"fetch.wait.max.ms", "10"},
+                                                                      {"log_level", "2"}}) {
     if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
   }
   // librdkafka (2.0) stops fetching once its local queue holds queued.min.messages (counted
@@ -519,7 +517,18 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
       if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
     }
   }
-  if (!options.instance_id.empty()) {
+  // Dynamic members rebalance cooperatively: only the partitions that change owner move, so the
+  // other instances keep consuming while a killed one's partitions are handed over. That takes
+  // two rounds (the first takes the partitions from their owner, the second gives them to their
+  // new one), and a static member restarted between them is handed its cached first-round
+  // assignment without a rebalance: the partitions in transit would stay unowned until the
+  // group's next rebalance, which may never come (docs/adr/0175-static-members-rebalance-eagerly.md).
+  // Static members therefore rebalance eagerly, where every round hands out every partition;
+  // their restarts cause no rebalance at all, which is what they are for.
+  if (options.instance_id.empty()) {
+    if (Status s = Set(conf.get(), "partition.assignment.strategy", "cooperative-sticky"); !s.ok()) return s;
+  } else {
+    if (Status s = Set(conf.get(), "partition.assignment.strategy", "roundrobin"); !s.ok()) return s;
     if (Status s = Set(conf.get(), "group.instance.id", options.instance_id); !s.ok()) return s;
   }
   std::string err;
