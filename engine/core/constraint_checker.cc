@@ -231,9 +231,9 @@ ConstraintCheck CheckActiveRuns(std::string_view constraint, int64_t active, int
   return check;
 }
 
-std::vector<ConstraintCheck> CheckConstraints(const Constraints& constraints, const JobFacts& job, const RunFacts& runs,
-                                              TimePoint now, bool describe) {
-  std::vector<ConstraintCheck> checks;
+// Appends the checks of `constraints` to `checks`, in the order `jobs why` lists them.
+void CheckConstraints(const Constraints& constraints, const JobFacts& job, const RunFacts& runs, TimePoint now,
+                      bool describe, std::vector<ConstraintCheck>& checks) {
   if (constraints.max_concurrent_runs) {
     const int64_t max = *constraints.max_concurrent_runs;
     if (constraints.on_overlap == OverlapPolicy::kCancelOldest) {
@@ -265,7 +265,6 @@ std::vector<ConstraintCheck> CheckConstraints(const Constraints& constraints, co
   if (constraints.max_runs_per) {
     checks.push_back(CheckMaxRunsPer(*constraints.max_runs_per, runs, now, describe));
   }
-  return checks;
 }
 
 std::optional<TimePoint> Earliest(std::optional<TimePoint> a, std::optional<TimePoint> b) {
@@ -378,9 +377,8 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
   } else {
     // Constraints are evaluated even past the deadline so `jobs why` shows what a forced
     // launch ignored or what kept a discarded job waiting.
-    for (ConstraintCheck& check : CheckConstraints(schedule.constraints, job, runs, now, describe)) {
-      outcome.checks.push_back(std::move(check));
-    }
+    outcome.checks.reserve(outcome.checks.size() + 6);  // at most one per constraint kind
+    CheckConstraints(schedule.constraints, job, runs, now, describe, outcome.checks);
   }
 
   if (timed_out) {
