@@ -186,8 +186,9 @@ const std::vector<std::pair<std::string, std::string>>& PreparedStatements() {
       // much per id (a speculative insertion: 3.7-4.2 us against 2.0 us a row here).
       {"offsets_cas", TRIGD_OFFSETS_CAS("")},
       {"offsets_cas_on_conflict", TRIGD_OFFSETS_CAS(" ON CONFLICT DO NOTHING")},
-      {"schedule_versions_share",
-       "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active' FOR SHARE"},
+      // The checker's read of its claimed jobs' schedules: no lock, the jobs' own locks keep
+      // every change of those schedules out until it commits (pg_rows.cc LoadSchedules).
+      {"schedule_versions", "SELECT id, version FROM schedules WHERE id = ANY($1::bigint[]) AND state = 'active'"},
       // The active schedules of $1, share-locked (an update or delete waits for the batch), and
       // their open jobs, locked, in one round trip: rows with schedule_id NULL are schedules (id,
       // version), the others jobs. The jobs' lookup takes the schedules' ids as an array (an
