@@ -206,9 +206,9 @@ ConstraintCheck CheckMaxRunsPer(const MaxRunsPer& rule, const RunFacts& runs, Ti
   return check;
 }
 
-ConstraintCheck CheckActiveRuns(std::string constraint, int64_t active, int64_t max, OnUnmet on_unmet,
+ConstraintCheck CheckActiveRuns(std::string_view constraint, int64_t active, int64_t max, OnUnmet on_unmet,
                                 const std::string* group, bool describe) {
-  ConstraintCheck check{std::move(constraint), ConstraintResult::kSatisfied, "", std::nullopt};
+  ConstraintCheck check{constraint, ConstraintResult::kSatisfied, "", std::nullopt};
   if (describe) {
     check.reason = std::to_string(active) + " of " + std::to_string(max) + " runs active";
     if (group) check.reason += " in group " + *group;
@@ -387,7 +387,7 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
   for (const ConstraintCheck& check : outcome.checks) {
     if (check.result == ConstraintResult::kSkip) {
       outcome.decision = Decision::kDiscard;
-      outcome.reason = check.constraint + " unmet with on_unmet skip: " + check.reason;
+      outcome.reason = std::string(check.constraint) + " unmet with on_unmet skip: " + check.reason;
       return outcome;
     }
   }
@@ -398,7 +398,7 @@ CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigge
   for (const ConstraintCheck& check : outcome.checks) {
     if (check.result != ConstraintResult::kWait) continue;
     waits = true;
-    if (describe) waiting.push_back(check.constraint + " (" + check.reason + ")");
+    if (describe) waiting.push_back(std::string(check.constraint) + " (" + check.reason + ")");
     next = Earliest(next, check.next_check_at);
     if (!check.next_check_at) outcome.wakes_on_run_end = true;
   }

@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/time.h"
@@ -46,8 +47,10 @@ enum class ConstraintResult { kSatisfied, kWait, kSkip };
 const char* ConstraintResultName(ConstraintResult r);  // "satisfied", "wait", "skip"
 
 struct ConstraintCheck {
-  std::string constraint;  // max_concurrent_runs, concurrency_group, delay, time_window,
-                           // min_since_last_run, max_runs_per, timeout, trigger
+  // max_concurrent_runs, concurrency_group, delay, time_window, min_since_last_run,
+  // max_runs_per, timeout, trigger: always one of these literals, so a view (several are longer
+  // than a short string holds, and a check is made for every job at every look).
+  std::string_view constraint;
   ConstraintResult result = ConstraintResult::kSatisfied;
   std::string reason;                      // for people: "2 of 2 runs active", "window opens at 22:00 Europe/Berlin"
   std::optional<TimePoint> next_check_at;  // when it can next hold; nullopt: when a run ends

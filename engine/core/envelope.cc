@@ -445,7 +445,11 @@ Result<Event> ParseEnvelope(std::string_view bytes, size_t max_bytes, DeadLetter
   return event;
 }
 
-Result<Event> ParseScannedEnvelope(std::string_view bytes) {
+Result<Event> ParseScannedEnvelope(std::string_view bytes, bool payload) {
+  if (!payload) {
+    Event event;
+    if (ScanEnvelopeEvent(bytes, event)) return event;
+  }
   // The scan ruled out every refusal that Parse checks before reading the fields (size,
   // nesting, NUL, \u0000, duplicate keys, numbers beyond a double, ill-formed UTF-8), so the
   // plain parser reads the document: no path tracking, no extra passes over the bytes.

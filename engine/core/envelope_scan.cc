@@ -9,6 +9,7 @@
 #endif
 
 #include "core/envelope_time.h"
+#include "model/schedule.h"
 
 namespace trigd {
 namespace {
@@ -30,7 +31,9 @@ struct Value {
   bool integer;           // number: digits only, no sign, fraction or exponent
   bool nonempty_strings;  // array: every element is a non-empty string
   uint32_t elements;      // array: number of elements
-  std::string_view text;  // string: the raw characters between the quotes; number: the token
+  // string: the raw characters between the quotes; number: the token; array: the whole array,
+  // brackets included (ScanEnvelopeEvent reads a partition list from it)
+  std::string_view text;
 };
 
 // The keys of the objects being scanned, innermost last: ParseEnvelope refuses an object that
@@ -61,7 +64,7 @@ class OpenKeys {
 struct Fields {
   Value id, type, time, payload;
   Value dataset, partitions, bytes;
-  Value program, run_id, status, attempt, reason;
+  Value program, run_id, status, attempt, reason, lineage, worker;
   Value schedule, fire_time;
 };
 
@@ -126,11 +129,13 @@ Value* PayloadSlot(Fields& f, std::string_view key) {
       if (key == "run_id") return &f.run_id;
       if (key == "status") return &f.status;
       if (key == "reason") return &f.reason;
+      if (key == "worker") return &f.worker;
       return nullptr;
     case 7:
       if (key == "dataset") return &f.dataset;
       if (key == "program") return &f.program;
       if (key == "attempt") return &f.attempt;
+      if (key == "lineage") return &f.lineage;
       return nullptr;
     case 5: return key == "bytes" ? &f.bytes : nullptr;
     case 8: return key == "schedule" ? &f.schedule : nullptr;
@@ -221,12 +226,15 @@ class Scanner {
     if (depth > kMaxScanDepth) return false;
     v.elements = 0;
     v.nonempty_strings = true;
+    const unsigned char* start = p_;
+    auto close = [&] {
+      ++p_;
+      v.text = std::string_view(reinterpret_cast<const char*>(start), p_ - start);
+      return true;
+    };
     ++p_;
     SkipSpace();
-    if (p_ != end_ && *p_ == ']') {
-      ++p_;
-      return true;
-    }
+    if (p_ != end_ && *p_ == ']') return close();
     while (true) {
       Value element;
       if (!Any(element, depth, nullptr)) return false;
@@ -240,8 +248,7 @@ class Scanner {
         continue;
       }
       if (*p_ != ']') return false;
-      ++p_;
-      return true;
+      return close();
     }
   }
 
@@ -483,10 +490,12 @@ class PlainScanner {
         v.kind = Value::kArray;
         v.elements = 0;
         v.nonempty_strings = true;
+        const char* start = p_;
         ++p_;
         Space();
         if (p_ != end_ && *p_ == ']') {
           ++p_;
+          v.text = std::string_view(start, p_ - start);
           return true;
         }
         bool ok = true;
@@ -502,6 +511,7 @@ class PlainScanner {
             if (!Skip(depth + 1)) return false;
           }
         } while (Next(']', ok));
+        v.text = std::string_view(start, p_ - start);
         return ok;
       }
       case '{': v.kind = Value::kObject; break;
@@ -613,6 +623,28 @@ bool PlainString(const Value& v) { return v.kind == Value::kString && !v.escaped
 
 bool AbsentOrNull(const Value& v) { return v.kind == Value::kNone || v.kind == Value::kNull; }
 
+// An optional string member (absent, null or a string), as ParseEnvelope reads lineage and worker.
+bool OptionalString(const Value& v) { return AbsentOrNull(v) || v.kind == Value::kString; }
+
+// An optional string member's value when the scan can give it (absent or null: empty; a string
+// without escapes: its text); false for an escaped one.
+bool OptionalPlainValue(const Value& v, std::string& out) {
+  if (AbsentOrNull(v)) {
+    out.clear();
+    return true;
+  }
+  if (v.escaped) return false;
+  out.assign(v.text);
+  return true;
+}
+
+// An integer the scan accepted (OptionalInteger): its value.
+int64_t IntegerValue(const Value& v) {
+  int64_t n = 0;
+  for (char c : v.text) n = n * 10 + (c - '0');
+  return n;
+}
+
 // An optional integer member, as ParseEnvelope's OptionalInteger accepts it with this minimum.
 // 18 digits always fit an int64.
 bool OptionalInteger(const Value& v, int64_t min) {
@@ -640,9 +672,11 @@ void EnvelopeScan::EventKeyInto(std::string& out) const {
   out.append(key_name);
 }
 
-bool ScanEnvelope(std::string_view bytes, EnvelopeScan& out, size_t max_bytes) {
+namespace {
+
+// ScanEnvelope, keeping what the scanner saw of the members in `f`.
+bool ScanFields(std::string_view bytes, EnvelopeScan& out, Fields& f, size_t max_bytes) {
   if (bytes.size() > max_bytes) return false;
-  Fields f;
   const bool scanned = AllPlain(bytes) ? PlainScanner(bytes).Envelope(f) : Scanner(bytes).Envelope(f);
   if (!scanned) return false;
   // A plain id's text is its value, so a longer one is one ParseEnvelope refuses.
@@ -669,7 +703,8 @@ bool ScanEnvelope(std::string_view bytes, EnvelopeScan& out, size_t max_bytes) {
     // never empty.
     if (!PlainString(f.program) || f.run_id.kind != Value::kString || f.run_id.text.empty() ||
         f.status.kind != Value::kString || f.status.escaped || !KnownStatus(f.status.text) ||
-        !OptionalInteger(f.attempt, 1) || !(AbsentOrNull(f.reason) || f.reason.kind == Value::kString)) {
+        !OptionalInteger(f.attempt, 1) || !OptionalString(f.reason) || !OptionalString(f.lineage) ||
+        !OptionalString(f.worker)) {
       return false;
     }
     out.type = EventType::kProgram;
@@ -690,6 +725,58 @@ bool ScanEnvelope(std::string_view bytes, EnvelopeScan& out, size_t max_bytes) {
     out.type = EventType::kTick;
     out.key_name = schedule;
     return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ScanEnvelope(std::string_view bytes, EnvelopeScan& out, size_t max_bytes) {
+  Fields f;
+  return ScanFields(bytes, out, f, max_bytes);
+}
+
+bool ScanEnvelopeEvent(std::string_view bytes, Event& event) {
+  EnvelopeScan scan;
+  Fields f;
+  if (!ScanFields(bytes, scan, f, kMaxEventBytes)) return false;
+  event = Event();
+  event.id.assign(scan.id);
+  event.type = scan.type;
+  event.time = scan.time;
+  switch (scan.type) {
+    case EventType::kPartition: {
+      // Every element is a non-empty string (checked by the scan); without a backslash in the
+      // array, each one's value is the text between its quotes.
+      const std::string_view list = f.partitions.text;
+      if (list.find('\\') != std::string_view::npos) return false;
+      event.partition.dataset.assign(f.dataset.text);
+      event.partition.partitions.reserve(f.partitions.elements);
+      for (size_t open = list.find('"'); open != std::string_view::npos;) {
+        const size_t close = list.find('"', open + 1);
+        event.partition.partitions.emplace_back(list.substr(open + 1, close - open - 1));
+        open = list.find('"', close + 1);
+      }
+      if (!AbsentOrNull(f.bytes)) event.partition.bytes = IntegerValue(f.bytes);
+      return true;
+    }
+    case EventType::kProgram: {
+      ProgramPayload& p = event.program;
+      if (f.run_id.escaped || !OptionalPlainValue(f.reason, p.reason) || !OptionalPlainValue(f.lineage, p.lineage) ||
+          !OptionalPlainValue(f.worker, p.worker)) {
+        return false;
+      }
+      p.program.assign(f.program.text);
+      p.run_id.assign(f.run_id.text);
+      p.status = *ProgramStatusFromName(f.status.text);
+      if (!AbsentOrNull(f.attempt)) p.attempt = IntegerValue(f.attempt);
+      return true;
+    }
+    case EventType::kTick:
+      event.tick.schedule.assign(f.schedule.text);
+      event.tick.fire_time = *ParseEnvelopeTimeFast(f.fire_time.text);
+      return true;
+    case EventType::kCustom: return false;  // never scanned
   }
   return false;
 }

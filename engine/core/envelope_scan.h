@@ -37,6 +37,15 @@ bool ScanEnvelope(std::string_view bytes, EnvelopeScan& out, size_t max_bytes = 
 
 // ParseEnvelope(bytes), for bytes that ScanEnvelope accepted: the same Event, without the
 // checks the scan already made (about half of ParseEnvelope's time for a small envelope).
-Result<Event> ParseScannedEnvelope(std::string_view bytes);
+// Without `payload`, Event::payload is left null for partition, program and tick events (their
+// typed fields hold all that trigger evaluation reads; a custom event keeps its payload, which
+// its `where` reads): the scanner's reading is taken when it can give every field, which
+// builds no JSON document (the replay, whose launches carry no payloads).
+Result<Event> ParseScannedEnvelope(std::string_view bytes, bool payload = true);
+
+// For bytes that ScanEnvelope accepts: the Event ParseEnvelope reads, with a null payload, read
+// by the scanner; false (and `event` unspecified) when a member it would have to unescape holds
+// an escape.
+bool ScanEnvelopeEvent(std::string_view bytes, Event& event);
 
 }  // namespace trigd

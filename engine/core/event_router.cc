@@ -25,7 +25,7 @@ RoutedEvent Finish(std::string_view bytes, const ScheduleIndex& index, const Sca
 }
 
 RoutedEvent Finish(std::string_view bytes, const ScheduleIndex& index, const Scanned& s,
-                   std::span<const int64_t> looked_up) {
+                   std::span<const int64_t> looked_up, bool payload) {
   RoutedEvent out;
   if (s.scanned) {
     out.type = s.scan.type;
@@ -38,7 +38,8 @@ RoutedEvent Finish(std::string_view bytes, const ScheduleIndex& index, const Sca
       if (out.schedules.empty()) return out;
     }
   }
-  Result<Event> e = s.scanned ? ParseScannedEnvelope(bytes) : ParseEnvelope(bytes, kMaxEventBytes, &out.reason);
+  Result<Event> e =
+      s.scanned ? ParseScannedEnvelope(bytes, payload) : ParseEnvelope(bytes, kMaxEventBytes, &out.reason);
   if (!e.ok()) {
     out.kind = RoutedEvent::Kind::kInvalid;
     out.error = e.status();

@@ -61,9 +61,10 @@ void Scan(std::string_view bytes, const ScheduleIndex& index, Scanned& s);
 RoutedEvent Finish(std::string_view bytes, const ScheduleIndex& index, const Scanned& s);
 // Finish with the lookup made by the caller: `looked_up` is index.Lookup(s.key, s.hash) when
 // s.look_up (ignored otherwise). For a caller that decided the message before its turn (the
-// replay, at its event-time sort) and keeps that instead of the key.
+// replay, at its event-time sort) and keeps that instead of the key. Without `payload`, a
+// scanned event's payload may be left null (ParseScannedEnvelope).
 RoutedEvent Finish(std::string_view bytes, const ScheduleIndex& index, const Scanned& s,
-                   std::span<const int64_t> looked_up);
+                   std::span<const int64_t> looked_up, bool payload = true);
 
 }  // namespace router_internal
 

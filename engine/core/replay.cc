@@ -70,6 +70,7 @@ struct WaitKey {
 struct SimJob {
   size_t schedule = 0;
   int64_t number = 0;
+  uint64_t age = 0;  // the order jobs were opened in, for the checker's "then age" (slots are reused)
   SimState state = SimState::kOpen;
   OpenJob open;  // state, triggered_by, opened_at (as Accumulate keeps them)
   std::optional<TimePoint> ready_at;
@@ -151,7 +152,13 @@ struct Replay::Impl {
   std::vector<const ScheduleView*> views;
   ScheduleIndex index;
   std::string key;
-  std::deque<SimJob> jobs;  // a deque: a job is never moved as more open
+  // A deque: a job is never moved as more open. A decided job's slot is reused by the next job
+  // opened (free_jobs), so a long range keeps only the jobs still open or waiting: every job
+  // decided in it would otherwise stay behind, a few hundred bytes each, and its memory freshly
+  // mapped. Timers name a slot and its `generation`, which keeps counting across uses.
+  std::deque<SimJob> jobs;
+  std::vector<size_t> free_jobs;
+  uint64_t opened = 0;  // jobs opened so far (SimJob::age)
   std::unordered_map<std::string, int64_t> group_active;
   std::unordered_map<std::string, std::vector<size_t>> group_members;  // schedules by group
   SeenIds seen;
@@ -168,6 +175,27 @@ struct Replay::Impl {
 
   void Push(TimePoint at, TimerKind kind, size_t a, uint32_t b = 0) {
     timers.push(Timer{at, (static_cast<uint64_t>(kind) << 62) | seq++, static_cast<uint32_t>(a), b});
+  }
+
+  // A new job of the schedule: a freed slot, else a new one.
+  size_t NewJob(size_t schedule_index) {
+    size_t ji;
+    if (!free_jobs.empty()) {
+      ji = free_jobs.back();
+      free_jobs.pop_back();
+    } else {
+      ji = jobs.size();
+      jobs.emplace_back();
+    }
+    SimJob& job = jobs[ji];
+    job.schedule = schedule_index;
+    job.number = ++result.schedules[schedule_index].jobs;
+    job.age = opened++;
+    job.state = SimState::kOpen;
+    job.ready_at.reset();
+    ++job.generation;  // timers of the slot's previous job are stale
+    job.wakes_on_run_end = false;
+    return ji;
   }
 
   // A step of the replay's own, with its detail text.
@@ -314,17 +342,14 @@ struct Replay::Impl {
   // A schedule with a silence leaf is armed when it is applied (ADR 0131): here, at `from`.
   void ArmSilence(size_t schedule_index) {
     const Schedule& schedule = *schedules[schedule_index].schedule;
-    const size_t ji = jobs.size();
-    SimJob job;
-    job.schedule = schedule_index;
-    job.number = ++result.schedules[schedule_index].jobs;
+    const size_t ji = NewJob(schedule_index);
+    SimJob& job = jobs[ji];
     job.open.id = static_cast<int64_t>(ji) + 1;
     job.open.schedule_id = static_cast<int64_t>(schedule_index) + 1;
     job.open.schedule_version = 1;
     job.open.opened_at = clock;
     job.open.state = NewTriggerState(schedule.trigger);
     trigd::ArmSilence(schedule.trigger, job.open.state, clock);
-    jobs.push_back(std::move(job));
     schedules[schedule_index].open_job = ji;
     Step(ji, ReplayEntry::Kind::kArmed, DescribeLeafDeadline(schedule.trigger, jobs[ji].open.state));
     WakeCollecting(ji);
@@ -339,13 +364,14 @@ struct Replay::Impl {
     job.state = SimState::kDone;
   }
 
-  // A decided job's state is read no more: freed, so the jobs of a long range hold no memory
-  // but their number (the launch has taken its triggered_by).
+  // A decided job's state is read no more (the launch has taken its triggered_by): its memory
+  // is freed and its slot goes to the next job opened.
   void Release(size_t job_index) {
     SimJob& job = jobs[job_index];
     job.open = OpenJob();
     job.last_reason = std::string();
     job.last_wait.reset();
+    free_jobs.push_back(job_index);
   }
 
   void RunEnded(size_t schedule_index) {
@@ -423,7 +449,8 @@ struct Replay::Impl {
             const int64_t py = schedules[jobs[y].schedule].schedule->priority;
             if (px != py) return px > py;
             if (jobs[x].ready_at.has_value() != jobs[y].ready_at.has_value()) return jobs[x].ready_at.has_value();
-            return jobs[x].ready_at < jobs[y].ready_at;
+            if (jobs[x].ready_at != jobs[y].ready_at) return jobs[x].ready_at < jobs[y].ready_at;
+            return jobs[x].age < jobs[y].age;
           });
           for (size_t j : due) Check(j);
           break;
@@ -473,11 +500,7 @@ struct Replay::Impl {
       if (o.id != 0) {
         ji = static_cast<size_t>(o.id - 1);
       } else {
-        ji = jobs.size();
-        SimJob fresh;
-        fresh.schedule = si;
-        fresh.number = ++result.schedules[si].jobs;
-        jobs.push_back(std::move(fresh));
+        ji = NewJob(si);
         o.id = static_cast<int64_t>(ji) + 1;
         schedules[si].open_job = ji;
       }
@@ -602,7 +625,10 @@ void Replay::Feed(std::string_view bytes, const ReplayMessage& message) {
   s.scanned = message.scanned;
   s.look_up = message.looked_up;
   s.scan.type = message.type;
-  m.Routed(router_internal::Finish(bytes, m.index, s, std::span<const int64_t>(message.reached, message.reached_size)));
+  // No payloads: the launches say their triggering events' ids only (a custom event's payload,
+  // which its `where` reads, is kept).
+  m.Routed(router_internal::Finish(bytes, m.index, s, std::span<const int64_t>(message.reached, message.reached_size),
+                                   /*payload=*/false));
 }
 
 void Replay::Impl::Routed(const RoutedEvent& r) {

@@ -360,7 +360,7 @@ class PgStore::CheckStep {
     }
     JsonArrayText check_list;
     for (const ConstraintCheck& c : v.checks) {
-      ++result_.checks[{c.constraint, ConstraintResultName(c.result)}];
+      ++result_.checks[{std::string(c.constraint), ConstraintResultName(c.result)}];
       check_list.Raw(JsonObjectText()
                          .String("constraint", c.constraint)
                          .String("result", ConstraintResultName(c.result))

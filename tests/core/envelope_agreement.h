@@ -31,18 +31,28 @@ inline std::string ScanDisagreement(std::string_view bytes, size_t max_bytes = k
   if (event->EventKey() != scan.EventKey()) {
     return "key: parser " + event->EventKey() + ", scanner " + scan.EventKey();
   }
-  // The parse of what the scanner accepted (ingest's and the replay's path) reads the same event.
+  // The parse of what the scanner accepted (ingest's path) reads the same event, and without
+  // the payload (the replay's path) the same typed fields.
+  const Event& a = *event;
+  auto same_fields = [&a](const Event& b) {
+    return a.id == b.id && a.type == b.type && a.time == b.time && a.partition.dataset == b.partition.dataset &&
+           a.partition.partitions == b.partition.partitions && a.partition.bytes == b.partition.bytes &&
+           a.program.program == b.program.program && a.program.run_id == b.program.run_id &&
+           a.program.status == b.program.status && a.program.attempt == b.program.attempt &&
+           a.program.reason == b.program.reason && a.program.lineage == b.program.lineage &&
+           a.program.worker == b.program.worker && a.tick.schedule == b.tick.schedule &&
+           a.tick.fire_time == b.tick.fire_time;
+  };
   Result<Event> fast = ParseScannedEnvelope(bytes);
   if (!fast.ok()) return "ParseScannedEnvelope refused: " + fast.status().message();
-  const Event& a = *event;
-  const Event& b = *fast;
-  if (a.id != b.id || a.type != b.type || a.time != b.time || a.payload != b.payload ||
-      a.partition.dataset != b.partition.dataset || a.partition.partitions != b.partition.partitions ||
-      a.partition.bytes != b.partition.bytes || a.program.program != b.program.program ||
-      a.program.run_id != b.program.run_id || a.program.status != b.program.status ||
-      a.program.attempt != b.program.attempt || a.program.reason != b.program.reason ||
-      a.tick.schedule != b.tick.schedule || a.tick.fire_time != b.tick.fire_time) {
-    return "ParseScannedEnvelope reads another event: " + b.payload.dump() + " for " + a.payload.dump();
+  if (!same_fields(*fast) || a.payload != fast->payload) {
+    return "ParseScannedEnvelope reads another event: " + fast->payload.dump() + " for " + a.payload.dump();
+  }
+  Result<Event> bare = ParseScannedEnvelope(bytes, /*payload=*/false);
+  if (!bare.ok()) return "ParseScannedEnvelope without payload refused: " + bare.status().message();
+  if (!same_fields(*bare)) return "ParseScannedEnvelope without payload reads other fields for " + a.payload.dump();
+  if (!bare->payload.is_null() && bare->payload != a.payload) {
+    return "ParseScannedEnvelope without payload kept another payload: " + bare->payload.dump();
   }
   return "";
 }

@@ -196,6 +196,8 @@ TEST(EnvelopeScanTest, NeverAcceptsWhatTheParserRefuses) {
       Envelope("program", R"({"program": "p", "run_id": "r", "status": "done"})"),
       Envelope("program", R"({"program": "p", "run_id": "r", "status": "failed", "attempt": 0})"),
       Envelope("program", R"({"program": "p", "run_id": "r", "status": "failed", "reason": 3})"),
+      Envelope("program", R"({"program": "p", "run_id": "r", "status": "failed", "lineage": 3})"),
+      Envelope("program", R"({"program": "p", "run_id": "r", "status": "failed", "worker": ["h"]})"),
       Envelope("tick", R"({"schedule": "nightly", "fire_time": "2026-11-22T05:00:00Z"})"),
       Envelope("tick", R"({"schedule": "a/b/c", "fire_time": "2026-11-22T05:00:00Z"})"),
       Envelope("tick", R"({"schedule": "a/b", "fire_time": "2026-13-01T00:00:00Z"})"),
@@ -215,6 +217,49 @@ TEST(EnvelopeScanTest, NeverAcceptsWhatTheParserRefuses) {
   EnvelopeScan scan;
   EXPECT_FALSE(ScanEnvelope(ok, scan, ok.size() - 1));
   EXPECT_TRUE(ScanEnvelope(ok, scan, ok.size()));
+}
+
+// Without the payload (the replay's path) a scanned event is read by the scanner: the same
+// typed fields as the parser's, no JSON document; a member it would have to unescape sends it
+// to the parser, which keeps the payload (ExpectFast compares both reads with the parser's).
+TEST(EnvelopeScanTest, ReadsTheTypedFieldsWithoutThePayload) {
+  const std::vector<std::string> read_by_scanner = {
+      Envelope("partition",
+               "{\"dataset\": \"verk\xC3\xA4ufe\", \"partitions\": [ \"a\" ,\n\"dt=1/h=2\",\"\xC3\xA9\"],"
+               " \"bytes\": 1024, \"meta\": {\"partitions\": [1]}}"),
+      Envelope("partition", R"({"partitions": ["p"], "dataset": "d", "bytes": null})"),
+      Envelope("program", R"({"program": "p", "run_id": "r-1", "status": "failed", "attempt": 3,
+                              "reason": "", "lineage": "L1", "worker": "host:12"})"),
+      Envelope("program", R"({"program": "p", "run_id": "r", "status": "started", "lineage": null})"),
+      Envelope("tick", R"({"schedule": "a/b", "fire_time": "2026-11-22T05:00:00.5-01:30"})"),
+  };
+  for (const std::string& bytes : read_by_scanner) {
+    ExpectFast(bytes);
+    Event event;
+    EXPECT_TRUE(ScanEnvelopeEvent(bytes, event)) << bytes;
+    Result<Event> bare = ParseScannedEnvelope(bytes, /*payload=*/false);
+    ASSERT_TRUE(bare.ok()) << bytes;
+    EXPECT_TRUE(bare->payload.is_null()) << bytes;
+  }
+  Event event;
+  ASSERT_TRUE(ScanEnvelopeEvent(read_by_scanner[0], event));
+  EXPECT_EQ(event.partition.partitions, (std::vector<std::string>{"a", "dt=1/h=2", "\xC3\xA9"}));
+  EXPECT_EQ(event.partition.bytes, 1024);
+  const std::vector<std::string> escaped = {
+      Envelope("partition", R"({"dataset": "d", "partitions": ["a", "b\"c"]})"),
+      Envelope("program", R"({"program": "p", "run_id": "r\u0031", "status": "failed"})"),
+      Envelope("program", R"({"program": "p", "run_id": "r", "status": "failed", "reason": "a\nb"})"),
+      Envelope("program", R"({"program": "p", "run_id": "r", "status": "failed", "lineage": "L\/1"})"),
+      Envelope("program", R"({"program": "p", "run_id": "r", "status": "failed", "worker": "h\t1"})"),
+  };
+  for (const std::string& bytes : escaped) {
+    ExpectFast(bytes);
+    Event unread;
+    EXPECT_FALSE(ScanEnvelopeEvent(bytes, unread)) << bytes;
+    Result<Event> bare = ParseScannedEnvelope(bytes, /*payload=*/false);
+    ASSERT_TRUE(bare.ok()) << bytes;
+    EXPECT_FALSE(bare->payload.is_null()) << bytes;
+  }
 }
 
 TEST(EnvelopeScanTest, AgreesWithTheParserOnTheFuzzCorpus) {

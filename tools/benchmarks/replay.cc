@@ -140,6 +140,7 @@ int main(int argc, char** argv) {
     options.from = from;
     options.to = to;
     options.run_duration = std::chrono::minutes(10);
+    last = trigd::ReplayResult();  // the previous round's result is freed before the clock starts
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = CpuSeconds();
     trigd::Replay replay(schedules, options);
