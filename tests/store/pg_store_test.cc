@@ -1971,8 +1971,9 @@ TEST_F(PgStoreTest, ACheckDoesNotWaitForAChangeHoldingTheScheduleAndTheChangeFin
   // The change's discard of the schedule's open and waiting jobs (DiscardOpenJobs).
   const auto discarded = waited ? -1
                                 : change
-                                      .exec("UPDATE jobs SET state = 'discarded' WHERE state IN "
-                                            "('pending_trigger', 'pending_constraint')")
+                                      .exec(
+                                          "UPDATE jobs SET state = 'discarded' WHERE state IN "
+                                          "('pending_trigger', 'pending_constraint')")
                                       .affected_rows();
   change.commit();
   check.join();
