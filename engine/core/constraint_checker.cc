@@ -38,8 +38,18 @@ constexpr Millis kMinute = std::chrono::minutes(1);
 constexpr Millis kDay = std::chrono::hours(24);
 
 // The parser accepts only zones IsKnownTimeZone knows, so locate_zone cannot throw for a
-// parsed schedule; a schedule built by hand with a bad zone is a bug and throws.
-const date::time_zone* Zone(const TimeWindow& window) { return date::locate_zone(window.timezone); }
+// parsed schedule; a schedule built by hand with a bad zone is a bug and throws. locate_zone
+// searches the zone database by name at every call, and one check asks several times: the
+// last zone found is kept, per thread.
+const date::time_zone* Zone(const TimeWindow& window) {
+  thread_local std::string name;
+  thread_local const date::time_zone* zone = nullptr;
+  if (zone == nullptr || name != window.timezone) {
+    zone = date::locate_zone(window.timezone);
+    name = window.timezone;
+  }
+  return zone;
+}
 
 // Milliseconds since local midnight.
 Millis LocalTimeOfDay(LocalTime local) { return local - date::floor<date::days>(local); }
@@ -274,8 +284,10 @@ bool InsideWindow(const TimeWindow& window, TimePoint now) {
   return TimeOfDayInside(window, LocalTimeOfDay(Zone(window)->to_local(now)));
 }
 
-TimePoint NextWindowOpening(const TimeWindow& window, TimePoint now) {
-  if (InsideWindow(window, now)) return now;
+namespace {
+
+// NextWindowOpening for a time outside the window, computed.
+TimePoint FirstWindowOpening(const TimeWindow& window, TimePoint now) {
   const date::time_zone* zone = Zone(window);
   // The window holds for at least a minute of every local day except when a clock change
   // swallows it, so a few days always contain an opening; the cap only guards a broken zone.
@@ -293,6 +305,28 @@ TimePoint NextWindowOpening(const TimeWindow& window, TimePoint now) {
     from = to;
   }
   TRIGD_FAIL("window " + DescribeWindow(window) + " never opens after " + FormatTime(now));
+}
+
+}  // namespace
+
+TimePoint NextWindowOpening(const TimeWindow& window, TimePoint now) {
+  // The window is closed from any time it was asked at until the opening found then, so an
+  // answer holds for every time in between: the last one is kept, per thread (every job
+  // waiting for one window asks again at each of its checks, each a walk over a week of days).
+  struct Memo {
+    TimeWindow window;
+    TimePoint asked;
+    TimePoint opening;
+  };
+  thread_local std::optional<Memo> memo;
+  if (memo && memo->asked <= now && now < memo->opening && memo->window.start_minute == window.start_minute &&
+      memo->window.end_minute == window.end_minute && memo->window.timezone == window.timezone) {
+    return memo->opening;
+  }
+  if (InsideWindow(window, now)) return now;
+  const TimePoint opening = FirstWindowOpening(window, now);
+  memo = Memo{window, now, opening};
+  return opening;
 }
 
 CheckOutcome CheckJob(const Schedule& schedule, const JobFacts& job, bool trigger_complete, const RunFacts& runs,

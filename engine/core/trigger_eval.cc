@@ -268,15 +268,14 @@ ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, con
 
 ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, const Event& event, TriggerState& state,
                        TimePoint at) {
-  const std::vector<const Trigger*> leaves = TriggerLeaves(trigger);
-  if (state.leaves.size() != leaves.size()) state = NewTriggerState(trigger);
+  if (state.leaves.size() != CountLeaves(trigger)) state = NewTriggerState(trigger);
   // A quiet period or silence that ended before this arrival completed its leaf then: the
   // arrival does not restart it.
   SettleTimedLeaves(trigger, state, at);
 
   ApplyResult result;
-  for (size_t i = 0; i < leaves.size(); ++i) {
-    const Trigger& leaf = *leaves[i];
+  size_t i = 0;
+  ForEachLeaf(trigger, [&](const Trigger& leaf) {
     LeafState& leaf_state = state.leaves[i];
     bool counted = false;
     // Satisfied leaves keep counting: the events still belong to this open job and travel
@@ -320,7 +319,8 @@ ApplyResult ApplyEvent(const Trigger& trigger, const ScheduleName& schedule, con
       result.changed = true;
       result.leaves.push_back(static_cast<int>(i));
     }
-  }
+    ++i;
+  });
   return result;
 }
 
@@ -333,27 +333,28 @@ std::optional<TimePoint> LeafDeadline(const Trigger& leaf, const LeafState& stat
 }
 
 bool SettleTimedLeaves(const Trigger& trigger, TriggerState& state, TimePoint now) {
-  const std::vector<const Trigger*> leaves = TriggerLeaves(trigger);
-  if (state.leaves.size() != leaves.size()) return false;
+  if (state.leaves.size() != CountLeaves(trigger)) return false;
   bool settled = false;
-  for (size_t i = 0; i < leaves.size(); ++i) {
-    const std::optional<TimePoint> deadline = LeafDeadline(*leaves[i], state.leaves[i]);
+  size_t i = 0;
+  ForEachLeaf(trigger, [&](const Trigger& leaf) {
+    LeafState& leaf_state = state.leaves[i++];
+    const std::optional<TimePoint> deadline = LeafDeadline(leaf, leaf_state);
     if (deadline && *deadline <= now) {
-      state.leaves[i].satisfied = true;
+      leaf_state.satisfied = true;
       settled = true;
     }
-  }
+  });
   return settled;
 }
 
 std::optional<TimePoint> NextLeafDeadline(const Trigger& trigger, const TriggerState& state) {
-  const std::vector<const Trigger*> leaves = TriggerLeaves(trigger);
-  if (state.leaves.size() != leaves.size()) return std::nullopt;
+  if (state.leaves.size() != CountLeaves(trigger)) return std::nullopt;
   std::optional<TimePoint> next;
-  for (size_t i = 0; i < leaves.size(); ++i) {
-    const std::optional<TimePoint> d = LeafDeadline(*leaves[i], state.leaves[i]);
+  size_t i = 0;
+  ForEachLeaf(trigger, [&](const Trigger& leaf) {
+    const std::optional<TimePoint> d = LeafDeadline(leaf, state.leaves[i++]);
     if (d && (!next || *d < *next)) next = d;
-  }
+  });
   return next;
 }
 

@@ -241,6 +241,16 @@ struct Schedule {
 
 // Leaves of a trigger in depth-first order (index = leaf number).
 std::vector<const Trigger*> TriggerLeaves(const Trigger& trigger);
+// Calls f(leaf) for each leaf of `trigger` in TriggerLeaves' order, without building the list
+// (trigger evaluation walks a job's leaves at every event it applies).
+template <class F>
+void ForEachLeaf(const Trigger& trigger, F&& f) {
+  if (trigger.kind == TriggerKind::kAll || trigger.kind == TriggerKind::kAny) {
+    for (const Trigger& child : trigger.children) ForEachLeaf(child, f);
+  } else {
+    f(trigger);
+  }
+}
 
 // Whether any program leaf of `trigger` says "correlate": true (then every leaf does: the
 // parser refuses a mix, docs/adr/0115-correlated-joins.md).
