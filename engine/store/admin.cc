@@ -170,10 +170,11 @@ int64_t DiscardOpenJobs(pqxx::work& tx, int64_t id, const std::string& reason) {
 constexpr int kChangeAttempts = 5;
 
 // Runs a change's transaction (f, through Guard), again when it is aborted. A change locks its
-// schedules, then their open jobs and time triggers; a checker or a tick that holds a job or a
-// trigger and then share-locks its schedule can meet it in a deadlock, which PostgreSQL breaks
-// after deadlock_timeout by aborting the transaction whose check finds it, often the change.
-// The engine reruns its own transactions; a user's apply or suspend must not fail on it either.
+// schedules, then their open jobs and time triggers; a transaction that holds a job or a trigger
+// and then locks its schedule can meet it in a deadlock, which PostgreSQL breaks after
+// deadlock_timeout by aborting the transaction whose check finds it, often the change. (The
+// engine's checks and ticks lock no schedule row: ADR 0177.) The engine reruns its own
+// transactions; a user's apply or suspend must not fail on it either.
 template <class F>
 auto RunChange(F&& f) -> decltype(f()) {
   for (int attempt = 1;; ++attempt) {

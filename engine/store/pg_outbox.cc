@@ -36,7 +36,8 @@ Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
         rows.push_back({id, r[1].as<std::string>(), r[2].as<std::string>(),
                         RenderLaunchRequest(std::string_view(r[3].c_str(), r[3].size()), a)});
       }
-      if (!r[4].is_null()) claim_ages_.emplace_back(id, r[4].as<double>());  // a first launch
+      if (!r[4].is_null())
+        claim_ages_.emplace_back(id, static_cast<double>(r[4].as<int64_t>()) / 1e6);  // a first launch
     }
     if (rows.empty()) claim_.reset();
     return rows;

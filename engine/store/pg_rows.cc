@@ -89,14 +89,18 @@ std::map<int64_t, ScheduleView> ResolveSchedules(pqxx::transaction_base& tx, Sch
   return out;
 }
 
-// Loads the named schedules (active only), parsing documents not in the cache, with a share
-// lock: an update, suspend or delete waits for this transaction and vice versa, so a batch
-// never applies events under a definition that was already replaced.
+// Loads the schedules of the jobs a checker holds (active only), parsing documents not in the
+// cache. No lock on the schedules: every change that could make a held job's decision wrong (an
+// update, whatever its on_update, a suspend, a delete) first updates every open and waiting
+// job of the schedule, so it waits for this transaction's job locks and then finds the job
+// decided; one that committed before the claim was seen by it (the job discarded or moved to the
+// new version) and by this later statement. A share lock per schedule cost a WAL record and a
+// dirtied page each (docs/adr/0177-checker-reads-schedules-without-share-locks.md).
 std::map<int64_t, ScheduleView> LoadSchedules(pqxx::transaction_base& tx, ScheduleCache& cache,
                                               const std::set<int64_t>& ids) {
   if (ids.empty()) return {};
   std::vector<std::pair<int64_t, int>> versions;
-  for (const auto& r : tx.exec_prepared("schedule_versions_share", IntArray(ids))) {
+  for (const auto& r : tx.exec_prepared("schedule_versions", IntArray(ids))) {
     versions.emplace_back(r[0].as<int64_t>(), r[1].as<int>());
   }
   return ResolveSchedules(tx, cache, versions);

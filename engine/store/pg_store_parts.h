@@ -180,7 +180,7 @@ bool IsFinal(ProgramStatus s);
 // or, for those not in it at that version, from their documents.
 std::map<int64_t, ScheduleView> ResolveSchedules(pqxx::transaction_base& tx, ScheduleCache& cache,
                                                  const std::vector<std::pair<int64_t, int>>& versions);
-// The named active schedules, share-locked (see pg_rows.cc).
+// The active schedules of the jobs a checker holds, not locked (see pg_rows.cc).
 std::map<int64_t, ScheduleView> LoadSchedules(pqxx::transaction_base& tx, ScheduleCache& cache,
                                               const std::set<int64_t>& ids);
 

@@ -1948,6 +1948,43 @@ TEST_F(PgStoreTest, ABatchWaitsForAScheduleChangeInFlightAndSeesIt) {
   EXPECT_EQ(Count("SELECT count(*) FROM consumer_offsets WHERE next_offset = 1"), 1);
 }
 
+// A checker reads its claimed jobs' schedules without locking them (ADR 0177): a change in flight
+// that holds the schedule's row does not hold the check up. The change then meets the job the
+// check held, decided: launched under the version it was checked against, nothing left to discard.
+TEST_F(PgStoreTest, ACheckDoesNotWaitForAChangeHoldingTheScheduleAndTheChangeFindsItsJobLaunched) {
+  Apply({PartitionSchedule("s", "d")});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
+  ASSERT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'pending_constraint'"), 1);
+  // A change's first steps (admin.cc): the change log, then the schedule's row, updated.
+  pqxx::connection change_conn(conn_);
+  pqxx::work change(change_conn);
+  change.exec("LOCK TABLE schedule_changes IN EXCLUSIVE MODE");
+  change.exec("UPDATE schedules SET version = version + 1 WHERE name = 'default/s'");
+  std::atomic<bool> done{false};
+  std::optional<Result<CheckerResult>> r;
+  std::thread check([&] {
+    r = store_->CheckDueJobs(100);
+    done = true;
+  });
+  for (int i = 0; i < 250 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const bool waited = !done;
+  // The change's discard of the schedule's open and waiting jobs (DiscardOpenJobs).
+  const auto discarded = waited ? -1
+                                : change
+                                      .exec(
+                                          "UPDATE jobs SET state = 'discarded' WHERE state IN "
+                                          "('pending_trigger', 'pending_constraint')")
+                                      .affected_rows();
+  change.commit();
+  check.join();
+  EXPECT_FALSE(waited) << "the check waited for the change in flight";
+  ASSERT_TRUE(r->ok()) << r->status().ToString();
+  EXPECT_EQ((*r)->launched, 1);
+  EXPECT_EQ(discarded, 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'launched' AND schedule_version = 1"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'launched'"), 1);
+}
+
 // An ingest transaction that freed the counters of the runs its reports ended (schedule, then
 // group) and then, on the fast path, locked the counters of the jobs it checks would take
 // schedules after a group, out of the order the checkers use (schedules, then groups); a checker
@@ -2041,10 +2078,11 @@ TEST_F(PgStoreTest, ARunsEndWakesAWaitingJobAnotherInstanceHeldWhileCheckingIt) 
   EXPECT_EQ(store_->CheckDueJobs(100)->launched, 1);
 }
 
-// A change locks its schedule, then the schedule's open jobs; a checker has claimed a job
-// first and then share-locks its schedule (CheckJobs). The two can meet in a deadlock, which
-// PostgreSQL breaks after deadlock_timeout by aborting the one whose check finds it: the change,
-// which waited first. The change runs again and succeeds: a user's suspend does not fail on it.
+// A change locks its schedule, then the schedule's open jobs; another transaction has locked a
+// job first and then share-locks its schedule (the engine's checker does not, ADR 0177; any
+// transaction taking the two in this order does). The two meet in a deadlock, which PostgreSQL
+// breaks after deadlock_timeout by aborting the one whose check finds it: the change, which
+// waited first. The change runs again and succeeds: a user's suspend does not fail on it.
 TEST_F(PgStoreTest, AScheduleChangeAbortedByADeadlockRunsAgain) {
   Apply({PartitionSchedule("s", "d")});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
@@ -2079,7 +2117,7 @@ TEST_F(PgStoreTest, AScheduleChangeAbortedByADeadlockRunsAgain) {
     FAIL() << "the change did not wait for the job";
   }
   try {
-    checker.exec("SELECT id FROM schedules WHERE name = 'default/s' FOR SHARE");  // as LoadSchedules
+    checker.exec("SELECT id FROM schedules WHERE name = 'default/s' FOR SHARE");
     checker.commit();
   } catch (const pqxx::sql_error&) {
     // If the checker is the one aborted instead, it ends and releases the job; the change goes on.
@@ -2208,7 +2246,7 @@ TEST_F(PgStoreTest, GenericPlansAreMadeAnewForTheTablesCurrentSize) {
 TEST_F(PgStoreTest, EngineConnectionsDoNotCompilePlans) {
   Exec("ALTER DATABASE trigd_store_test SET jit_above_cost = 0");
   auto store = NewStore();
-  auto plan = store->ExplainPrepared("schedule_versions_share", 1);
+  auto plan = store->ExplainPrepared("schedule_versions", 1);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->find("JIT"), std::string::npos) << *plan;
 }

@@ -1,6 +1,7 @@
 // Run ids (store/pg_internal.h): UUIDv7, so runs launched later sort later and inserts stay at
 // the right edge of the runs primary key, whatever the size of the history.
 #include <chrono>
+#include <cstdio>
 #include <regex>
 #include <set>
 #include <string>
@@ -23,6 +24,22 @@ TEST(RunIdTest, IsAVersion7UuidWithTheCurrentTime) {
           .count();
   EXPECT_LE(ms, static_cast<uint64_t>(now));
   EXPECT_GT(ms + 10000, static_cast<uint64_t>(now));
+}
+
+// FormatRunId writes what "%08x-%04x-7%03x-%04x-%012llx" over the same fields prints.
+TEST(RunIdTest, IsFormattedAsPrintfWouldFormatIt) {
+  const uint64_t values[][3] = {{0, 0, 0},
+                                {1795804883123ull, 0x0123456789abcdefull, 0xfedcba9876543210ull},
+                                {0xffffffffffffull, ~0ull, ~0ull},
+                                {1700000000000ull, 0xabcull, 0x3fff000000000001ull}};
+  for (const auto& v : values) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%08x-%04x-7%03x-%04x-%012llx", static_cast<unsigned>((v[0] >> 16) & 0xffffffff),
+                  static_cast<unsigned>(v[0] & 0xffff), static_cast<unsigned>(v[1] & 0xfff),
+                  static_cast<unsigned>(0x8000 | ((v[2] >> 48) & 0x3fff)),
+                  static_cast<unsigned long long>(v[2] & 0xffffffffffffull));
+    EXPECT_EQ(pg_internal::FormatRunId(v[0], v[1], v[2]), std::string(buf));
+  }
 }
 
 TEST(RunIdTest, LaterIdsSortAfterEarlierOnesAndNeverRepeat) {

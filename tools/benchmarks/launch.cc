@@ -148,9 +148,9 @@ int main(int argc, char** argv) {
   j["limit_run_indexes"] = bench::kLimitRunIndexes;
   j["load_average"] = bench::Round(bench::Median(loads), 1);
   j["bottleneck"] =
-      "beyond the limit's writes, a launch reads its schedule (cached) and share-locks it, locks and "
-      "updates its schedule's run counters, and writes its run with one more index "
-      "(runs_active_by_schedule); the checker takes about 8 round trips per transaction, the limit one";
+      "beyond the limit's writes, a launch reads its schedule (cached), locks and updates its schedule's "
+      "run counters, and writes a lineages row when its run starts a lineage and the run's "
+      "runs_by_lineage entry; the checker takes about 11 round trips per transaction, the limit one";
   bench::PrintJson(j);
   return 0;
 }
