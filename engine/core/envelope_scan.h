@@ -45,7 +45,8 @@ Result<Event> ParseScannedEnvelope(std::string_view bytes, bool payload = true);
 
 // For bytes that ScanEnvelope accepts: the Event ParseEnvelope reads, with a null payload, read
 // by the scanner; false (and `event` unspecified) when a member it would have to unescape holds
-// an escape.
+// an escape. A payload field that ParseEnvelope learns to read must be read here too (and
+// compared by tests/core/envelope_agreement.h), or the replay sees it empty.
 bool ScanEnvelopeEvent(std::string_view bytes, Event& event);
 
 }  // namespace trigd
