@@ -26,7 +26,7 @@ class PgEngineStore final : public EngineStore {
   Result<PgStore::ChangeCounts> TakeChangeCounts() override { return pg_->TakeChangeCounts(); }
   Result<std::map<std::string, int64_t>> TakeOperatorActions() override { return pg_->TakeOperatorActions(); }
   Status Prune(Millis keep) override { return pg_->Prune(keep); }
-  Result<std::vector<OutboxRow>> ClaimOutbox(size_t limit) override { return pg_->ClaimOutbox(limit); }
+  Result<OutboxClaim> ClaimOutbox(size_t limit) override { return pg_->ClaimOutbox(limit); }
   Result<std::vector<double>> CompleteOutbox(const std::vector<int64_t>& confirmed) override {
     return pg_->CompleteOutbox(confirmed);
   }

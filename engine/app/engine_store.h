@@ -40,7 +40,7 @@ class EngineStore {
   virtual Status Prune(Millis keep) = 0;
 
   // Relay.
-  virtual Result<std::vector<OutboxRow>> ClaimOutbox(size_t limit) = 0;
+  virtual Result<OutboxClaim> ClaimOutbox(size_t limit) = 0;
   virtual Result<std::vector<double>> CompleteOutbox(const std::vector<int64_t>& confirmed) = 0;
   virtual Result<int> FailUnpublishable(const std::vector<int64_t>& refused) = 0;
 };

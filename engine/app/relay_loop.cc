@@ -39,17 +39,6 @@ class RefusedSends {
 constexpr size_t kClaimLimit = 5000;
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
 
-// Whether the claim may have left rows behind: it took as many single messages as it may, or a
-// bundle (the claim takes a few of those at most).
-bool ClaimWasFull(const std::vector<OutboxRow>& rows) {
-  size_t singles = 0;
-  for (const OutboxRow& r : rows) {
-    if (r.bundle) return true;
-    ++singles;
-  }
-  return singles >= kClaimLimit;
-}
-
 // The relay: publishes what committed transactions decided, deletes a row only once the
 // broker confirmed it (a crash in between re-sends it: same run id).
 // After a claim that was not full it claims again only when woken (a committing loop wakes it
@@ -79,19 +68,20 @@ void RelayLoop(Shared& sh) {
     }
     if (!claim_at_once) sh.relay_wake.Wait(kPollInterval);
     claim_at_once = true;
-    auto rows = pg->ClaimOutbox(kClaimLimit);
-    if (!rows.ok()) {
-      store.Failed(rows.status());
+    auto claim = pg->ClaimOutbox(kClaimLimit);
+    if (!claim.ok()) {
+      store.Failed(claim.status());
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       continue;
     }
-    if (rows->empty()) {
+    const std::vector<OutboxRow>& rows = claim->messages;
+    if (rows.empty()) {
       claim_at_once = false;
       continue;
     }
     // A launch topic for a new target is created on first use (trigd.launch.<target>).
     std::vector<TopicSpec> missing;
-    for (const auto& row : *rows) {
+    for (const auto& row : rows) {
       if (known_topics.insert(row.topic).second) missing.push_back({row.topic, 4, {{"retention.ms", "604800000"}}});
     }
     if (!missing.empty()) {
@@ -101,10 +91,10 @@ void RelayLoop(Shared& sh) {
       }
     }
     std::vector<OutMessage> out;
-    out.reserve(rows->size());
-    for (const auto& row : *rows) out.push_back({row.topic, row.key, row.payload});
+    out.reserve(rows.size());
+    for (const auto& row : rows) out.push_back({row.topic, row.key, row.payload});
     std::vector<bool> ok = producer->ProduceAndWait(out, 10000);
-    const std::vector<int64_t> given_up = refused_sends.Count(*rows, producer->Refused());
+    const std::vector<int64_t> given_up = refused_sends.Count(rows, producer->Refused());
     if (!given_up.empty()) {
       auto failed = pg->FailUnpublishable(given_up);
       if (!failed.ok()) {
@@ -120,18 +110,18 @@ void RelayLoop(Shared& sh) {
     // A row is confirmed when all its messages are (a bundle's share its id; rows come in id order).
     std::vector<int64_t> confirmed;
     size_t unconfirmed = 0;
-    for (size_t i = 0; i < rows->size();) {
+    for (size_t i = 0; i < rows.size();) {
       size_t end = i;
-      if (std::find(given_up.begin(), given_up.end(), (*rows)[i].id) != given_up.end()) {  // withdrawn
-        while (end < rows->size() && (*rows)[end].id == (*rows)[i].id) ++end;
+      if (std::find(given_up.begin(), given_up.end(), rows[i].id) != given_up.end()) {  // withdrawn
+        while (end < rows.size() && rows[end].id == rows[i].id) ++end;
         i = end;
         continue;
       }
       bool all = true;
-      for (; end < rows->size() && (*rows)[end].id == (*rows)[i].id; ++end) {
+      for (; end < rows.size() && rows[end].id == rows[i].id; ++end) {
         if (!ok[end]) ++unconfirmed, all = false;
       }
-      if (all) confirmed.push_back((*rows)[i].id);
+      if (all) confirmed.push_back(rows[i].id);
       i = end;
     }
     auto done = pg->CompleteOutbox(confirmed);
@@ -141,7 +131,7 @@ void RelayLoop(Shared& sh) {
     }
     sh.metrics.JobTransition("launched").Increment(static_cast<double>(done->size()));
     for (double s : *done) sh.metrics.EventToLaunch().Observe(s);
-    claim_at_once = ClaimWasFull(*rows);
+    claim_at_once = claim->full;
     if (unconfirmed > 0) {
       Log("relay: " + std::to_string(unconfirmed) + " messages not confirmed by Kafka (" + producer->LastError() +
           "); will re-send with a new producer");

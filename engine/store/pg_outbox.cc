@@ -9,24 +9,28 @@ using namespace pg_internal;  // NOLINT(google-build-using-namespace): the modul
 // The relay's transaction is opened by the claim's query and closed by CompleteOutbox's, each
 // a simple query of several statements (one round trip each: BEGIN and COMMIT would be a round
 // trip of their own with pqxx::work). The connection is the relay's alone.
-Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
+Result<OutboxClaim> PgStore::ClaimOutbox(size_t limit) {
   claim_.reset();  // a claim never completed is rolled back
-  auto result = Guard([&]() -> Result<std::vector<OutboxRow>> {
+  auto result = Guard([&]() -> Result<OutboxClaim> {
     RenewPlans();
     claim_ = std::make_unique<OpenTransaction>(*conn_->c);
-    std::vector<OutboxRow> rows;
+    OutboxClaim claim;
+    std::vector<OutboxRow>& rows = claim.messages;
     claim_ages_.clear();
     claim_started_ = std::chrono::steady_clock::now();
     const size_t bundles = (limit + kBundleMessages - 1) / kBundleMessages;
+    size_t singles_taken = 0, bundles_taken = 0;
     for (const auto& r : claim_->Begin("outbox_claim", {std::to_string(limit), std::to_string(bundles)})) {
       const int64_t id = r[0].as<int64_t>();
       if (r[5].as<bool>()) {
+        ++bundles_taken;
         auto messages = ParseBundle(std::string_view(r[3].c_str(), r[3].size()));
         if (!messages.ok()) return Internal("outbox row " + std::to_string(id) + ": " + messages.status().message());
         for (auto& [key, payload] : *messages)
-          rows.push_back({id, r[1].as<std::string>(), std::move(key), std::move(payload), true});
+          rows.push_back({id, r[1].as<std::string>(), std::move(key), std::move(payload)});
         continue;
       }
+      ++singles_taken;
       if (r[6].is_null()) {
         rows.push_back({id, r[1].as<std::string>(), r[2].as<std::string>(), r[3].as<std::string>()});
       } else {
@@ -40,7 +44,8 @@ Result<std::vector<OutboxRow>> PgStore::ClaimOutbox(size_t limit) {
         claim_ages_.emplace_back(id, static_cast<double>(r[4].as<int64_t>()) / 1e6);  // a first launch
     }
     if (rows.empty()) claim_.reset();
-    return rows;
+    claim.full = (limit > 0 && singles_taken >= limit) || (bundles > 0 && bundles_taken >= bundles);
+    return claim;
   });
   if (!result.ok()) claim_.reset();
   return result;

@@ -141,12 +141,19 @@ struct TickResult {
   IngestResult applied;  // the ticks applied to their schedules' jobs
 };
 
+// One message to publish; the messages of a bundle row share its id.
 struct OutboxRow {
   int64_t id = 0;
   std::string topic;
   std::string key;
   std::string payload;
-  bool bundle = false;  // one message of a bundle row (its messages share the id)
+};
+
+// What one claim of the outbox took, in id order, and whether it took as many rows as it may
+// (more may be waiting: the relay claims again at once instead of waiting for a wake).
+struct OutboxClaim {
+  std::vector<OutboxRow> messages;
+  bool full = false;
 };
 
 // A run that ended (or was given up): its schedule's and group's slot is freed.
@@ -216,8 +223,9 @@ class PgStore {
   // discards.
   Result<CheckerResult> CheckDueJobs(size_t limit);
 
-  // Relay: unsent outbox rows, locked (SKIP LOCKED) until CompleteOutbox.
-  Result<std::vector<OutboxRow>> ClaimOutbox(size_t limit);
+  // Relay: unsent outbox rows, locked (SKIP LOCKED) until CompleteOutbox: up to `limit` single
+  // messages and a few bundles (outbox_bundle.h).
+  Result<OutboxClaim> ClaimOutbox(size_t limit);
   // Deletes the confirmed rows and ends the claim. Returns, per launch request among them,
   // seconds from its job's trigger completing to the claim (for the latency histogram). The jobs
   // were marked launched when decided: the outbox row is what guaranteed the publication.

@@ -139,11 +139,12 @@ class FakeEngineStore final : public EngineStore {
     if (auto f = st_.Take("Prune")) return *f;
     return Status();
   }
-  Result<std::vector<OutboxRow>> ClaimOutbox(size_t limit) override {
+  // Up to `limit` messages; full when it took that many.
+  Result<OutboxClaim> ClaimOutbox(size_t limit) override {
     std::lock_guard<std::mutex> l(st_.mu);
     if (auto f = st_.Take("ClaimOutbox")) return *f;
-    return std::vector<OutboxRow>(st_.outbox.begin(),
-                                  st_.outbox.begin() + static_cast<std::ptrdiff_t>(std::min(limit, st_.outbox.size())));
+    const size_t n = std::min(limit, st_.outbox.size());
+    return OutboxClaim{{st_.outbox.begin(), st_.outbox.begin() + static_cast<std::ptrdiff_t>(n)}, n == limit};
   }
   // Deletes the confirmed rows; each one's event-to-launch age is 0.5 s.
   Result<std::vector<double>> CompleteOutbox(const std::vector<int64_t>& confirmed) override {

@@ -110,7 +110,7 @@ class PgStoreTest : public ::testing::Test {
     auto rows = store_->ClaimOutbox(100000);
     EXPECT_TRUE(rows.ok()) << rows.status().ToString();
     if (rows.ok()) {
-      for (const OutboxRow& r : *rows) {
+      for (const OutboxRow& r : rows->messages) {
         if (r.topic == topic) out.push_back(r.payload);
       }
     }
@@ -408,8 +408,8 @@ TEST_F(PgStoreTest, CheckerLaunchesReadyJobWithItsRunAndLaunchRequestTogether) {
   EXPECT_EQ(Count("SELECT count(*) FROM runs"), 1);
   auto rows = store_->ClaimOutbox(10);
   ASSERT_TRUE(rows.ok());
-  ASSERT_EQ(rows->size(), 1u);
-  auto done = store_->CompleteOutbox({(*rows)[0].id});
+  ASSERT_EQ(rows->messages.size(), 1u);
+  auto done = store_->CompleteOutbox({rows->messages[0].id});
   ASSERT_TRUE(done.ok());
   // One latency (trigger complete -> confirmed) per launch request, a small one here.
   ASSERT_EQ(done->size(), 1u);
@@ -460,12 +460,12 @@ TEST_F(PgStoreTest, EventToLaunchAgeEndsAtTheConfirmation) {
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
   auto rows = store_->ClaimOutbox(10);
   ASSERT_TRUE(rows.ok());
-  ASSERT_EQ(rows->size(), 1u);
+  ASSERT_EQ(rows->messages.size(), 1u);
   const double ready_to_claim =
       std::stod(Text("SELECT extract(epoch from clock_timestamp() - ready_at)::text FROM jobs"));
   // The publication and its confirmation, as long as a slow broker's.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  auto done = store_->CompleteOutbox({(*rows)[0].id});
+  auto done = store_->CompleteOutbox({rows->messages[0].id});
   ASSERT_TRUE(done.ok());
   ASSERT_EQ(done->size(), 1u);
   EXPECT_GE((*done)[0], 0.3);
@@ -690,7 +690,7 @@ TEST_F(PgStoreTest, ALaunchDecidedButNotYetPublishedIsShownAsSuch) {
 
   auto rows = store_->ClaimOutbox(10);
   ASSERT_TRUE(rows.ok());
-  ASSERT_TRUE(store_->CompleteOutbox({(*rows)[0].id}).ok());
+  ASSERT_TRUE(store_->CompleteOutbox({rows->messages[0].id}).ok());
   EXPECT_EQ(store_->CountJobs()->at("pending_launch"), 0);
   seen = InspectJob(conn_, job);
   ASSERT_TRUE(seen.ok());
@@ -707,11 +707,28 @@ TEST_F(PgStoreTest, UnconfirmedOutboxRowsStayForTheNextRelay) {
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e2", "d", "q")}, 0)).ok());
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
   auto rows = store_->ClaimOutbox(10);
-  ASSERT_EQ(rows->size(), 2u);
-  ASSERT_TRUE(store_->CompleteOutbox({(*rows)[0].id}).ok());
+  ASSERT_EQ(rows->messages.size(), 2u);
+  ASSERT_TRUE(store_->CompleteOutbox({rows->messages[0].id}).ok());
   auto again = store_->ClaimOutbox(10);
-  ASSERT_EQ(again->size(), 1u);
-  EXPECT_EQ((*again)[0].payload, (*rows)[1].payload);  // same run id re-sent
+  ASSERT_EQ(again->messages.size(), 1u);
+  EXPECT_EQ(again->messages[0].payload, rows->messages[1].payload);  // same run id re-sent
+}
+
+// A claim says whether it took as many single messages as it may: the relay then claims again
+// at once rather than waiting for a wake.
+TEST_F(PgStoreTest, AClaimIsFullWhenItTookAsManyMessagesAsItMay) {
+  Apply({PartitionSchedule("s", "d")});
+  ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e2", "d", "q")}, 0)).ok());
+  ASSERT_TRUE(store_->CheckDueJobs(100).ok());
+  auto one = store_->ClaimOutbox(1);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  ASSERT_EQ(one->messages.size(), 1u);
+  EXPECT_TRUE(one->full);
+  ASSERT_TRUE(store_->CompleteOutbox({one->messages[0].id}).ok());
+  auto rest = store_->ClaimOutbox(2);
+  ASSERT_TRUE(rest.ok()) << rest.status().ToString();
+  ASSERT_EQ(rest->messages.size(), 1u);
+  EXPECT_FALSE(rest->full);
 }
 
 TEST_F(PgStoreTest, WorkerReportsMoveRunsAndFreeTheirSlot) {
@@ -969,13 +986,13 @@ TEST_F(PgStoreTest, DueTickIsProducedOncePerFireTime) {
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic='t.events.time' AND bundle"), 1);
   auto rows = store_->ClaimOutbox(10);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
-  ASSERT_EQ(rows->size(), 1u);
-  EXPECT_EQ((*rows)[0].topic, "t.events.time");
-  EXPECT_EQ((*rows)[0].key, "default/t");
-  auto tick = ParseEnvelope((*rows)[0].payload);
+  ASSERT_EQ(rows->messages.size(), 1u);
+  EXPECT_EQ(rows->messages[0].topic, "t.events.time");
+  EXPECT_EQ(rows->messages[0].key, "default/t");
+  auto tick = ParseEnvelope(rows->messages[0].payload);
   ASSERT_TRUE(tick.ok()) << tick.status().ToString();
   EXPECT_EQ(tick->id.rfind("tick:default/t:", 0), 0u) << tick->id;
-  ASSERT_TRUE(store_->CompleteOutbox({(*rows)[0].id}).ok());
+  ASSERT_TRUE(store_->CompleteOutbox({rows->messages[0].id}).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at > now()"), 1);
   // Applied in the same transaction, once: the trigger's row lock decides it, not a
@@ -1555,9 +1572,9 @@ TEST_F(PgStoreTest, ARunInFlightAcrossMigration016IsRetriedWithItsFields) {
   ASSERT_EQ((*store)->SweepRuns()->lost, 1);
   auto claimed = (*store)->ClaimOutbox(100);
   ASSERT_TRUE(claimed.ok());
-  ASSERT_EQ(claimed->size(), 1u);
-  EXPECT_EQ(json::parse((*claimed)[0].payload)["start_by"], "2026-11-25T10:10:00.500Z");
-  ASSERT_TRUE((*store)->CompleteOutbox({(*claimed)[0].id}).ok());
+  ASSERT_EQ(claimed->messages.size(), 1u);
+  EXPECT_EQ(json::parse(claimed->messages[0].payload)["start_by"], "2026-11-25T10:10:00.500Z");
+  ASSERT_TRUE((*store)->CompleteOutbox({claimed->messages[0].id}).ok());
   {
     pqxx::connection c(db);
     pqxx::work tx(c);
@@ -1567,8 +1584,8 @@ TEST_F(PgStoreTest, ARunInFlightAcrossMigration016IsRetriedWithItsFields) {
   ASSERT_EQ((*store)->SweepRuns()->retried, 1);
   claimed = (*store)->ClaimOutbox(100);
   ASSERT_TRUE(claimed.ok());
-  ASSERT_EQ(claimed->size(), 1u);
-  json retry = json::parse((*claimed)[0].payload);
+  ASSERT_EQ(claimed->messages.size(), 1u);
+  json retry = json::parse(claimed->messages[0].payload);
   EXPECT_EQ(retry["attempt"], 2);
   EXPECT_NE(retry["launched_at"], "2026-11-25T10:00:00.5Z");
   json old = json::parse(old_request);
@@ -2351,7 +2368,7 @@ TEST_F(PgStoreTest, TickAppliesItselfAndItsCopyOnTheTopicIsADuplicate) {
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   std::string payload;
   std::vector<int64_t> ids;
-  for (const OutboxRow& row : *rows) {
+  for (const OutboxRow& row : rows->messages) {
     if (row.topic == "t.events.time") payload = row.payload;
     ids.push_back(row.id);
   }
@@ -2386,13 +2403,14 @@ TEST_F(PgStoreTest, TicksGoOutInBundlesAndTheClaimExpandsThem) {
   // Up to 10 single messages and one bundle (10 rounded up to whole bundles).
   auto rows = store_->ClaimOutbox(10);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
-  ASSERT_EQ(rows->size(), 1001u);
+  ASSERT_EQ(rows->messages.size(), 1001u);
+  EXPECT_TRUE(rows->full) << "it took as many bundles as it may: more may be waiting";
   std::set<std::string> keys;
   std::set<int64_t> ids;
-  for (size_t i = 0; i < rows->size(); ++i) {
-    const OutboxRow& row = (*rows)[i];
+  for (size_t i = 0; i < rows->messages.size(); ++i) {
+    const OutboxRow& row = rows->messages[i];
     if (i > 0) {
-      EXPECT_LE((*rows)[i - 1].id, row.id);
+      EXPECT_LE(rows->messages[i - 1].id, row.id);
     }
     ids.insert(row.id);
     if (row.topic == "t.dead") continue;
@@ -2407,10 +2425,15 @@ TEST_F(PgStoreTest, TicksGoOutInBundlesAndTheClaimExpandsThem) {
   ASSERT_TRUE(store_->CompleteOutbox(std::vector<int64_t>(ids.begin(), ids.end())).ok());
   auto rest = store_->ClaimOutbox(10);
   ASSERT_TRUE(rest.ok()) << rest.status().ToString();
-  ASSERT_EQ(rest->size(), 1u);
-  EXPECT_FALSE(keys.count((*rest)[0].key)) << (*rest)[0].key;
-  ASSERT_TRUE(store_->CompleteOutbox({(*rest)[0].id}).ok());
+  ASSERT_EQ(rest->messages.size(), 1u);
+  EXPECT_TRUE(rest->full) << "a claim of 10 takes one bundle, and took it";
+  EXPECT_FALSE(keys.count(rest->messages[0].key)) << rest->messages[0].key;
+  ASSERT_TRUE(store_->CompleteOutbox({rest->messages[0].id}).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM outbox"), 0);
+  auto none = store_->ClaimOutbox(10);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->messages.empty());
+  EXPECT_FALSE(none->full);
 }
 
 TEST_F(PgStoreTest, AMalformedBundleIsAnErrorNamingItsRow) {

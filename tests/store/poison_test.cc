@@ -85,7 +85,7 @@ class PoisonTest : public ::testing::TestWithParam<bool> {
     auto rows = store_->ClaimOutbox(1000);
     EXPECT_TRUE(rows.ok());
     std::vector<json> out;
-    for (const OutboxRow& r : *rows) {
+    for (const OutboxRow& r : rows->messages) {
       if (r.topic == "t.dead") out.push_back(json::parse(r.payload));
     }
     EXPECT_TRUE(store_->CompleteOutbox({}).ok());

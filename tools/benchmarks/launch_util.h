@@ -266,9 +266,9 @@ inline LaunchFigures LaunchThroughEngine(Run& run, int64_t expected, size_t limi
         return static_cast<int64_t>(r->checked);
       },
       [&] {
-        auto rows = (*relay_store)->ClaimOutbox(5000);
-        if (!rows.ok()) run.Fail("ClaimOutbox: " + rows.status().ToString());
-        return std::move(*rows);
+        auto claim = (*relay_store)->ClaimOutbox(5000);
+        if (!claim.ok()) run.Fail("ClaimOutbox: " + claim.status().ToString());
+        return std::move(claim->messages);
       },
       [&](const std::vector<int64_t>& confirmed) {
         auto done = (*relay_store)->CompleteOutbox(confirmed);
