@@ -74,7 +74,7 @@ void RelayLoop(Shared& sh) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       continue;
     }
-    const std::vector<OutboxRow>& rows = claim->messages;
+    std::vector<OutboxRow>& rows = claim->messages;
     if (rows.empty()) {
       claim_at_once = false;
       continue;
@@ -92,7 +92,8 @@ void RelayLoop(Shared& sh) {
     }
     std::vector<OutMessage> out;
     out.reserve(rows.size());
-    for (const auto& row : rows) out.push_back({row.topic, row.key, row.payload});
+    // Moved, not copied: from here on only the rows' ids are read.
+    for (auto& row : rows) out.push_back({std::move(row.topic), std::move(row.key), std::move(row.payload)});
     std::vector<bool> ok = producer->ProduceAndWait(out, 10000);
     const std::vector<int64_t> given_up = refused_sends.Count(rows, producer->Refused());
     if (!given_up.empty()) {

@@ -193,7 +193,7 @@ void DriveLaunch(Run& run, int64_t expected, int checkers, Check check, Claim cl
     }
     std::vector<trigd::OutMessage> out;
     out.reserve(rows.size());
-    for (const auto& row : rows) out.push_back({row.topic, row.key, row.payload});
+    for (auto& row : rows) out.push_back({std::move(row.topic), std::move(row.key), std::move(row.payload)});
     t = Clock::now();
     std::vector<bool> ok = (*producer)->ProduceAndWait(out, 10000);
     f.produce_seconds += SecondsSince(t);
