@@ -137,9 +137,8 @@ std::string SilenceDetail(const SilenceTrigger& leaf, const LeafState& state) {
 
 // TriggerLeaves(trigger).size(), without building the list.
 size_t CountLeaves(const Trigger& trigger) {
-  if (!IsComposite(trigger)) return 1;
   size_t n = 0;
-  for (const Trigger& child : trigger.children) n += CountLeaves(child);
+  ForEachLeaf(trigger, [&n](const Trigger&) { ++n; });
   return n;
 }
 

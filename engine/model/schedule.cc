@@ -57,19 +57,9 @@ const char* OverlapPolicyName(OverlapPolicy p) {
   return "?";
 }
 
-namespace {
-void CollectLeaves(const Trigger& t, std::vector<const Trigger*>& out) {
-  if (t.kind == TriggerKind::kAll || t.kind == TriggerKind::kAny) {
-    for (const Trigger& c : t.children) CollectLeaves(c, out);
-  } else {
-    out.push_back(&t);
-  }
-}
-}  // namespace
-
 std::vector<const Trigger*> TriggerLeaves(const Trigger& trigger) {
   std::vector<const Trigger*> out;
-  CollectLeaves(trigger, out);
+  ForEachLeaf(trigger, [&out](const Trigger& leaf) { out.push_back(&leaf); });
   return out;
 }
 

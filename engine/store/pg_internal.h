@@ -274,11 +274,6 @@ inline void KillByDeleteEvents(pqxx::transaction_base& tx, const TopicNames& top
   AnnounceEndedRuns(tx, topics, killed, first, {"killed", "schedule_deleted", "killed"});
 }
 
-// A UUIDv7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits. Runs launched
-// close in time get ids that sort together, so inserting a run touches the right edge of the
-// runs primary key however long the history is. (Random v4 ids sent each insert to a random leaf
-// page of that index: with millions of historic runs, a page to read and a full-page WAL image
-// per launch.)
 // A run id from its time (ms since the epoch) and its random bits, formatted as
 // "%08x-%04x-7%03x-%04x-%012llx" (ms's 48 bits, version 7, 12 bits of `hi`, the variant and 14
 // bits of `lo`, 48 bits of `lo`) without printf: one per launch, it was 3% of trigd's CPU in the
@@ -298,6 +293,11 @@ inline std::string FormatRunId(uint64_t ms, uint64_t hi, uint64_t lo) {
   return out;
 }
 
+// A UUIDv7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits. Runs launched
+// close in time get ids that sort together, so inserting a run touches the right edge of the
+// runs primary key however long the history is. (Random v4 ids sent each insert to a random leaf
+// page of that index: with millions of historic runs, a page to read and a full-page WAL image
+// per launch.)
 inline std::string NewRunId() {
   static thread_local uint64_t a = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
   static thread_local uint64_t b = std::random_device{}() * 0xC2B2AE3D27D4EB4Full ^ std::random_device{}();
