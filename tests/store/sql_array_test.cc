@@ -20,6 +20,53 @@ const std::vector<std::string> kAwkward = {"",     "plain",     "quo\"te",    "b
                                            "\"",   "tab\there", "new\nline",  "cr\rx",       "{brace},comma",
                                            "NULL", "\\N",       "  spaced  ", "ünïcödé ✓",   "a\\\"b\\\\c"};
 
+// Byte-by-byte references for the word-at-a-time scans: every byte that needs escaping (and
+// bytes next to them that do not: other control bytes, '!' and ']' one above '"' and '\\',
+// UTF-8) at every position of texts longer than a word.
+std::string CopyReference(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+std::string ArrayReference(std::string_view s) {
+  std::string out = "{\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"}";
+}
+
+TEST(SqlArrayTest, EscapesEveryByteAtEveryPositionAsByteByByte) {
+  const std::string specials = {'\\', '\t', '\n', '\r', '"',    '\x01', '\x1f',
+                                ' ',  '!',  ']',  '[',  '\x7f', '\xc3', '\xbc'};
+  for (size_t len : {7u, 8u, 9u, 15u, 16u, 17u, 31u}) {
+    for (size_t pos = 0; pos < len; ++pos) {
+      for (char a : specials) {
+        for (char b : {'x', '\\', '\n', '"', '\x02'}) {
+          std::string s(len, 'a');
+          s[pos] = a;
+          s[(pos * 5 + 3) % len] = b;
+          CopyRows rows;
+          rows.AddText(s);
+          EXPECT_EQ(rows.text(), CopyReference(s)) << len << " " << pos;
+          SqlArray array;
+          array.AddText(s);
+          EXPECT_EQ(array.Take(), ArrayReference(s)) << len << " " << pos;
+        }
+      }
+    }
+  }
+}
+
 TEST(SqlArrayTest, TextElementsReadBackAsWritten) {
   SqlArray a;
   for (const auto& s : kAwkward) a.AddText(s);
