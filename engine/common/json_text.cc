@@ -1,15 +1,24 @@
 #include "common/json_text.h"
 
+#include "common/byte_scan.h"
+
 namespace trigd {
 
 void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
-  // Runs of characters that need no escape (nearly all of them) are copied whole, not one
-  // character at a time.
+  // Runs of characters that need no escape (nearly all of them) are found a word at a time and
+  // copied whole.
+  auto next = [&s](size_t from) {
+    return byte_scan::Find(
+        s, from,
+        [](uint64_t w) {
+          return byte_scan::HasByteBelow(w, 0x20) | byte_scan::HasByte(w, '"') | byte_scan::HasByte(w, '\\');
+        },
+        [](unsigned char c) { return c < 0x20 || c == '"' || c == '\\'; });
+  };
   size_t plain = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
+  for (size_t i = next(0); i < s.size(); i = next(i + 1)) {
     auto c = static_cast<unsigned char>(s[i]);
-    if (c != '"' && c != '\\' && c >= 0x20) continue;
     out.append(s.substr(plain, i - plain));
     plain = i + 1;
     if (c == '"' || c == '\\') {

@@ -9,59 +9,19 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/byte_scan.h"
+
 namespace trigd::pg_internal {
-
-// Byte scans a word (eight bytes) at a time: most text to escape is JSON with nothing to escape
-// in it, and testing a word costs a handful of arithmetic operations where testing its bytes one
-// by one costs about ten instructions each (the launch path escapes each launch request twice).
-namespace swar {
-inline constexpr uint64_t kOnes = 0x0101010101010101ULL;
-inline constexpr uint64_t kHighBits = 0x8080808080808080ULL;
-inline uint64_t Load(const char* p) {
-  uint64_t w;
-  std::memcpy(&w, p, sizeof w);
-  return w;
-}
-// Nonzero if and only if a byte of `w` is `c` (a false mark can follow a true one, never
-// stand alone).
-inline uint64_t HasByte(uint64_t w, unsigned char c) {
-  const uint64_t x = w ^ (kOnes * c);
-  return (x - kOnes) & ~x & kHighBits;
-}
-// Nonzero if and only if a byte of `w` is below `n` (n <= 128).
-inline uint64_t HasByteBelow(uint64_t w, unsigned char n) { return (w - kOnes * n) & ~w & kHighBits; }
-
-// The index of the first byte of s at or after `from` for which `is` holds, or s.size(); `maybe`
-// tells whether a word can hold such a byte (no false "no").
-template <typename Maybe, typename Is>
-size_t Find(std::string_view s, size_t from, Maybe maybe, Is is) {
-  size_t i = from;
-  while (i + 8 <= s.size()) {
-    if (!maybe(Load(s.data() + i))) {
-      i += 8;
-      continue;
-    }
-    for (const size_t end = i + 8; i < end; ++i) {
-      if (is(static_cast<unsigned char>(s[i]))) return i;
-    }
-  }
-  for (; i < s.size(); ++i) {
-    if (is(static_cast<unsigned char>(s[i]))) return i;
-  }
-  return s.size();
-}
-}  // namespace swar
 
 // The first byte of s at or after `from` that an array element's quoting escapes (" and \).
 inline size_t NextArrayEscape(std::string_view s, size_t from) {
-  return swar::Find(
-      s, from, [](uint64_t w) { return swar::HasByte(w, '"') | swar::HasByte(w, '\\'); },
+  return byte_scan::Find(
+      s, from, [](uint64_t w) { return byte_scan::HasByte(w, '"') | byte_scan::HasByte(w, '\\'); },
       [](unsigned char c) { return c == '"' || c == '\\'; });
 }
 
@@ -131,8 +91,8 @@ inline constexpr std::array<char, 256> kCopyEscapes = [] {
 // The first byte of s at or after `from` that COPY's text format escapes. The escaped bytes are
 // all below 0x20 but the backslash: a word with neither is skipped whole.
 inline size_t NextCopyEscape(std::string_view s, size_t from) {
-  return swar::Find(
-      s, from, [](uint64_t w) { return swar::HasByteBelow(w, 0x20) | swar::HasByte(w, '\\'); },
+  return byte_scan::Find(
+      s, from, [](uint64_t w) { return byte_scan::HasByteBelow(w, 0x20) | byte_scan::HasByte(w, '\\'); },
       [](unsigned char c) { return kCopyEscapes[c] != 0; });
 }
 

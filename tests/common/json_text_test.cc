@@ -26,6 +26,45 @@ TEST(JsonTextTest, StringsAreQuotedAndEscaped) {
   EXPECT_EQ(json::parse(out).get<std::string>(), "h\xc3\xa9llo \xe2\x9c\x93");
 }
 
+// The word-at-a-time scan against a byte-by-byte reference: every byte that is escaped (and
+// bytes beside them that are not: space, '!' and ']' one above '"' and '\\', DEL, UTF-8) at
+// every position of texts longer than a word.
+TEST(JsonTextTest, EscapesEveryByteAtEveryPositionAsByteByByte) {
+  auto reference = [](std::string_view s) {
+    std::string out = "\"";
+    for (char ch : s) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += ch;
+      } else if (c < 0x20) {
+        static const char kHex[] = "0123456789abcdef";
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 15];
+      } else {
+        out += ch;
+      }
+    }
+    return out + "\"";
+  };
+  const std::string specials = {'\\', '"', '\0', '\t', '\n', '\x1f', ' ', '!', ']', '\x7f', '\xc3', '\xbc'};
+  for (size_t len : {7u, 8u, 9u, 15u, 16u, 17u, 31u}) {
+    for (size_t pos = 0; pos < len; ++pos) {
+      for (char a : specials) {
+        for (char b : {'x', '"', '\x01'}) {
+          std::string s(len, 'a');
+          s[pos] = a;
+          s[(pos * 5 + 3) % len] = b;
+          std::string out;
+          AppendJsonString(out, s);
+          EXPECT_EQ(out, reference(s)) << len << " " << pos;
+        }
+      }
+    }
+  }
+}
+
 TEST(JsonTextTest, ObjectMembersKeepTheirOrderAndNest) {
   std::string leaves = JsonArrayText().String("trigger: 1 of 4 partitions").String("x\"y").Take();
   std::string entry = JsonObjectText()
