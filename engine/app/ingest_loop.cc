@@ -298,6 +298,10 @@ std::unique_ptr<Consumer> MakeConsumer(Shared& sh, const TopicNames& topics, Ing
           }
           std::this_thread::sleep_for(std::chrono::seconds(1));
         }
+        // Stopping (a stop can come while the store is unreachable, after a failed batch's
+        // rewind): the loop consumes and commits nothing more, so where the consumer would start
+        // does not matter. Kafka's committed offsets, never ahead of PostgreSQL's, stand in.
+        if (sh.Stopping()) return std::vector<std::optional<int64_t>>(parts.size(), kCommittedOffset);
         TRIGD_FAIL("cannot load the consumer positions: restart to position safely");
       },
       options);
