@@ -3,7 +3,12 @@
 # event partitions; one is killed with SIGKILL in the middle of a stream and not restarted; the
 # other takes over its partitions within seconds, and nothing is lost or applied twice.
 # - Sharing: each instance's own trigd_events_total must be > 0 before the kill (events go to
-#   all four partitions of events.data, one dataset per partition).
+#   all four partitions of events.data, one dataset per partition, and a few to all four of
+#   events.program). Cooperative-sticky balances the count of partitions over all event topics,
+#   not each topic: when one instance had the group to itself first, the other takes the first
+#   six in topic order, all of events.data. Every instance holds at least two partitions of
+#   events.data or events.program either way, and the victim is the one holding most of
+#   events.data, so its data partitions are what the survivor must take over.
 # - Takeover time: from the kill until the stored position of every events.data partition has
 #   moved past where it was at the kill (the stream goes on to every partition; the killed
 #   instance's partitions can only move once the group gave them to the survivor, which takes
@@ -49,14 +54,19 @@ done
 python3 - "$run" "$TRIGD_KAFKA" "$events" "$rate" >"$tmp/producer.log" 2>&1 <<'EOF' &
 import json, subprocess, sys, time
 run, kafka, n, rate = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-procs = [subprocess.Popen(["kcat", "-P", "-b", kafka, "-t", f"{run}.events.data", "-p", str(p), "-K", "\t"],
-                          stdin=subprocess.PIPE, text=True) for p in range(4)]
+procs = [subprocess.Popen(["kcat", "-P", "-b", kafka, "-t", f"{run}.events.{topic}", "-p", str(p), "-K", "\t"],
+                          stdin=subprocess.PIPE, text=True) for topic in ("data", "program") for p in range(4)]
 t0 = time.time()
 for i in range(n):
     e = {"id": f"{run}-{i}", "type": "partition", "time": "2026-11-22T10:00:00Z",
          "payload": {"dataset": f"two.d{i % 4}", "partitions": [f"p={i}"]}}
     procs[i % 4].stdin.write(f"two.d{i % 4}\t{json.dumps(e)}\n")
     if i % 10 == 9:
+        # One status of a program no schedule follows, on each events.program partition.
+        for p in range(4):
+            e = {"id": f"{run}-p{i}-{p}", "type": "program", "time": "2026-11-22T10:00:00Z",
+                 "payload": {"program": "two.none", "run_id": f"none-{i}-{p}", "status": "succeeded", "attempt": 1}}
+            procs[4 + p].stdin.write(f"two.none\t{json.dumps(e)}\n")
         for p in procs:
             p.stdin.flush()
         time.sleep(max(0.0, t0 + (i + 1) / rate - time.time()))
@@ -85,8 +95,24 @@ before=("$(applied 0)" "$(applied 1)")
 echo "before the kill: instance 0 counted ${before[0]} events, instance 1 counted ${before[1]}"
 kill -0 "$producer" 2>/dev/null || fail "the stream ended before the kill; slow the producer"
 
-# Kill instance 0 mid-stream; note every data partition's stored position at that moment.
+# Kill the instance that holds most events.data partitions (its log's assignments) mid-stream;
+# note every data partition's stored position at that moment.
+data_held() {
+  python3 - "$1" <<'EOF'
+import re, sys
+held = set()
+for line in open(sys.argv[1]):
+    m = re.search(r"consumer: (assigned|revoked) (.*) \(\d+ held\)$", line)
+    if not m or m.group(2) == "no partitions":
+        continue
+    parts = set(m.group(2).split(", "))
+    held = held | parts if m.group(1) == "assigned" else held - parts
+print(sum(1 for p in held if ".events.data[" in p))
+EOF
+}
 victim=0 survivor=1
+if (( $(data_held "$tmp/trigd-1.log") > $(data_held "$tmp/trigd-0.log") )); then victim=1 survivor=0; fi
+echo "instance $victim holds $(data_held "$tmp/trigd-$victim.log") of 4 events.data partitions: killing it"
 kill -9 "${pids[$victim]}"; wait "${pids[$victim]}" 2>/dev/null || true; pids[$victim]=
 killed_at=$(date +%s.%N)
 at_kill=$(lag_json | python3 -c 'import json,sys; print(json.dumps({str(r["partition"]): r["committed"] for r in json.load(sys.stdin) if r["topic"].endswith(".events.data")}))')
