@@ -445,8 +445,10 @@ class PlainScanner {
     return false;
   }
 
-  // The members of the envelope (top) or of its payload, after the '{'.
-  bool Members(Fields& f, bool top) {
+  // The members of an object whose '{' was passed: each key a string not repeated in the
+  // object, then `value(key)` reads its value (p_ at its first byte); true after the '}'.
+  template <typename ReadValue>
+  bool Object(ReadValue&& value) {
     Space();
     if (p_ != end_ && *p_ == '}') {
       ++p_;
@@ -461,22 +463,24 @@ class PlainScanner {
       if (p_ == end_ || *p_ != ':') return false;
       ++p_;
       Space();
-      if (p_ == end_) return false;
-      Value* slot = top ? TopSlot(f, key) : PayloadSlot(f, key);
-      if (!slot) {
-        if (!Skip(top ? 1 : 2)) return false;
-      } else if (slot == &f.payload) {
-        // ParseEnvelope refuses a payload that is not an object, whatever the type.
-        if (*p_ != '{') return false;
-        ++p_;
-        f.payload.kind = Value::kObject;
-        if (!Members(f, /*top=*/false)) return false;
-      } else if (!Member(*slot, top ? 1 : 2)) {
-        return false;
-      }
+      if (p_ == end_ || !value(key)) return false;
     } while (Next('}', ok));
     keys_.Close(keys);
     return ok;
+  }
+
+  // The members of the envelope (top) or of its payload, after the '{'.
+  bool Members(Fields& f, bool top) {
+    return Object([&](std::string_view key) {
+      Value* slot = top ? TopSlot(f, key) : PayloadSlot(f, key);
+      if (!slot) return Skip(top ? 1 : 2);
+      if (slot != &f.payload) return Member(*slot, top ? 1 : 2);
+      // ParseEnvelope refuses a payload that is not an object, whatever the type.
+      if (*p_ != '{') return false;
+      ++p_;
+      f.payload.kind = Value::kObject;
+      return Members(f, /*top=*/false);
+    });
   }
 
   // A member's value that ParseEnvelope reads, inside a container at `depth`.
@@ -530,28 +534,10 @@ class PlainScanner {
         std::string_view text;
         return String(text);
       }
-      case '{': {
+      case '{':
         if (depth + 1 > kMaxScanDepth) return false;
         ++p_;
-        Space();
-        if (p_ != end_ && *p_ == '}') {
-          ++p_;
-          return true;
-        }
-        bool ok = true;
-        const size_t keys = keys_.Open();
-        do {
-          std::string_view key;
-          if (p_ == end_ || *p_ != '"' || !String(key) || !keys_.Add(keys, key)) return false;
-          Space();
-          if (p_ == end_ || *p_ != ':') return false;
-          ++p_;
-          Space();
-          if (p_ == end_ || !Skip(depth + 1)) return false;
-        } while (Next('}', ok));
-        keys_.Close(keys);
-        return ok;
-      }
+        return Object([&](std::string_view) { return Skip(depth + 1); });
       case '[': {
         if (depth + 1 > kMaxScanDepth) return false;
         ++p_;
