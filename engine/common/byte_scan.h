@@ -20,14 +20,14 @@ inline uint64_t Load(const char* p) {
   return w;
 }
 
-// Nonzero if and only if a byte of `w` is `c` (a false mark can follow a true one, never stand
-// alone).
+// Nonzero if and only if a byte of `w` is `c` ("Bit Twiddling Hacks"' haszero on w ^ c; a false
+// mark can follow a true one, never stand alone).
 inline uint64_t HasByte(uint64_t w, unsigned char c) {
   const uint64_t x = w ^ (kOnes * c);
   return (x - kOnes) & ~x & kHighBits;
 }
 
-// Nonzero if and only if a byte of `w` is below `n` (n <= 128).
+// Nonzero if and only if a byte of `w` is below `n` (n <= 128; "Bit Twiddling Hacks"' hasless).
 inline uint64_t HasByteBelow(uint64_t w, unsigned char n) { return (w - kOnes * n) & ~w & kHighBits; }
 
 // The index of the first byte of s at or after `from` for which `is` holds, or s.size();

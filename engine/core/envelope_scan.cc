@@ -8,6 +8,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "common/byte_scan.h"
 #include "core/envelope_time.h"
 #include "model/schedule.h"
 
@@ -293,14 +294,11 @@ class Scanner {
   }
 
   // The bytes of `word` that need a closer look inside a string (a quote, a backslash, a
-  // control character or a non-ASCII byte), flagged by their high bit: "Bit Twiddling Hacks"'
-  // haszero and hasless on eight bytes at once. Only the lowest flag is exact (a borrow can flag
-  // bytes after it), which is all the caller uses.
+  // control character or a non-ASCII byte), flagged by their high bit. Only the lowest flag is
+  // exact (a borrow can flag bytes after it), which is all the caller uses.
   static uint64_t SpecialBytes(uint64_t word) {
-    constexpr uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
-    auto zero_bytes = [&](uint64_t v) { return (v - kOnes) & ~v & kHighs; };
-    const uint64_t below_space = (word - kOnes * 0x20) & ~word & kHighs;
-    return below_space | (word & kHighs) | zero_bytes(word ^ (kOnes * '"')) | zero_bytes(word ^ (kOnes * '\\'));
+    return byte_scan::HasByteBelow(word, 0x20) | (word & byte_scan::kHighBits) | byte_scan::HasByte(word, '"') |
+           byte_scan::HasByte(word, '\\');
   }
 
   // From p, past the plain ASCII bytes of a string (not a quote, backslash, control character
