@@ -110,9 +110,10 @@ for line in open(sys.argv[1]):
 print(sum(1 for p in held if ".events.data[" in p))
 EOF
 }
+held=("$(data_held "$tmp/trigd-0.log")" "$(data_held "$tmp/trigd-1.log")")
 victim=0 survivor=1
-if (( $(data_held "$tmp/trigd-1.log") > $(data_held "$tmp/trigd-0.log") )); then victim=1 survivor=0; fi
-echo "instance $victim holds $(data_held "$tmp/trigd-$victim.log") of 4 events.data partitions: killing it"
+if ((held[1] > held[0])); then victim=1 survivor=0; fi
+echo "instance $victim holds ${held[$victim]} of 4 events.data partitions: killing it"
 kill -9 "${pids[$victim]}"; wait "${pids[$victim]}" 2>/dev/null || true; pids[$victim]=
 killed_at=$(date +%s.%N)
 at_kill=$(lag_json | python3 -c 'import json,sys; print(json.dumps({str(r["partition"]): r["committed"] for r in json.load(sys.stdin) if r["topic"].endswith(".events.data")}))')
