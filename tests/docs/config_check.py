@@ -9,9 +9,10 @@ Usage:
                                 os.getenv; C++ getenv or Getenv in tools/benchmarks) are exactly
                                 those docs/configuration.md lists in the "environment" column of
                                 its tables
-  config_check.py metrics ROOT  every trigd_* name docs/troubleshooting.md quotes is a metric
-                                engine/metrics registers (histogram series _bucket, _sum, _count
-                                included)
+  config_check.py metrics ROOT  every trigd_* name README.md and the pages of docs/ quote (the
+                                ADRs, records of their time, aside) is a metric engine/metrics
+                                registers (histogram series _bucket, _sum, _count included), and
+                                docs/troubleshooting.md quotes some
 """
 
 import pathlib
@@ -99,7 +100,7 @@ def check_vars(root):
 
 
 def registered_metrics(root):
-    text = (root / "engine/metrics/metrics.cc").read_text()
+    text = "\n".join(p.read_text() for p in sorted((root / "engine/metrics").glob("*.cc")))
     names = set()
     for m in re.finditer(r'\.Name\("(trigd_[a-z0-9_]+)"\)', text):
         names.add(m.group(1))
@@ -113,17 +114,21 @@ def check_metrics(root):
     known = registered_metrics(root)
     failures, quoted = [], 0
     if len(known) < 5:
-        return 0, [f"found only {len(known)} metrics in engine/metrics/metrics.cc: the check's pattern is stale"]
-    page = root / "docs/troubleshooting.md"
-    for lineno, line in enumerate(page.read_text().splitlines(), 1):
-        for m in re.finditer(r"\btrigd_[a-z0-9_]+", line):
-            name = m.group(0)
-            if name.endswith("_"):  # a prefix, as in trigd_*
-                continue
-            quoted += 1
-            if name not in known:
-                failures.append(f"docs/troubleshooting.md:{lineno}: {name} is not a metric engine/metrics registers")
-    if quoted == 0:
+        return 0, [f"found only {len(known)} metrics in engine/metrics/*.cc: the check's pattern is stale"]
+    pages = [root / "README.md"] + sorted(p for p in (root / "docs").rglob("*.md") if "adr" not in p.parts)
+    in_troubleshooting = 0
+    for page in pages:
+        for lineno, line in enumerate(page.read_text().splitlines(), 1):
+            for m in re.finditer(r"\btrigd_[a-z0-9_]+", line):
+                name = m.group(0)
+                if name.endswith("_"):  # a prefix, as in `grep ^trigd_`
+                    continue
+                quoted += 1
+                if page.name == "troubleshooting.md":
+                    in_troubleshooting += 1
+                if name not in known:
+                    failures.append(f"{page.relative_to(root)}:{lineno}: {name} is not a metric engine/metrics registers")
+    if in_troubleshooting == 0:
         failures.append("docs/troubleshooting.md quotes no metric")
     return quoted, failures
 
