@@ -49,9 +49,9 @@ const CLI::App& Leaf(const CLI::App& root);
 // more than once"; CLI11's own message otherwise.
 std::string ParseProblem(const CLI::ParseError& e);
 
-// Parses argv into `app`. Help or the version asked for: printed on stdout, returns 0. A refused command line:
-// "PROGRAM[ COMMAND]: PROBLEM" and a pointer to --help on stderr, returns 1. nullopt: parsed,
-// go on (RefuseExtras next).
+// Parses argv into `app`. Help or the version asked for: printed on stdout, returns 0. A
+// refused command line: "PROGRAM[ COMMAND]: PROBLEM" and a pointer to --help on stderr, returns
+// 1. nullopt: parsed, go on (RefuseExtras next).
 std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv);
 
 // Refuses a command line (exit 1): "PROGRAM[ COMMAND]: PROBLEM" on stderr, then where the
