@@ -3,6 +3,8 @@
 #include <iostream>
 #include <regex>
 
+#include "version.h"
+
 namespace trigd {
 
 CLI::Option* FlagValue(CLI::Option* option) {
@@ -42,6 +44,7 @@ void SetUpApp(CLI::App& app, const std::string& name) {
   app.fallthrough();
   app.get_formatter()->label("Usage", "usage");
   app.get_formatter()->column_width(34);
+  app.set_version_flag("--version", name + " " + TRIGD_VERSION, "print the version and exit");
 }
 
 const CLI::App& Leaf(const CLI::App& root) {
@@ -90,6 +93,8 @@ std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);  // the help of the deepest subcommand named, on stdout; exit 0
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);  // "NAME VERSION" on stdout; exit 0
   } catch (const CLI::ParseError& e) {
     return RefuseCommandLine(app, ParseProblem(e));
   }

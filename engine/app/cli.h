@@ -34,7 +34,8 @@ void AddConfigFlags(CLI::App& app, Config& config, ConfigFlags which);
 Config LoadConfig();
 
 // A CLI11 App as the three binaries use it: `name` in its usage line ("usage: NAME ..."),
-// help on stdout with exit 0, unknown arguments kept for RefuseExtras rather than thrown, flags
+// help on stdout with exit 0, --version printing "NAME VERSION" (CMake's project version) on
+// stdout with exit 0, unknown arguments kept for RefuseExtras rather than thrown, flags
 // of the binary also accepted after a subcommand (fallthrough).
 void SetUpApp(CLI::App& app, const std::string& name);
 
@@ -48,9 +49,9 @@ const CLI::App& Leaf(const CLI::App& root);
 // more than once"; CLI11's own message otherwise.
 std::string ParseProblem(const CLI::ParseError& e);
 
-// Parses argv into `app`. Help asked for: printed on stdout, returns 0. A refused command line:
-// "PROGRAM[ COMMAND]: PROBLEM" and a pointer to --help on stderr, returns 1. nullopt: parsed,
-// go on (RefuseExtras next).
+// Parses argv into `app`. Help or the version asked for: printed on stdout, returns 0. A
+// refused command line: "PROGRAM[ COMMAND]: PROBLEM" and a pointer to --help on stderr, returns
+// 1. nullopt: parsed, go on (RefuseExtras next).
 std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv);
 
 // Refuses a command line (exit 1): "PROGRAM[ COMMAND]: PROBLEM" on stderr, then where the

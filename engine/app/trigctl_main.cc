@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   trigd::SetLogLines(false);  // trigctl's output is its tables and its errors
   const std::vector<std::string> raw(argv + 1, argv + argc);
   trigctl::Context ctx;
-  CLI::App app("trigctl: inspect and administer trigd (SPEC §6).");
+  CLI::App app("trigctl: inspect and administer trigd (docs/trigctl.md).");
   ctx.root = &app;
   trigd::SetUpApp(app, "trigctl");
   app.footer(

@@ -16,7 +16,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   runs_ = &BuildCounter().Name("trigd_runs_total").Help("Run outcomes").Register(*registry_);
   lineages_ = &BuildCounter()
                    .Name("trigd_lineages_total")
-                   .Help("Lineages (DAG runs) that ended, by outcome (SPEC 10)")
+                   .Help("Lineages (DAG runs) that ended, by outcome")
                    .Register(*registry_);
   checks_ = &BuildCounter()
                  .Name("trigd_constraint_checks_total")
