@@ -46,7 +46,7 @@ class RetentionTest : public ::testing::Test {
   }
   int64_t Count(const std::string& sql) { return std::stoll(One(sql)); }
   void Apply(const std::vector<Schedule>& s) {
-    auto r = ApplySchedules(conn_, s);
+    auto r = ApplySchedules(conn_, s, Actor{"test"});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   int64_t Id(const std::string& name) { return Count("SELECT id FROM schedules WHERE name = '" + name + "'"); }
@@ -144,13 +144,13 @@ TEST_F(RetentionTest, KeepsTheRunsAMaxRunsPerPeriodStillCounts) {
   EXPECT_TRUE(RunExists(counted));
   EXPECT_FALSE(RunExists(older));
   // A suspended schedule's period still counts (a resume makes it apply again).
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend, Actor{"test"}).ok());
   auto suspended = PruneHistory(conn_, 30 * kDay, false);
   ASSERT_TRUE(suspended.ok());
   EXPECT_EQ(suspended->runs, 0);
   EXPECT_TRUE(RunExists(counted));
   // Once no schedule has the constraint, the retention alone decides.
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete, Actor{"test"}).ok());
   auto deleted = PruneHistory(conn_, 30 * kDay, false);
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(deleted->runs, 1);
