@@ -131,6 +131,37 @@ TEST_F(RetentionTest, DeletesFinishedJobsAndRunsOlderThanTheRetentionAndKeepsEve
   EXPECT_EQ(shorter->runs, 2);
 }
 
+TEST_F(RetentionTest, DeletesTheAuditOlderThanTheRetentionWithTheHistory) {
+  Apply({Parse("s"), Parse("t")});  // two audit rows
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend, Actor{"test"}).ok());
+  ASSERT_EQ(Count("WITH u AS (UPDATE audit SET at = " + DaysAgo(31) +
+                  " WHERE action = 'apply' RETURNING 1) "
+                  "SELECT count(*) FROM u"),
+            2);
+  ASSERT_EQ(Count("WITH u AS (UPDATE audit SET at = " + DaysAgo(29) +
+                  " WHERE action = 'suspend' RETURNING 1) "
+                  "SELECT count(*) FROM u"),
+            1);
+
+  auto dry = PruneHistory(conn_, 30 * kDay, /*dry_run=*/true);
+  ASSERT_TRUE(dry.ok()) << dry.status().ToString();
+  EXPECT_EQ(dry->audit, 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM audit"), 3);
+
+  auto done = PruneHistory(conn_, 30 * kDay, /*dry_run=*/false);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(done->audit, 2);
+  EXPECT_EQ(One("SELECT string_agg(action, ',') FROM audit"), "suspend");
+  auto again = PruneHistory(conn_, 30 * kDay, false);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->audit, 0);
+  // Without jobs at all (the pass ends at its first, empty chunk) the audit is pruned too.
+  auto shorter = PruneHistory(conn_, 28 * kDay, false);
+  ASSERT_TRUE(shorter.ok());
+  EXPECT_EQ(shorter->audit, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM audit"), 0);
+}
+
 TEST_F(RetentionTest, KeepsTheRunsAMaxRunsPerPeriodStillCounts) {
   Apply({Parse("s", json{{"max_runs_per", {{"count", 3}, {"period", "60d"}}}}), Parse("other")});
   schedule_ = Id("default/s");
