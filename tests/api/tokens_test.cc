@@ -57,7 +57,9 @@ TEST(ParseTokens, RefusesABadOrSharedName) {
   auto entry = [](const std::string& hash, const std::string& name) {
     return R"({"sha256": ")" + hash + R"(", "role": "viewer", "namespaces": ["*"], "name": )" + name + "}";
   };
-  for (const std::string name : {R"("")", R"("has space")", R"("a:b")", R"(7)", "\"" + std::string(65, 'x') + "\""}) {
+  const std::vector<std::string> bad = {R"("")", R"("has space")", R"("a:b")", R"(7)",
+                                        "\"" + std::string(65, 'x') + "\""};
+  for (const std::string& name : bad) {
     auto t = ParseTokens("[" + entry(a, name) + "]");
     ASSERT_FALSE(t.ok()) << name;
     EXPECT_NE(t.status().message().find("[0].name: expected 1 to 64 letters"), std::string::npos)

@@ -162,7 +162,7 @@ try:
     if expect(200, "GET", f"/api/v1/runs/{cli_run}", VIEW).get("started_by_hand") != OS_ACTOR:
         fail(f"GET /api/v1/runs/{cli_run}: {expect(200, 'GET', f'/api/v1/runs/{cli_run}', VIEW)}")
     shown = trigctl("runs", "show", cli_run)
-    if not any(line.split()[:2] == ["started_by_hand", OS_ACTOR] for line in shown.splitlines()):
+    if not any(line.split()[:2] == ["started_by_hand:", OS_ACTOR] for line in shown.splitlines()):
         fail(f"runs show {cli_run}: {shown}")
     rerun_run = launched_run(rerun["job_id"])
     if expect(200, "GET", f"/api/v1/runs/{rerun_run}", VIEW).get("started_by_hand") != "token:operator_a":
