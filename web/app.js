@@ -1,5 +1,5 @@
 // The trigd console: plain JavaScript on the HTTP API (/api/v1, docs/api.md), no build step.
-// Pages by the location's hash: #schedules, #jobs, #runs, #lineage/RUN_ID. The buttons of an
+// Pages by the location's hash: #schedules, #jobs, #runs, #lineage/RUN_ID, #audit. The buttons of an
 // operation show only when the caller's role may call it (whoami's operations).
 "use strict";
 
@@ -269,6 +269,35 @@ async function lineagePage(page, id) {
   page.append(el("p", { class: "muted" }, nodes.size + " run(s); roots at the top, each run below the runs that triggered it."), svg);
 }
 
+// Who changed what (GET /api/v1/audit), newest first, filtered by actor, namespace and since.
+async function auditPage(page, params) {
+  const q = new URLSearchParams({ limit: "200" });
+  for (const k of ["actor", "namespace", "since"]) if (params.get(k)) q.set(k, params.get(k));
+  const { items } = await api("GET", "/api/v1/audit?" + q);
+  const inputs = {
+    actor: el("input", { id: "filter-actor", placeholder: "token:NAME or os:USER@HOST", value: params.get("actor") || "" }),
+    namespace: el("input", { id: "filter-namespace", placeholder: "namespace", value: params.get("namespace") || "" }),
+    since: el("input", { id: "filter-since", placeholder: "since (RFC 3339)", value: params.get("since") || "" }),
+  };
+  const apply = () => {
+    const p = new URLSearchParams();
+    for (const [k, input] of Object.entries(inputs)) if (input.value) p.set(k, input.value);
+    location.hash = "#audit" + (p.toString() ? "?" + p : "");
+  };
+  for (const input of Object.values(inputs)) input.addEventListener("change", apply);
+  page.append(el("h2", {}, "Audit"),
+    el("div", { class: "filters" }, inputs.actor, inputs.namespace, inputs.since, el("button", { onclick: apply }, "Filter")),
+    items.length === 0 ? el("p", { class: "muted" }, "No changes recorded.") :
+    table(["at", "actor", "action", "schedule", "run", "what changed"], items, (a) =>
+      el("tr", { "data-audit": a.seq, "data-action": a.action },
+        el("td", {}, time(a.at)),
+        el("td", {}, el("a", { href: "#audit?actor=" + enc(a.actor) }, a.actor)),
+        el("td", {}, a.action),
+        el("td", {}, a.schedule),
+        el("td", {}, a.run_id ? el("a", { href: "#lineage/" + enc(a.run_id) }, a.run_id) : "-"),
+        el("td", {}, el("code", {}, JSON.stringify(a.detail))))));
+}
+
 async function whoami() {
   try {
     const w = await api("GET", "/api/v1/whoami");
@@ -301,6 +330,7 @@ async function route() {
     if (name === "jobs") await jobsPage(page, new URLSearchParams(query));
     else if (name === "runs") await runsPage(page, new URLSearchParams(query));
     else if (name === "lineage") await lineagePage(page, decodeURIComponent(rest.join("/")));
+    else if (name === "audit") await auditPage(page, new URLSearchParams(query));
     else await schedulesPage(page);
   } catch (e) {
     say(e.message, "error");

@@ -40,7 +40,12 @@ Result<BackfillPlan> Backfill(const std::string& pg, const std::string& kafka, c
                        topic + ": " + (*producer)->LastError() +
                        " (running it again sends each once more, harmlessly)");
   }
-  if (Status counted = CountBackfill(pg, static_cast<int64_t>(ticks.size())); !counted.ok()) return counted;
+  if (Status recorded =
+          RecordBackfill(pg, name, request.from, request.to, static_cast<int64_t>(ticks.size()), request.actor);
+      !recorded.ok()) {
+    return Status(recorded.code(), std::to_string(ticks.size()) + " ticks sent to " + topic +
+                                       " but the backfill is not recorded (counters, audit): " + recorded.message());
+  }
   return plan;
 }
 

@@ -10,6 +10,7 @@
 #include "core/envelope_time.h"
 #include "core/schedule_parser.h"
 #include "store/admin.h"
+#include "store/audit.h"
 #include "store/lineages.h"
 #include "store/operate.h"
 
@@ -128,6 +129,9 @@ Reply One(const Result<json>& r, const std::string& what, const Principal& who) 
   return {200, row};
 }
 
+// Who acts, for the audit and the histories of the jobs and runs an operator changes.
+Actor ActorOf(const Principal& who) { return Actor{ActorName(who)}; }
+
 constexpr const char* kJobStates[] = {"pending_trigger", "pending_constraint", "launched", "discarded"};
 
 // ?dry_run=true|false (false when absent).
@@ -149,7 +153,7 @@ Reply Apply(const ApiOptions& api, const Call& c, const std::vector<Schedule>& s
     if (!r.ok()) return Fail(r.status());
     for (const auto& e : *r) out.push_back(e.ToJson());
   } else {
-    auto r = ApplySchedules(api.pg, schedules);
+    auto r = ApplySchedules(api.pg, schedules, ActorOf(c.who));
     if (!r.ok()) return Fail(r.status());
     for (const auto& o : *r) out.push_back({{"schedule", o.name}, {"version", o.version}, {"changed", o.changed}});
   }
@@ -203,7 +207,7 @@ Reply ChangeOne(const ApiOptions& api, const Call& c, ScheduleAction action) {
     return Error(400, "this operation takes no fields", json::array({Problem("", "expected {} or no body")}));
   const std::string name = c.params[0] + "/" + c.params[1];
   bool changed = false;
-  Status st = ChangeSchedule(api.pg, api.topic_prefix, name, action, &changed);
+  Status st = ChangeSchedule(api.pg, api.topic_prefix, name, action, ActorOf(c.who), &changed);
   if (!st.ok()) return Fail(st);
   const std::string done = !changed ? (action == ScheduleAction::kSuspend ? "already suspended" : "already active")
                            : action == ScheduleAction::kDelete  ? "deleted"
@@ -264,12 +268,6 @@ std::optional<Reply> CheckFields(const json& body, const std::map<std::string, F
   return Error(400, "invalid body", problems);
 }
 
-// Who acts, for the histories of the jobs and runs an operator changes through the API.
-Actor ActorOf(const Principal& who) {
-  return Actor{std::string("api (") + RoleName(who.role) +
-               (who.token_id.empty() ? ", no token file" : ", token " + who.token_id) + ")"};
-}
-
 std::string ScheduleName(const Call& c) { return c.params[0] + "/" + c.params[1]; }
 
 // `runs start`: a job whose trigger counts as complete. Replies at once with the job (its run
@@ -308,6 +306,7 @@ Reply BackfillSchedule(const ApiOptions& api, const Call& c) {
   if (!problems.empty()) return Error(400, "invalid backfill range", problems);
   request.dry_run = c.body.value("dry_run", false);
   request.max = c.body.value("max", request.max);
+  request.actor = ActorOf(c.who);
   auto plan = Backfill(api.pg, api.kafka, api.topic_prefix, request);
   if (!plan.ok()) return Fail(plan.status());
   json out = plan->ToJson();
@@ -439,6 +438,31 @@ Reply GetLineage(const ApiOptions& api, const Call& c) {
   return {200, l};
 }
 
+// `audit list`: ?since= (RFC 3339), ?actor= (exact), ?namespace=. A namespace out of the
+// caller's reach is 403; without one, the page holds the rows of the caller's namespaces.
+std::variant<Result<json>, Reply> ReadAudit(const ApiOptions& api, const Call& c, size_t limit) {
+  AuditQuery q;
+  q.limit = limit;
+  json problems = json::array();
+  if (auto since = c.Query("since")) {
+    q.since = ParseEnvelopeTime(*since);
+    if (!q.since)
+      problems.push_back(
+          Problem("since", "invalid time \"" + *since + "\": expected RFC 3339, e.g. 2026-11-22T00:00:00Z"));
+  }
+  if (auto actor = c.Query("actor")) {
+    if (actor->empty()) problems.push_back(Problem("actor", "must not be empty (token:NAME, os:USER@HOST)"));
+    q.actor = *actor;
+  }
+  if (auto ns = c.Query("namespace")) {
+    if (Status s = CheckIdentifier("namespace", *ns); !s.ok()) problems.push_back(Problem("namespace", s.message()));
+    q.namespace_name = *ns;
+  }
+  if (!problems.empty()) return Error(400, "invalid audit filter", problems);
+  if (q.namespace_name && !c.who.Reaches(*q.namespace_name)) return Forbidden(c.who, *q.namespace_name);
+  return QueryAudit(api.pg, q);
+}
+
 }  // namespace
 
 std::vector<Route> Routes() {
@@ -535,6 +559,7 @@ std::vector<Route> Routes() {
                           return QueryLineages(api.pg, state, limit);
                         }));
   r.push_back({"getLineage", "GET", "/api/v1/lineages/([^/]+)", Role::kViewer, {}, Body::kNone, false, GetLineage});
+  r.push_back(ListRoute("listAudit", "/api/v1/audit", {"since", "actor", "namespace"}, ReadAudit));
   r.push_back({"lag",
                "GET",
                "/api/v1/lag",

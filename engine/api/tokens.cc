@@ -40,6 +40,15 @@ bool IsHex64(const std::string& s) {
          });
 }
 
+// A token's name: it becomes the actor "token:NAME", so nothing that could read as another
+// actor's form or break a log line.
+bool IsTokenName(const std::string& s) {
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-' || c == '@';
+  });
+}
+
 }  // namespace
 
 Result<TokenTable> ParseTokens(std::string_view text) {
@@ -52,8 +61,8 @@ Result<TokenTable> ParseTokens(std::string_view text) {
     const std::string at = "[" + std::to_string(i) + "]";
     if (!e.is_object()) return Invalid(at + ": expected an object");
     for (const auto& [key, value] : e.items()) {
-      if (key != "sha256" && key != "role" && key != "namespaces")
-        return Invalid(at + "." + key + ": unknown field (expected one of: sha256, role, namespaces)");
+      if (key != "sha256" && key != "role" && key != "namespaces" && key != "name")
+        return Invalid(at + "." + key + ": unknown field (expected one of: sha256, role, namespaces, name)");
     }
     TokenEntry entry;
     auto hash = e.find("sha256");
@@ -82,8 +91,15 @@ Result<TokenTable> ParseTokens(std::string_view text) {
         return Invalid(at + ".namespaces[" + std::to_string(j) + "]: expected a namespace or \"*\"");
       entry.namespaces.push_back((*ns)[j].get<std::string>());
     }
+    if (auto name = e.find("name"); name != e.end()) {
+      if (!name->is_string() || !IsTokenName(name->get<std::string>()))
+        return Invalid(at + ".name: expected 1 to 64 letters, digits, '.', '_', '-' or '@', got " + name->dump());
+      entry.name = name->get<std::string>();
+    }
     for (const auto& other : table.entries) {
       if (other.sha256 == entry.sha256) return Invalid(at + ".sha256: the same hash as an earlier entry");
+      if (!entry.name.empty() && other.name == entry.name)
+        return Invalid(at + ".name: \"" + entry.name + "\" names an earlier entry too (one name, one holder)");
     }
     table.entries.push_back(std::move(entry));
   }
@@ -104,11 +120,17 @@ bool Principal::Reaches(std::string_view ns) const {
   return std::any_of(namespaces.begin(), namespaces.end(), [&](const std::string& n) { return n == "*" || n == ns; });
 }
 
+std::string ActorName(const Principal& who) {
+  if (!who.name.empty()) return "token:" + who.name;
+  if (!who.token_id.empty()) return "token:sha256:" + who.token_id;
+  return "api:no-tokens";
+}
+
 std::optional<Principal> FindToken(const TokenTable& table, std::string_view token) {
   if (token.empty()) return std::nullopt;
   const std::string hash = Sha256Hex(token);
   for (const auto& e : table.entries) {
-    if (e.sha256 == hash) return Principal{e.role, e.namespaces, hash.substr(0, 8)};
+    if (e.sha256 == hash) return Principal{e.role, e.namespaces, hash.substr(0, 8), e.name};
   }
   return std::nullopt;
 }

@@ -34,13 +34,16 @@ void RetentionLoop(Shared& sh) {
       }
       total.jobs += t->jobs;
       total.runs += t->runs;
+      total.audit += t->audit;
       sh.metrics.HistoryPruned("jobs").Increment(static_cast<double>(t->jobs));
       sh.metrics.HistoryPruned("runs").Increment(static_cast<double>(t->runs));
+      sh.metrics.HistoryPruned("audit").Increment(static_cast<double>(t->audit));
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (total.jobs > 0 || total.runs > 0) {
+    if (total.jobs > 0 || total.runs > 0 || total.audit > 0) {
       Log("retention: deleted " + std::to_string(total.jobs) + " jobs and " + std::to_string(total.runs) +
-          " runs that finished before " + FormatTime((*pruner)->cutoff()));
+          " runs that finished before " + FormatTime((*pruner)->cutoff()) + ", and " + std::to_string(total.audit) +
+          " audit rows of changes before it");
     }
   }
 }

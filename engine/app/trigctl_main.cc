@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   trigctl::AddLag(app, ctx);
   trigctl::AddHistory(app, ctx);
   trigctl::AddLineages(app, ctx);
+  trigctl::AddAudit(app, ctx);
   if (auto rc = trigd::ParseCommandLine(app, argc, argv)) return *rc;
   if (auto extra = app.remaining(true); !extra.empty()) return trigd::RefuseCommandLine(app, ExtraProblem(app, extra));
   const CLI::App& leaf = trigd::Leaf(app);

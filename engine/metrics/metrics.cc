@@ -48,11 +48,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                               .Help("Ingest transactions committed, each one batch of events with its offsets")
                               .Register(*registry_)
                               .Add({});
-  pruned_ = &BuildCounter()
-                 .Name("trigd_history_pruned_total")
-                 .Help("Finished jobs and runs deleted by the history retention (TRIGD_RETENTION), by table")
-                 .Register(*registry_);
-  for (const char* t : {"jobs", "runs"}) HistoryPruned(t);
+  pruned_ =
+      &BuildCounter()
+           .Name("trigd_history_pruned_total")
+           .Help("Finished jobs and runs, and audit rows, deleted by the history retention (TRIGD_RETENTION), by table")
+           .Register(*registry_);
+  for (const char* t : {"jobs", "runs", "audit"}) HistoryPruned(t);
   operator_actions_ = &BuildCounter()
                            .Name("trigd_operator_actions_total")
                            .Help(

@@ -11,10 +11,12 @@
 #include "core/cron.h"
 #include "core/envelope.h"
 #include "core/launch_request.h"
+#include "core/operate.h"
 #include "core/run_lifecycle.h"
 #include "core/schedule_parser.h"
 #include "core/trigger_eval.h"
 #include "model/job.h"
+#include "store/audit_internal.h"
 #include "store/pg_internal.h"
 #include "store/pg_store.h"
 #include "store/sql_array.h"
@@ -360,9 +362,44 @@ void WriteLeaves(pqxx::work& tx, const std::vector<Schedule>& schedules, const A
   }
 }
 
+// The audit rows of an apply: each new or changed schedule with its version, the version before
+// (null for a new one) and the dotted paths of the fields that changed (DiffDocuments; values
+// are left out, so an argument's secret stays in the document alone). Reads the documents
+// being replaced: call it before they are updated.
+json ApplyAuditRows(pqxx::work& tx, const std::vector<std::string>& texts, const ApplyPlan& plan,
+                    const std::map<std::string, CurrentSchedule>& current) {
+  std::map<int64_t, json> before;
+  if (!plan.updates.empty()) {
+    std::vector<int64_t> ids;
+    for (const auto& u : plan.updates) ids.push_back(u["id"].get<int64_t>());
+    for (const auto& r :
+         tx.exec_params("SELECT id, document::text FROM schedules WHERE id = ANY($1::bigint[])", BigintArray(ids))) {
+      before[r[0].as<int64_t>()] = json::parse(r[1].as<std::string>());
+    }
+  }
+  json rows = json::array();
+  for (size_t i : plan.changed) {
+    const std::string& name = plan.out[i].name;
+    json detail = {{"version", plan.out[i].version}, {"from_version", nullptr}};
+    auto it = current.find(name);
+    if (it != current.end()) {
+      detail["from_version"] = it->second.version;
+      json fields = json::array();
+      auto old = before.find(it->second.id);
+      if (old != before.end()) {
+        for (const FieldChange& c : DiffDocuments(old->second, json::parse(texts[i]))) fields.push_back(c.path);
+      }
+      detail["fields"] = std::move(fields);
+    }
+    rows.push_back({{"schedule", name}, {"detail", std::move(detail)}});
+  }
+  return rows;
+}
+
 }  // namespace
 
-Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const std::vector<Schedule>& schedules) {
+Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const std::vector<Schedule>& schedules,
+                                                 const Actor& actor) {
   // A launch request that cannot be published would fail its run (docs/adr/0057).
   for (const Schedule& s : schedules) {
     if (Status fits = CheckLaunchRequestFits(s); !fits.ok()) return Invalid(s.id().value() + ": " + fits.message());
@@ -389,6 +426,7 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
       tx.commit();
       return plan.out;
     }
+    const json audit = ApplyAuditRows(tx, texts, plan, current);
     std::map<std::string, int64_t> ids;
     for (const auto& [name, cur] : current) ids[name] = cur.id;
     SqlArray created;
@@ -427,6 +465,7 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
         "INSERT INTO schedule_changes (schedule_id, jobs_discarded) SELECT value::bigint, "
         "CASE WHEN ordinality = 1 THEN $2 ELSE 0 END FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY",
         changes.dump(), discarded);
+    audit_internal::RecordEach(tx, actor, AuditAction::kApply, audit);
     tx.exec("NOTIFY trigd_schedules");
     tx.commit();
     return plan.out;
@@ -434,14 +473,15 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
 }
 
 Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, const std::string& name,
-                      ScheduleAction action, bool* changed) {
+                      ScheduleAction action, const Actor& actor, bool* changed) {
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
   if (changed) *changed = false;
   Result<int> r = RunChange([&]() -> Result<int> {
     pqxx::work tx(**conn);
     LockChangeLog(tx);
-    auto row = tx.exec_params("SELECT id, document::text, state FROM schedules WHERE name = $1 FOR UPDATE", name);
+    auto row =
+        tx.exec_params("SELECT id, document::text, state, version FROM schedules WHERE name = $1 FOR UPDATE", name);
     if (row.empty()) return NotFound("no schedule named " + name);
     int64_t id = row[0][0].as<int64_t>();
     // Resuming an active schedule (Airflow's unpause of an unpaused DAG) is a no-op: it keeps
@@ -535,6 +575,13 @@ Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, co
       }
     }
     LogChange(tx, id, discarded, killed);
+    json detail = {{"version", row[0][3].as<int>()}, {"jobs_discarded", discarded}};
+    if (action == ScheduleAction::kDelete) detail["runs_killed"] = killed;
+    audit_internal::Record(tx, actor,
+                           action == ScheduleAction::kDelete    ? AuditAction::kDelete
+                           : action == ScheduleAction::kSuspend ? AuditAction::kSuspend
+                                                                : AuditAction::kResume,
+                           name, std::nullopt, detail);
     tx.exec("NOTIFY trigd_schedules");
     tx.commit();
     return 0;

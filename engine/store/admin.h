@@ -12,6 +12,7 @@
 #include "common/time.h"
 #include "core/constraint_checker.h"
 #include "model/schedule.h"
+#include "store/audit.h"
 
 namespace trigd {
 
@@ -23,8 +24,11 @@ struct ApplyOutcome {
 
 // Applies every schedule in one transaction (all or nothing). A changed document bumps the
 // version, discards the schedule's open and waiting jobs (counting starts afresh) and replaces
-// its event keys; an unchanged one keeps its version and changes nothing.
-Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const std::vector<Schedule>& schedules);
+// its event keys; an unchanged one keeps its version and changes nothing. Each new or changed
+// schedule gets an audit row naming `actor` (store/audit.h): its version, the one before and the
+// paths of the fields that changed.
+Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const std::vector<Schedule>& schedules,
+                                                 const Actor& actor);
 
 enum class ScheduleAction { kDelete, kSuspend, kResume };
 // One transaction. Delete and suspend discard the schedule's open and waiting jobs; delete
@@ -33,9 +37,10 @@ enum class ScheduleAction { kDelete, kSuspend, kResume };
 // (reason schedule_deleted) on <topic_prefix>events.program.
 // Resume starts afresh (time triggers count from now). kNotFound for an unknown name.
 // Suspending a suspended schedule or resuming an active one changes nothing (its open job and
-// its time trigger's phase stay): `*changed` (if given) says whether anything changed.
+// its time trigger's phase stay): `*changed` (if given) says whether anything changed. A change
+// gets an audit row naming `actor` (store/audit.h); a no-op none.
 Status ChangeSchedule(const std::string& pg, const std::string& topic_prefix, const std::string& name,
-                      ScheduleAction action, bool* changed = nullptr);
+                      ScheduleAction action, const Actor& actor, bool* changed = nullptr);
 
 // Read-only queries: rows as JSON objects (column -> value).
 //

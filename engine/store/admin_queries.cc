@@ -183,12 +183,12 @@ Result<nlohmann::json> QueryRuns(const std::string& pg, const std::optional<std:
 }
 
 Result<nlohmann::json> QueryRun(const std::string& pg, const std::string& run_id) {
-  // How it started (by hand: the manual entry of its job's triggered_by, who), and its reruns
-  // both ways (trigctl runs rerun).
+  // How it started: by hand, who (runs start or rerun: the job's started_by; a job opened
+  // before schema/026, the manual entry of its triggered_by); and its reruns both ways.
   return QueryJson(pg,
                    "SELECT r.*, "
-                   "(SELECT e->'payload'->>'by' FROM jsonb_array_elements(j.triggered_by) e "
-                   "WHERE e->>'type' = 'manual' LIMIT 1) AS started_by_hand, "
+                   "coalesce(j.started_by, (SELECT e->'payload'->>'by' FROM jsonb_array_elements(j.triggered_by) e "
+                   "WHERE e->>'type' = 'manual' LIMIT 1)) AS started_by_hand, "
                    "j.rerun_of, (SELECT coalesce(json_agg(r2.run_id ORDER BY j2.id), '[]'::json) FROM jobs j2 "
                    "JOIN runs r2 ON r2.job_id = j2.id WHERE j2.rerun_of = r.run_id) AS reruns "
                    "FROM runs r LEFT JOIN jobs j ON j.id = r.job_id WHERE r.run_id = $1",

@@ -9,6 +9,7 @@
 #include "core/trigger_eval.h"
 #include "model/event.h"
 #include "model/job.h"
+#include "store/audit_internal.h"
 #include "store/control_message.h"
 #include "store/pg_internal.h"
 #include "store/pg_store.h"
@@ -61,7 +62,7 @@ Result<ScheduleRow> ReadSchedule(pqxx::transaction_base& tx, const std::string& 
 // `force`): the checker decides it at once.
 Result<StartedJob> OpenCompleteJob(pqxx::work& tx, const ScheduleRow& s, const std::string& name,
                                    const std::string& triggered_by, bool force, const std::string& what,
-                                   const std::optional<std::string>& rerun_of) {
+                                   const std::optional<std::string>& rerun_of, const Actor& actor) {
   if (s.state != "active") {
     return FailedPrecondition("schedule " + name + " is " + s.state + ": resume it first (trigctl schedules resume " +
                               name + ")");
@@ -78,12 +79,12 @@ Result<StartedJob> OpenCompleteJob(pqxx::work& tx, const ScheduleRow& s, const s
   json history = json::array({{{"at", FormatTime(now)}, {"what", what}}});
   auto r = tx.exec_params(
       "INSERT INTO jobs (schedule_id, schedule_name, schedule_version, state, priority, trigger_state, triggered_by, "
-      "history, opened_at, ready_at, next_check_at, concurrency_group, last_decision, rerun_of) "
+      "history, opened_at, ready_at, next_check_at, concurrency_group, last_decision, rerun_of, started_by) "
       "VALUES ($1, $2, $3, " +
           Sql(JobState::kPendingConstraint) +
-          ", $4, $5::jsonb, $6::jsonb, $7::jsonb, now(), now(), now(), $8, $9, $10) RETURNING id",
+          ", $4, $5::jsonb, $6::jsonb, $7::jsonb, now(), now(), now(), $8, $9, $10, $11) RETURNING id",
       s.id, name, s.version, static_cast<int>(s.schedule.priority), TriggerStateToJson(state).dump(), triggered_by,
-      history.dump(), s.group, force ? std::optional<std::string>(kForcedByHand) : std::nullopt, rerun_of);
+      history.dump(), s.group, force ? std::optional<std::string>(kForcedByHand) : std::nullopt, rerun_of, actor.who);
   StartedJob out;
   out.job_id = r[0][0].as<int64_t>();
   out.schedule = name;
@@ -209,8 +210,11 @@ Result<StartedJob> StartRun(const std::string& pg, const std::string& name, cons
     std::string what = "opened by hand (runs start) by " + actor.who + ": trigger counts as complete";
     if (args.is_object() && !args.empty()) what += "; args " + args.dump();
     if (force) what += "; --force: constraints not applied";
-    auto out = OpenCompleteJob(tx, *s, name, triggered_by.dump(), force, what, std::nullopt);
+    auto out = OpenCompleteJob(tx, *s, name, triggered_by.dump(), force, what, std::nullopt, actor);
     if (!out.ok()) return out.status();
+    json detail = {{"job_id", out->job_id}, {"version", s->version}, {"force", force}};
+    if (args.is_object() && !args.empty()) detail["args"] = args;
+    audit_internal::Record(tx, actor, AuditAction::kStart, name, std::nullopt, detail);
     CountAction(tx, "start");
     tx.commit();
     return out;
@@ -237,8 +241,10 @@ Result<StartedJob> RerunRun(const std::string& pg, const std::string& run_id, bo
     std::string what = "opened by hand (runs rerun " + run_id + ") by " + actor.who +
                        ": the same triggered_by, schedule v" + std::to_string(s->version);
     if (force) what += "; --force: constraints not applied";
-    auto out = OpenCompleteJob(tx, *s, name, r[0][1].as<std::string>(), force, what, run_id);
+    auto out = OpenCompleteJob(tx, *s, name, r[0][1].as<std::string>(), force, what, run_id, actor);
     if (!out.ok()) return out.status();
+    audit_internal::Record(tx, actor, AuditAction::kRerun, name, run_id,
+                           {{"job_id", out->job_id}, {"version", s->version}, {"force", force}});
     tx.exec_params(
         "UPDATE runs SET history = trigd_append_history(history, "
         "jsonb_build_array(jsonb_build_object('at', " TRIGD_NOW_TEXT ", 'what', $2::text))) WHERE run_id = $1",
@@ -313,6 +319,9 @@ Result<CancelledRun> CancelRun(const std::string& pg, const std::string& topic_p
                        " AND next_check_at > now() AND (schedule_id = $1 OR concurrency_group = $2) FOR UPDATE SKIP "
                        "LOCKED)",
                    schedule_id, group);
+    json detail = {{"previous_state", out.previous_state}, {"attempt", out.attempt}};
+    if (!why.empty()) detail["why"] = why;
+    audit_internal::Record(tx, actor, AuditAction::kCancel, out.schedule, run_id, detail);
     CountAction(tx, "cancel");
     tx.commit();
     return out;
@@ -375,12 +384,15 @@ Result<BackfillPlan> PlanBackfill(const std::string& pg, const std::string& name
   });
 }
 
-Status CountBackfill(const std::string& pg, int64_t ticks) {
+Status RecordBackfill(const std::string& pg, const std::string& schedule, TimePoint from, TimePoint to, int64_t ticks,
+                      const Actor& actor) {
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
   return Guard([&]() -> Result<int> {
            pqxx::work tx(**conn);
            CountAction(tx, "backfill_tick", ticks);
+           audit_internal::Record(tx, actor, AuditAction::kBackfill, schedule, std::nullopt,
+                                  {{"from", FormatTime(from)}, {"to", FormatTime(to)}, {"ticks", ticks}});
            tx.commit();
            return 0;
          })

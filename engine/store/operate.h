@@ -18,13 +18,9 @@
 #include "common/time.h"
 #include "core/operate.h"
 #include "model/schedule.h"
+#include "store/audit.h"
 
 namespace trigd {
-
-// Who asked, for the history of every job and run an operator changes: "trigctl (alice)".
-struct Actor {
-  std::string who;
-};
 
 // `schedules next`: the next fire times of the schedule's time trigger, in UTC and in the
 // trigger's time zone. kNotFound for an unknown schedule; kInvalid for one without a time trigger.
@@ -48,6 +44,9 @@ struct DryRunEntry {
   nlohmann::json ToJson() const;
 };
 Result<std::vector<DryRunEntry>> DryRunApply(const std::string& pg, const std::vector<Schedule>& schedules);
+
+// Every verb below that changes something writes its audit row (store/audit.h) in its
+// transaction, naming `actor`.
 
 // `runs start` and `runs rerun`: the job opened (trigger complete), and its run once launched.
 struct StartedJob {
@@ -98,8 +97,11 @@ struct BackfillPlan {
 Result<BackfillPlan> PlanBackfill(const std::string& pg, const std::string& name, TimePoint from, TimePoint to,
                                   size_t max);
 
-// Counts `ticks` backfill ticks sent (trigctl, once they are delivered).
-Status CountBackfill(const std::string& pg, int64_t ticks);
+// Records a backfill once its ticks are delivered, in one transaction: `ticks` counted for
+// trigd's counters, and its audit row (the fire times' range [from, to), how many were sent).
+// The ticks are on Kafka already: an error here says they were sent but not recorded.
+Status RecordBackfill(const std::string& pg, const std::string& schedule, TimePoint from, TimePoint to, int64_t ticks,
+                      const Actor& actor);
 
 // The operator actions recorded since the last take, by action (start, rerun, cancel,
 // backfill_tick), deleted as they are taken: each is counted by one trigd instance once.

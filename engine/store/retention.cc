@@ -91,10 +91,18 @@ Result<PruneTotals> HistoryPruner::Step(int64_t limit) {
                                       "SELECT (SELECT count(*) FROM gone_jobs), (SELECT count(*) FROM gone_runs), " +
                                       tail;
     auto row = tx.exec_params1(sql, after_id_, limit, ToMillis(cutoff_), ToMillis(runs_cutoff_));
-    // Once a pass: the failed-lineage memory past its expiry (docs/adr/0116) opens nothing any more.
-    if (!dry_run_ && after_id_ == 0) tx.exec("DELETE FROM failed_lineages WHERE expires_at < now()");
-    tx.commit();
     PruneTotals t{row[0].as<int64_t>(), row[1].as<int64_t>()};
+    if (after_id_ == 0) {
+      // Once a pass: the audit as the history, under the same cutoff (audit_by_at); the
+      // failed-lineage memory past its expiry (docs/adr/0116) opens nothing any more.
+      t.audit = tx.exec_params1(dry_run_ ? "SELECT count(*) FROM audit WHERE at < to_timestamp($1 / 1000.0)"
+                                         : "WITH gone AS (DELETE FROM audit WHERE at < to_timestamp($1 / 1000.0) "
+                                           "RETURNING 1) SELECT count(*) FROM gone",
+                                ToMillis(cutoff_))[0]
+                    .as<int64_t>();
+      if (!dry_run_) tx.exec("DELETE FROM failed_lineages WHERE expires_at < now()");
+    }
+    tx.commit();
     if (!row[2].is_null()) after_id_ = row[2].as<int64_t>();
     // An empty chunk (the end of the table) or one that reached jobs opened after the cutoff.
     done_ = row[2].is_null() || row[3].as<bool>();
@@ -114,6 +122,7 @@ Result<PruneTotals> PruneHistory(const std::string& pg, Millis keep, bool dry_ru
     if (!t.ok()) return t.status();
     total.jobs += t->jobs;
     total.runs += t->runs;
+    total.audit += t->audit;
   }
   return total;
 }

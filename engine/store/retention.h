@@ -7,8 +7,9 @@
 // its run once the run ended (succeeded, failed or killed) before the cutoff. What stays, however
 // old: open and waiting jobs, active runs (launched, running, waiting for a retry), a job whose
 // launch request is still in the outbox, and runs launched within the longest `max_runs_per`
-// period of any schedule (that constraint counts them). Each pass also deletes the failed-lineage
-// memory past its expiry (schema/018).
+// period of any schedule (that constraint counts them). Each pass also deletes the audit rows
+// (store/audit.h) older than the retention, under the same cutoff as finished jobs, and the
+// failed-lineage memory past its expiry (schema/018).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,7 @@ constexpr Millis kMinRetention = std::chrono::hours(24);
 struct PruneTotals {
   int64_t jobs = 0;  // deleted, or for a dry run that would be
   int64_t runs = 0;
+  int64_t audit = 0;  // audit rows
 };
 
 // One pass over the jobs, oldest id first, with the cutoffs fixed when it starts.
@@ -39,12 +41,13 @@ class HistoryPruner {
   static Result<std::unique_ptr<HistoryPruner>> Start(const std::string& pg, Millis keep, bool dry_run = false);
   ~HistoryPruner();
 
-  // The next `limit` jobs by id, in one transaction: deletes (or counts) those that may go.
-  // Once it meets a job opened after the cutoff, the pass is done (ids grow with time).
+  // The next `limit` jobs by id, in one transaction: deletes (or counts) those that may go; the
+  // first step also the audit rows older than the cutoff. Once it meets a job opened after the
+  // cutoff, the pass is done (ids grow with time).
   Result<PruneTotals> Step(int64_t limit = 2000);
   bool done() const { return done_; }
 
-  // Jobs and runs that finished before this go.
+  // Jobs and runs that finished before this go, and audit rows of changes made before it.
   TimePoint cutoff() const { return cutoff_; }
   // Runs launched after this stay whatever their end (the longest max_runs_per period before
   // the pass started, or the cutoff when that is earlier).

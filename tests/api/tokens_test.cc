@@ -40,6 +40,37 @@ TEST(ParseTokens, UppercaseHexMatches) {
   EXPECT_TRUE(FindToken(*t, "t"));
 }
 
+TEST(ParseTokens, ANameBecomesTheActorAndAnUnnamedTokenIsNamedByItsHash) {
+  const std::string named = Sha256Hex("n"), unnamed = Sha256Hex("u");
+  auto t = ParseTokens(R"([{"sha256": ")" + named +
+                       R"(", "role": "operator", "namespaces": ["*"], "name": "ci.deploy-1@team_a"},
+                           {"sha256": ")" +
+                       unnamed + R"(", "role": "viewer", "namespaces": ["*"]}])");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(ActorName(*FindToken(*t, "n")), "token:ci.deploy-1@team_a");
+  EXPECT_EQ(ActorName(*FindToken(*t, "u")), "token:sha256:" + unnamed.substr(0, 8));
+  EXPECT_EQ(ActorName(Principal{}), "api:no-tokens");  // no token file
+}
+
+TEST(ParseTokens, RefusesABadOrSharedName) {
+  const std::string a = Sha256Hex("a"), b = Sha256Hex("b");
+  auto entry = [](const std::string& hash, const std::string& name) {
+    return R"({"sha256": ")" + hash + R"(", "role": "viewer", "namespaces": ["*"], "name": )" + name + "}";
+  };
+  const std::vector<std::string> bad = {R"("")", R"("has space")", R"("a:b")", R"(7)",
+                                        "\"" + std::string(65, 'x') + "\""};
+  for (const std::string& name : bad) {
+    auto t = ParseTokens("[" + entry(a, name) + "]");
+    ASSERT_FALSE(t.ok()) << name;
+    EXPECT_NE(t.status().message().find("[0].name: expected 1 to 64 letters"), std::string::npos)
+        << t.status().message();
+  }
+  auto shared = ParseTokens("[" + entry(a, R"("ops")") + ", " + entry(b, R"("ops")") + "]");
+  ASSERT_FALSE(shared.ok());
+  EXPECT_NE(shared.status().message().find("[1].name: \"ops\" names an earlier entry too"), std::string::npos)
+      << shared.status().message();
+}
+
 TEST(ParseTokens, RefusesWithThePath) {
   const std::string h = Sha256Hex("x");
   auto msg = [](const std::string& text) {
@@ -55,7 +86,7 @@ TEST(ParseTokens, RefusesWithThePath) {
   EXPECT_EQ(msg(R"([{"sha256": ")" + h + R"(", "role": "viewer", "namespaces": []}])"),
             "[0].namespaces: expected a non-empty array of namespaces (\"*\": all)");
   EXPECT_EQ(msg(R"([{"sha256": ")" + h + R"(", "role": "viewer", "namespaces": ["*"], "token": "x"}])"),
-            "[0].token: unknown field (expected one of: sha256, role, namespaces)");
+            "[0].token: unknown field (expected one of: sha256, role, namespaces, name)");
   EXPECT_EQ(msg(R"([{"sha256": ")" + h + R"(", "role": "viewer", "namespaces": ["*"]},
                     {"sha256": ")" +
                 h + R"(", "role": "admin", "namespaces": ["*"]}])"),

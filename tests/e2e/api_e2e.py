@@ -193,7 +193,7 @@ try:
 
     sleeper_run = wait_for("the started job's run", launched, 30)
     got = expect(200, "GET", f"/api/v1/runs/{sleeper_run}", token=VIEW)
-    if not (got.get("started_by_hand") or "").startswith("api (operator, token "):
+    if got.get("started_by_hand") != "token:operator_a":
         fail(f"the run does not say the API's operator started it: {got}")
     expect(403, "POST", f"/api/v1/runs/{sleeper_run}/cancel", token=VIEW)
     reply = expect(400, "POST", f"/api/v1/runs/{sleeper_run}/cancel", token=OP, body={"reason": 3})
@@ -423,6 +423,13 @@ try:
 
     expect(200, "DELETE", "/api/v1/schedules/b/other", token=ADMIN)
     expect(404, "DELETE", "/api/v1/schedules/b/other", token=ADMIN)
+
+    # --- the audit (audit_e2e.py tests it whole): the delete above, by its token's name ------
+    page = expect(200, "GET", "/api/v1/audit?namespace=b&limit=1", token=VIEW)
+    if [(a["action"], a["actor"], a["schedule"]) for a in page["items"]] != [("delete", "token:admin", "b/other")]:
+        fail(f"the audit's newest row of b is not the delete: {page}")
+    expect(403, "GET", "/api/v1/audit?namespace=b", token=OP)
+    expect(400, "GET", "/api/v1/audit?since=yesterday", token=VIEW)
 
     missing = {op["operationId"] for item in SPEC["paths"].values() for m, op in item.items()
                if isinstance(op, dict) and "operationId" in op} - called

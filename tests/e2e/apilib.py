@@ -55,8 +55,9 @@ class Trigd:
 
     def write_tokens(self, names):
         with open(self.tokens_file, "w") as f:
+            # Each token named after its key: the audit's actor is token:KEY.
             json.dump([{"sha256": hashlib.sha256(self.tokens[n].encode()).hexdigest(), "role": self.ROLES[n][0],
-                        "namespaces": self.ROLES[n][1]} for n in names], f)
+                        "namespaces": self.ROLES[n][1], "name": n} for n in names], f)
 
     def _up(self):
         try:

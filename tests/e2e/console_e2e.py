@@ -6,7 +6,8 @@ Applies three schedules through the API, opens the console with a viewer's token
 buttons), then an operator's: finds the schedule, clicks Run now and sees the run succeed with
 the reference worker on the Runs page, clicks Rerun and sees a second run succeed, runs a
 `sleep 600` schedule now and cancels its run (killed); then the run's lineage drawn as a graph
-(with the run of a schedule it triggers, joined by an edge) and a waiting job with its `why`.
+(with the run of a schedule it triggers, joined by an edge), a waiting job with its `why`, and
+the Audit page naming the operator's cancel, filtered by actor.
 Screenshots of each page are kept in ARTEFACTS (console-*.png).
 
 console_e2e.py SRC BIN ARTEFACTS
@@ -184,6 +185,14 @@ try:
     wait("the waiting job with its why", lambda: any("1 of 2" in p.text or "partition" in p.text
                                                      for p in css("pre.why")))
     shot("jobs")
+    # The audit page: the operator's cancel by its token's name; its actor link filters by it.
+    go("audit")
+    wait("the cancel in the audit", lambda: css('tr[data-action="cancel"]'))
+    if "token:operator" not in css('tr[data-action="cancel"]')[0].text:
+        fail("the audit's cancel does not name the operator's token: " + css('tr[data-action="cancel"]')[0].text)
+    go("audit?actor=token:admin")
+    wait("the admin's applies only", lambda: css('tr[data-action="apply"]') and not css('tr[data-action="cancel"]'))
+    shot("audit")
     print(f"console e2e: ok in {time.time() - started:.0f} s; screenshots in {ARTEFACTS}")
 finally:
     if browser:

@@ -78,7 +78,7 @@ grep -qxF '    program.args.day: "x" -> "y"' "$tmp/dry" || fail "dry run diff: $
 run=$(field run_id <"$tmp/start")
 job=$(field job_id <"$tmp/start")
 [[ -n $run ]] || fail "runs start launched no run within 5 s: $(cat "$tmp/start")"
-[[ $("$bin/trigctl" runs show "$run" --json | field started_by_hand) == "trigctl ($(id -un))" ]] ||
+[[ $("$bin/trigctl" runs show "$run" --json | field started_by_hand) == "os:$(id -un)@$(hostname)" ]] ||
   fail "runs show: $("$bin/trigctl" runs show "$run")"
 request() {
   kcat -C -b "$TRIGD_KAFKA" -t "${TRIGD_TOPIC_PREFIX}launch.default" -e -q 2>/dev/null | grep -F "\"$1\"" | head -1
@@ -86,7 +86,7 @@ request() {
 merged=$(request "$run" | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["program"]["args"], sort_keys=True))')
 [[ $merged == '{"day": "x", "mode": "delta"}' ]] || fail "args not merged: $merged"
 "$bin/trigctl" jobs why "$job" >"$tmp/why"
-grep -qF "opened by hand (runs start) by trigctl ($(id -un))" "$tmp/why" || fail "jobs why: $(cat "$tmp/why")"
+grep -qF "opened by hand (runs start) by os:$(id -un)@$(hostname)" "$tmp/why" || fail "jobs why: $(cat "$tmp/why")"
 echo "runs start: job $job launched as run $run with its args merged"
 
 # runs start --force: a schedule whose time window is closed now waits without --force (the job

@@ -4,7 +4,7 @@
 # and deletes nothing; trigd started with TRIGD_RETENTION=30d deletes them (log line, metric)
 # and keeps the recent one; `trigctl history prune` deletes the third once it is old too. Bad
 # retentions (too short, too long to subtract from now) are refused by trigctl and trigd alike,
-# deleting nothing.
+# deleting nothing. The audit row of a change made as old goes with them; those of recent ones stay.
 set -euo pipefail
 src=$1; bin=$2
 source "$src/tests/e2e/lib.sh"
@@ -64,6 +64,10 @@ age() {
         WHERE id = (SELECT job_id FROM runs WHERE run_id = '$1')"
 }
 for r in "${old[@]}"; do age "$r" "40 days"; done
+# The audit goes with the history: the apply's row made as old, a suspend and resume of now kept.
+ctl schedules suspend default/nightly >/dev/null
+ctl schedules resume default/nightly >/dev/null
+sql "UPDATE audit SET at = at - interval '40 days' WHERE action = 'apply'"
 
 # A retention too large to be a time before now is refused and deletes nothing: 213503982336d
 # wrapped to 33.6 h, and the prune deleted the two runs of 40 days.
@@ -74,20 +78,25 @@ done
 [[ $(ctl runs list --json | json_get 'len(d)') == 3 ]] || fail "a refused prune deleted runs: $(ctl runs list)"
 
 ctl history prune --older-than 30d --dry-run >"$tmp/out"
-grep -Eqx "would delete 2 jobs and 2 runs that finished before 20[0-9-]+T[0-9:.]+Z" "$tmp/out" || fail "dry run: $(cat "$tmp/out")"
+grep -Eqx "would delete 2 jobs and 2 runs that finished before 20[0-9-]+T[0-9:.]+Z, and 1 audit rows of changes before it" \
+  "$tmp/out" || fail "dry run: $(cat "$tmp/out")"
 [[ $(ctl runs list --json | json_get 'len(d)') == 3 ]] || fail "a dry run deleted runs"
+[[ $(ctl audit list --json | json_get 'len(d)') == 3 ]] || fail "a dry run deleted audit rows"
 
 # trigd with a retention prunes by itself (its first pass comes 10 s after it starts).
 port=$(free_port)
 TRIGD_RETENTION=30d TRIGD_METRICS=127.0.0.1:$port "$bin/trigd" >"$tmp/trigd2.log" 2>&1 & pids+=($!)
 deadline=$((SECONDS + 40))
-until grep -q "retention: deleted 2 jobs and 2 runs that finished before " "$tmp/trigd2.log"; do
+until grep -Eq "retention: deleted 2 jobs and 2 runs that finished before [^ ]+, and 1 audit rows" "$tmp/trigd2.log"; do
   ((SECONDS < deadline)) || fail "trigd did not prune within 40 s"; sleep 0.5
 done
 grep -q "running: .*, retention 30d" "$tmp/trigd2.log" || fail "start line does not name the retention"
 metrics=$(curl -s "http://127.0.0.1:$port/metrics")
 grep -qx 'trigd_history_pruned_total{table="runs"} 2' <<<"$metrics" || fail "runs metric: $(grep pruned <<<"$metrics")"
 grep -qx 'trigd_history_pruned_total{table="jobs"} 2' <<<"$metrics" || fail "jobs metric: $(grep pruned <<<"$metrics")"
+grep -qx 'trigd_history_pruned_total{table="audit"} 1' <<<"$metrics" || fail "audit metric: $(grep pruned <<<"$metrics")"
+[[ $(ctl audit list --json | json_get '[x["action"] for x in d]') == "['resume', 'suspend']" ]] ||
+  fail "audit rows left: $(ctl audit list)"
 [[ $(ctl runs list --json | json_get '[x["run_id"] for x in d]') == "['$recent']" ]] || fail "runs left: $(ctl runs list)"
 for r in "${old[@]}"; do expect 1 "trigctl runs show: no run $r" ctl runs show "$r"; done
 [[ $(ctl jobs list --schedule default/nightly --json | json_get 'len(d)') == 1 ]] || fail "jobs left: $(ctl jobs list)"

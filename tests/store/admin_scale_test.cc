@@ -59,7 +59,7 @@ class AdminListsTest : public ::testing::Test {
     return r[0].is_null() ? "" : r[0].as<std::string>();
   }
   void Apply(const std::vector<Schedule>& s) {
-    auto r = ApplySchedules(conn_, s);
+    auto r = ApplySchedules(conn_, s, Actor{"test"});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   int64_t Id(const std::string& name) {
@@ -109,7 +109,7 @@ TEST_F(AdminListsTest, ADeletedAndReappliedNameListsTheJobsAndRunsOfEveryIncarna
   std::vector<int64_t> jobs;
   for (int m : {1, 2, 3}) jobs.push_back(Launch(first, "default/s", 1, m));
   Launch(other, "default/other", 1, 4);
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete, Actor{"test"}).ok());
   // Deleted and not applied again: the name still lists its history.
   auto gone = QueryJobs(conn_, std::nullopt, "default/s", 100);
   ASSERT_TRUE(gone.ok()) << gone.status().ToString();
@@ -154,7 +154,7 @@ TEST_F(AdminListsTest, ADeletedAndReappliedNameListsTheJobsAndRunsOfEveryIncarna
   EXPECT_EQ(pending->size(), 0u);
 
   // A third incarnation: the deletes recorded both earlier ids; the version still counts.
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete, Actor{"test"}).ok());
   Apply({Parse("s", 2)});
   EXPECT_EQ(Version("default/s"), 3);
   EXPECT_EQ(One("SELECT ids::text FROM deleted_schedule_versions WHERE name = 'default/s'"),
@@ -229,7 +229,7 @@ TEST_F(AdminListsTest, TheMigrationRecordsTheIdsOfNamesDeletedBeforeIt) {
   EXPECT_EQ(gone->size(), 2u);
   // Deleted now (at version 1, below the 4 its first incarnation reached) and applied again:
   // the version goes on from the greatest, and the ids add up.
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/a", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/a", ScheduleAction::kDelete, Actor{"test"}).ok());
   EXPECT_EQ(One("SELECT version || ' ' || ids::text FROM deleted_schedule_versions WHERE name = 'default/a'"),
             "4 {9001," + std::to_string(a) + "}");
   Apply({Parse("a")});
@@ -243,7 +243,7 @@ TEST_F(AdminListsTest, ListsReadThroughIndexesOnALongHistory) {
   std::vector<Schedule> schedules;
   for (int i = 0; i < 300; ++i) schedules.push_back(Parse("p" + std::to_string(i)));
   Apply(schedules);
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/p7", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/p7", ScheduleAction::kDelete, Actor{"test"}).ok());
   Apply({Parse("p7", 1)});
   // Ids lo .. lo+299, default/p7's first one deleted, its second lo+300: the history has jobs
   // and runs of both.

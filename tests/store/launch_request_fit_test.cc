@@ -26,7 +26,7 @@ Schedule WithArgs(size_t bytes) {
 TEST(LaunchRequestFitTest, ADocumentWhoseRequestCannotFitIsRefusedAtApply) {
   const std::string pg = test::FreshDatabase("trigd_launch_fit_test");
   ASSERT_TRUE(ApplyMigrations(pg, TRIGD_SOURCE_DIR "/schema", nullptr).ok());
-  auto r = ApplySchedules(pg, {WithArgs(10 * 1024 * 1024)});
+  auto r = ApplySchedules(pg, {WithArgs(10 * 1024 * 1024)}, Actor{"test"});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalid);
   const std::string& m = r.status().message();
@@ -42,7 +42,7 @@ TEST(LaunchRequestFitTest, ADocumentWhoseRequestCannotFitIsRefusedAtApply) {
   const size_t room = kMaxLaunchRequestBytes - kMinTriggeredByBytes - (LaunchRequestFixedBytes(WithArgs(0)));
   EXPECT_TRUE(CheckLaunchRequestFits(WithArgs(room)).ok());
   EXPECT_FALSE(CheckLaunchRequestFits(WithArgs(room + 1)).ok());
-  EXPECT_TRUE(ApplySchedules(pg, {WithArgs(room)}).ok());
+  EXPECT_TRUE(ApplySchedules(pg, {WithArgs(room)}, Actor{"test"}).ok());
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ class NumericRangeTest : public ::testing::Test {
     std::vector<ParsedSchedule> parsed = ParseScheduleFile(doc.dump());
     ASSERT_EQ(parsed.size(), 1u);
     ASSERT_TRUE(parsed[0].ok()) << parsed[0].errors[0].ToString();
-    auto r = ApplySchedules(conn_, {parsed[0].schedule});
+    auto r = ApplySchedules(conn_, {parsed[0].schedule}, Actor{"test"});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
 

@@ -46,7 +46,7 @@ class OnUpdateTest : public ::testing::Test {
   void Apply(const json& doc) {
     ParsedSchedule p = ParseSchedule(doc);
     ASSERT_TRUE(p.ok()) << p.errors[0].ToString();
-    auto r = ApplySchedules(conn_, {p.schedule});
+    auto r = ApplySchedules(conn_, {p.schedule}, Actor{"test"});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   void Ingest(const std::vector<Event>& events) {

@@ -100,7 +100,7 @@ class PgStoreTest : public ::testing::Test {
   void Apply(const std::vector<json>& docs) {
     std::vector<Schedule> s;
     for (const auto& d : docs) s.push_back(Parse(d));
-    auto r = ApplySchedules(conn_, s);
+    auto r = ApplySchedules(conn_, s, Actor{"test"});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   // The messages of `topic` in the outbox as the relay publishes them (ClaimOutbox places each
@@ -697,7 +697,7 @@ TEST_F(PgStoreTest, ALaunchDecidedButNotYetPublishedIsShownAsSuch) {
   summary = ExplainJob(*seen)["summary"];
   EXPECT_EQ(summary, "launched as run " + (*seen).job["run_id"].get<std::string>());
   // Published: a delete now leaves the launched job and its run alone.
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete, Actor{"test"}).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='launched'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state='launched'"), 1);
 }
@@ -939,14 +939,15 @@ TEST_F(PgStoreTest, DeleteWithdrawsALaunchRequestNotYetPublished) {
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d")}, 0)).ok());
   ASSERT_TRUE(store_->CheckDueJobs(100).ok());
   ASSERT_EQ(Count("SELECT count(*) FROM outbox WHERE job_id IS NOT NULL"), 1);
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete, Actor{"test"}).ok());
   // The request is withdrawn; its run, killed, is announced instead.
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic LIKE 't.launch.%'"), 0);
   EXPECT_EQ(Count("SELECT count(*) FROM outbox WHERE topic = 't.events.program' "
                   "AND payload::jsonb->'payload'->>'reason' = 'schedule_deleted'"),
             1);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='discarded'"), 1);
-  EXPECT_EQ(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).code(), StatusCode::kNotFound);
+  EXPECT_EQ(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete, Actor{"test"}).code(),
+            StatusCode::kNotFound);
   // For trigd's counters, taken once.
   auto counts = store_->TakeChangeCounts();
   ASSERT_TRUE(counts.ok()) << counts.status().ToString();
@@ -964,7 +965,7 @@ TEST_F(PgStoreTest, JobsDiscardedBySuspendAndUpdateAreCountedOnceForTrigd) {
   other["trigger"] = {{"partition", {{"dataset", "d2"}, {"count", 2}}}};
   Apply({doc, other});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d"), PartitionEvent("e2", "d2")}, 0)).ok());
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend, Actor{"test"}).ok());
   other["priority"] = 3;
   Apply({other});
   auto second = NewStore();
@@ -1126,8 +1127,8 @@ TEST_F(FireTimeIdentityTest, ACronTriggerKeepsItsDecidedFireTimesAcrossASuspensi
        " / 1000.0) - interval '10 minutes', "
        "last_fire_time = to_timestamp(" +
        std::to_string(minute_ms) + " / 1000.0) - interval '3 minutes'");
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/c", ScheduleAction::kSuspend).ok());
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/c", ScheduleAction::kResume).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/c", ScheduleAction::kSuspend, Actor{"test"}).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/c", ScheduleAction::kResume, Actor{"test"}).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE last_fire_time > now() - interval '5 seconds' "
                   "AND next_fire_at > now()"),
             1);
@@ -1152,12 +1153,12 @@ TEST_F(PgStoreTest, SuspendedScheduleLeavesTheDueRangeAndResumeCountsFromThen) {
   Exec(
       "UPDATE time_triggers SET anchor = now() - interval '90 seconds', next_fire_at = now() - interval '30 seconds' "
       "WHERE schedule_id = (SELECT id FROM schedules WHERE name = 'default/t')");
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kSuspend).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kSuspend, Actor{"test"}).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM time_triggers WHERE next_fire_at <= now()"), 0);
   auto r = store_->TickTimeTriggers(100);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->produced, 0);
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kResume).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kResume, Actor{"test"}).ok());
   EXPECT_EQ(
       Count("SELECT count(*) FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id "
             "WHERE s.name = 'default/t' AND t.next_fire_at > now() AND t.next_fire_at <= now() + interval '1 minute'"),
@@ -1173,14 +1174,14 @@ TEST_F(PgStoreTest, ResumeOfAnActiveScheduleAndSuspendOfASuspendedOneChangeNothi
   Apply({doc});
   ASSERT_TRUE(store_->ApplyBatch(Batch({PartitionEvent("e1", "d", "a")}, 0)).ok());
   bool changed = true;
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kResume, &changed).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kResume, Actor{"test"}, &changed).ok());
   EXPECT_FALSE(changed);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_trigger'"), 1);
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend, &changed).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend, Actor{"test"}, &changed).ok());
   EXPECT_TRUE(changed);
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE state='pending_trigger'"), 0);
   const int64_t changes = Count("SELECT count(*) FROM schedule_changes");
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend, &changed).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend, Actor{"test"}, &changed).ok());
   EXPECT_FALSE(changed);
   EXPECT_EQ(Count("SELECT count(*) FROM schedule_changes"), changes);
 }
@@ -1188,7 +1189,7 @@ TEST_F(PgStoreTest, ResumeOfAnActiveScheduleAndSuspendOfASuspendedOneChangeNothi
 TEST_F(PgStoreTest, AnUpdateKeepsASuspensionByCommandUntilTheDocumentChangesEnabled) {
   json doc = {{"name", "t"}, {"program", {{"name", "p"}}}, {"trigger", {{"time", {{"every", "1m"}}}}}};
   Apply({doc});
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kSuspend).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kSuspend, Actor{"test"}).ok());
   doc["trigger"]["time"]["every"] = "2m";
   Apply({doc});
   EXPECT_EQ(Count("SELECT count(*) FROM schedules WHERE state='suspended' AND version=2"), 1);
@@ -1205,7 +1206,7 @@ TEST_F(PgStoreTest, AnUpdateKeepsASuspensionByCommandUntilTheDocumentChangesEnab
   // enabled: false: it stays active.
   doc["enabled"] = false;
   Apply({doc});
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kResume).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/t", ScheduleAction::kResume, Actor{"test"}).ok());
   doc["trigger"]["time"]["every"] = "3m";
   Apply({doc});
   EXPECT_EQ(Count("SELECT count(*) FROM schedules WHERE state='active' AND version=6"), 1);
@@ -1365,7 +1366,7 @@ TEST_F(PgStoreTest, ARunKilledByADeleteIsAnnouncedForDownstreamSchedules) {
   ASSERT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'retry_wait'"), 1);
   ASSERT_EQ(Count("SELECT count(*) FROM jobs WHERE state = 'pending_trigger'"), 1);
   Exec("DELETE FROM outbox");
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete, Actor{"test"}).ok());
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE state = 'killed'"), 1);
   auto killed = pqxx::work(c).exec("SELECT key, payload FROM outbox WHERE topic = 't.events.program'");
   ASSERT_EQ(killed.size(), 1u);
@@ -1624,7 +1625,7 @@ TEST_F(PgStoreTest, ADeletedSchedulesRunsAreNotRetried) {
   ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f1", "prog.waiting", waiting, ProgramStatus::kFailed)}, 1)).ok());
   ASSERT_EQ(state(waiting), "retry_wait/failed");
   ASSERT_TRUE(store_->TakeChangeCounts().ok());  // drops the counts of the set-up
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/waiting", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/waiting", ScheduleAction::kDelete, Actor{"test"}).ok());
   EXPECT_EQ(state(waiting), "killed/schedule deleted");
   EXPECT_EQ(store_->TakeChangeCounts()->runs_killed, 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE history->-1->>'status' = 'killed' AND next_attempt_at IS NULL"), 1);
@@ -1635,8 +1636,8 @@ TEST_F(PgStoreTest, ADeletedSchedulesRunsAreNotRetried) {
   // Running when it is deleted: its worker's failure is final, and so is a heartbeat timeout.
   const std::string failing = launch("failing", 2);
   const std::string silent = launch("silent", 3);
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/failing", ScheduleAction::kDelete).ok());
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/silent", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/failing", ScheduleAction::kDelete, Actor{"test"}).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/silent", ScheduleAction::kDelete, Actor{"test"}).ok());
   auto f = store_->ApplyBatch(Batch({ProgramEvent("f2", "prog.failing", failing, ProgramStatus::kFailed)}, 4));
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->run_outcomes["failed"], 1);
@@ -1815,12 +1816,12 @@ TEST_F(PgStoreTest, RunsKilledByADeleteAreAnnouncedToWorkers) {
     Exec("DELETE FROM outbox");
   };
   const std::string unpublished = launch("unpublished", 0, false);
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/unpublished", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/unpublished", ScheduleAction::kDelete, Actor{"test"}).ok());
   expect_killed(unpublished, 1);
   const std::string waiting = launch("waiting", 1, true);
   ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f1", "prog.waiting", waiting, ProgramStatus::kFailed)}, 2)).ok());
   Exec("DELETE FROM outbox");
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/waiting", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/waiting", ScheduleAction::kDelete, Actor{"test"}).ok());
   expect_killed(waiting, 1);
   const std::string raced = launch("raced", 3, true);
   ASSERT_TRUE(store_->ApplyBatch(Batch({ProgramEvent("f2", "prog.raced", raced, ProgramStatus::kFailed)}, 4)).ok());
@@ -1833,7 +1834,7 @@ TEST_F(PgStoreTest, RunsKilledByADeleteAreAnnouncedToWorkers) {
   // nothing to announce.
   launch("running", 5, true);
   Exec("UPDATE runs SET state = 'running' WHERE schedule_name = 'default/running'");
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/running", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/running", ScheduleAction::kDelete, Actor{"test"}).ok());
   EXPECT_TRUE(ControlMessages(conn_).empty());
 }
 
@@ -1844,9 +1845,9 @@ TEST_F(PgStoreTest, AScheduleVersionKeepsCountingAcrossADelete) {
   Apply({doc});
   doc["priority"] = 2;
   Apply({doc});
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete, Actor{"test"}).ok());
   doc["priority"] = 3;
-  auto applied = ApplySchedules(conn_, {Parse(doc)});
+  auto applied = ApplySchedules(conn_, {Parse(doc)}, Actor{"test"});
   ASSERT_TRUE(applied.ok()) << applied.status().ToString();
   ASSERT_EQ(applied->size(), 1u);
   EXPECT_EQ((*applied)[0].version, 3);
@@ -1855,7 +1856,7 @@ TEST_F(PgStoreTest, AScheduleVersionKeepsCountingAcrossADelete) {
   EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE schedule_version = 3"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE (request::jsonb->>'schedule_version')::int = 3"), 1);
   // A name never deleted starts at 1.
-  auto fresh = ApplySchedules(conn_, {Parse(PartitionSchedule("t", "d2"))});
+  auto fresh = ApplySchedules(conn_, {Parse(PartitionSchedule("t", "d2"))}, Actor{"test"});
   ASSERT_TRUE(fresh.ok());
   EXPECT_EQ((*fresh)[0].version, 1);
 }
@@ -2108,7 +2109,8 @@ TEST_F(PgStoreTest, AScheduleChangeAbortedByADeadlockRunsAgain) {
   pqxx::work checker(checker_conn);
   checker.exec("SELECT id FROM jobs WHERE state = 'pending_constraint' FOR UPDATE");  // the claim
   std::optional<Status> changed;
-  std::thread change([&] { changed = ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend); });
+  std::thread change(
+      [&] { changed = ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend, Actor{"test"}); });
   // On any early exit the checker's transaction ends before the change is joined, so a failure
   // reports itself instead of waiting forever or terminating on a joinable thread.
   struct EndBoth {

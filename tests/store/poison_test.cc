@@ -41,7 +41,7 @@ class PoisonTest : public ::testing::TestWithParam<bool> {
       ASSERT_TRUE(p.ok());
       schedules.push_back(p.schedule);
     }
-    ASSERT_TRUE(ApplySchedules(conn_, schedules).ok());
+    ASSERT_TRUE(ApplySchedules(conn_, schedules, Actor{"test"}).ok());
     auto store = PgStore::Connect(conn_, "t.");
     ASSERT_TRUE(store.ok());
     store_ = std::move(*store);

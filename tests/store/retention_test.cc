@@ -46,7 +46,7 @@ class RetentionTest : public ::testing::Test {
   }
   int64_t Count(const std::string& sql) { return std::stoll(One(sql)); }
   void Apply(const std::vector<Schedule>& s) {
-    auto r = ApplySchedules(conn_, s);
+    auto r = ApplySchedules(conn_, s, Actor{"test"});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   int64_t Id(const std::string& name) { return Count("SELECT id FROM schedules WHERE name = '" + name + "'"); }
@@ -131,6 +131,37 @@ TEST_F(RetentionTest, DeletesFinishedJobsAndRunsOlderThanTheRetentionAndKeepsEve
   EXPECT_EQ(shorter->runs, 2);
 }
 
+TEST_F(RetentionTest, DeletesTheAuditOlderThanTheRetentionWithTheHistory) {
+  Apply({Parse("s"), Parse("t")});  // two audit rows
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend, Actor{"test"}).ok());
+  ASSERT_EQ(Count("WITH u AS (UPDATE audit SET at = " + DaysAgo(31) +
+                  " WHERE action = 'apply' RETURNING 1) "
+                  "SELECT count(*) FROM u"),
+            2);
+  ASSERT_EQ(Count("WITH u AS (UPDATE audit SET at = " + DaysAgo(29) +
+                  " WHERE action = 'suspend' RETURNING 1) "
+                  "SELECT count(*) FROM u"),
+            1);
+
+  auto dry = PruneHistory(conn_, 30 * kDay, /*dry_run=*/true);
+  ASSERT_TRUE(dry.ok()) << dry.status().ToString();
+  EXPECT_EQ(dry->audit, 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM audit"), 3);
+
+  auto done = PruneHistory(conn_, 30 * kDay, /*dry_run=*/false);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(done->audit, 2);
+  EXPECT_EQ(One("SELECT string_agg(action, ',') FROM audit"), "suspend");
+  auto again = PruneHistory(conn_, 30 * kDay, false);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->audit, 0);
+  // Without jobs at all (the pass ends at its first, empty chunk) the audit is pruned too.
+  auto shorter = PruneHistory(conn_, 28 * kDay, false);
+  ASSERT_TRUE(shorter.ok());
+  EXPECT_EQ(shorter->audit, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM audit"), 0);
+}
+
 TEST_F(RetentionTest, KeepsTheRunsAMaxRunsPerPeriodStillCounts) {
   Apply({Parse("s", json{{"max_runs_per", {{"count", 3}, {"period", "60d"}}}}), Parse("other")});
   schedule_ = Id("default/s");
@@ -144,13 +175,13 @@ TEST_F(RetentionTest, KeepsTheRunsAMaxRunsPerPeriodStillCounts) {
   EXPECT_TRUE(RunExists(counted));
   EXPECT_FALSE(RunExists(older));
   // A suspended schedule's period still counts (a resume makes it apply again).
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kSuspend, Actor{"test"}).ok());
   auto suspended = PruneHistory(conn_, 30 * kDay, false);
   ASSERT_TRUE(suspended.ok());
   EXPECT_EQ(suspended->runs, 0);
   EXPECT_TRUE(RunExists(counted));
   // Once no schedule has the constraint, the retention alone decides.
-  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete).ok());
+  ASSERT_TRUE(ChangeSchedule(conn_, "t.", "default/s", ScheduleAction::kDelete, Actor{"test"}).ok());
   auto deleted = PruneHistory(conn_, 30 * kDay, false);
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(deleted->runs, 1);

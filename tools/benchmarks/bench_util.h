@@ -653,7 +653,8 @@ inline void ApplyScheduleDocs(Run& run, const std::vector<nlohmann::json>& docs,
       if (!p.ok()) run.Fail("schedule " + docs[j].dump() + ": " + p.errors[0].ToString());
       batch.push_back(std::move(p.schedule));
     }
-    if (auto r = trigd::ApplySchedules(run.pg, batch); !r.ok()) run.Fail("apply: " + r.status().ToString());
+    if (auto r = trigd::ApplySchedules(run.pg, batch, trigd::Actor{"bench"}); !r.ok())
+      run.Fail("apply: " + r.status().ToString());
   }
 }
 

@@ -18,6 +18,7 @@
 #include "app/config.h"
 #include "common/status.h"
 #include "model/schedule.h"
+#include "store/audit.h"
 
 namespace trigctl {
 
@@ -60,6 +61,7 @@ void AddScheduleReplay(CLI::App& schedules, Context& ctx);
 int ReadScheduleDocuments(const std::vector<std::string>& paths, const std::string& command,
                           std::vector<trigd::Schedule>& schedules);
 void AddLineages(CLI::App& root, Context& ctx);
+void AddAudit(CLI::App& root, Context& ctx);
 
 // Exit codes: 0 ok, 1 refused input, 2 cannot reach Kafka or PostgreSQL.
 int ExitCodeFor(const trigd::Status& s);
@@ -67,6 +69,11 @@ int ExitCodeFor(const trigd::Status& s);
 // Errors of a command name it, noun and verb ("trigctl schedules show: ..."), whatever the step
 // that failed.
 int Fail(const trigd::Status& s, const std::string& command);
+
+// Who runs a verb straight on PostgreSQL, for the audit and the histories: "os:USER@HOST", the
+// effective user (its name, else $USER, else "uidN") and the host name. Through the API the
+// token names the actor instead.
+trigd::Actor OsActor();
 
 // Input the command refuses (a bad value, an unknown name): exit 1.
 int Refuse(const std::string& command, const std::string& problem);

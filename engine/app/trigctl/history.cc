@@ -25,6 +25,7 @@ int HistoryPrune(const Context& ctx, const std::optional<std::string>& older, bo
     std::cout << json{{"dry_run", dry_run},
                       {"jobs", r->jobs},
                       {"runs", r->runs},
+                      {"audit", r->audit},
                       {"finished_before", trigd::FormatTime(cutoff)},
                       {"runs_launched_before", trigd::FormatTime(runs_cutoff)}}
                      .dump()
@@ -32,7 +33,8 @@ int HistoryPrune(const Context& ctx, const std::optional<std::string>& older, bo
     return 0;
   }
   std::cout << (dry_run ? "would delete " : "deleted ") << r->jobs << " jobs and " << r->runs
-            << " runs that finished before " << trigd::FormatTime(cutoff) << "\n";
+            << " runs that finished before " << trigd::FormatTime(cutoff) << ", and " << r->audit
+            << " audit rows of changes before it\n";
   if (runs_cutoff < cutoff) {
     std::cout << "kept: runs launched after " << trigd::FormatTime(runs_cutoff)
               << " (a schedule's max_runs_per period counts them)\n";

@@ -1,3 +1,6 @@
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -31,6 +34,17 @@ int ExitCodeFor(const trigd::Status& s) { return s.code() == trigd::StatusCode::
 int Fail(const trigd::Status& s, const std::string& command) {
   std::cerr << "trigctl " << command << ": " << s.message() << "\n";
   return ExitCodeFor(s);
+}
+
+trigd::Actor OsActor() {
+  const passwd* pw = getpwuid(geteuid());
+  const char* env_user = std::getenv("USER");
+  const std::string user = pw != nullptr         ? pw->pw_name
+                           : env_user != nullptr ? env_user
+                                                 : "uid" + std::to_string(geteuid());
+  char host[256] = {};
+  const std::string host_name = gethostname(host, sizeof(host) - 1) == 0 && host[0] != '\0' ? host : "unknown-host";
+  return trigd::Actor{"os:" + user + "@" + host_name};
 }
 
 int Refuse(const std::string& command, const std::string& problem) { return Fail(trigd::Invalid(problem), command); }

@@ -1,7 +1,4 @@
 // trigctl runs: list, show, start, cancel, rerun.
-#include <pwd.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -101,13 +98,6 @@ trigd::CancelledRun CancelledFromJson(const json& j) {
   return c;
 }
 
-// Who asks, for the histories: trigctl and the OS user.
-trigd::Actor CurrentActor() {
-  const passwd* pw = getpwuid(geteuid());
-  const char* user = pw != nullptr ? pw->pw_name : std::getenv("USER");
-  return trigd::Actor{std::string("trigctl (") + (user != nullptr ? user : "uid " + std::to_string(geteuid())) + ")"};
-}
-
 }  // namespace
 
 void AddRuns(CLI::App& root, Context& ctx) {
@@ -144,7 +134,7 @@ void AddRuns(CLI::App& root, Context& ctx) {
         }
         auto r = Operate<trigd::StartedJob>(
             ctx, SchedulePath(f->name) + "/start", json{{"args", args}, {"force", f->force}},
-            [&] { return trigd::StartRun(ctx.config.pg, f->name, args, f->force, CurrentActor()); }, StartedFromJson);
+            [&] { return trigd::StartRun(ctx.config.pg, f->name, args, f->force, OsActor()); }, StartedFromJson);
         if (!r.ok()) return Fail(r.status(), "runs start");
         return PrintStarted(ctx, *r, "runs start");
       });
@@ -163,7 +153,7 @@ void AddRuns(CLI::App& root, Context& ctx) {
             ctx, RunPath(f->run_id, "cancel"), body,
             [&] {
               return trigd::CancelRun(ctx.config.pg, ctx.config.topic_prefix, f->run_id, f->reason.value_or(""),
-                                      CurrentActor());
+                                      OsActor());
             },
             CancelledFromJson);
         if (!r.ok()) return Fail(r.status(), "runs cancel");
@@ -181,7 +171,7 @@ void AddRuns(CLI::App& root, Context& ctx) {
         if (f->run_id.empty()) return ctx.Usage("expects one RUN_ID");
         auto r = Operate<trigd::StartedJob>(
             ctx, RunPath(f->run_id, "rerun"), json{{"force", f->force}},
-            [&] { return trigd::RerunRun(ctx.config.pg, f->run_id, f->force, CurrentActor()); }, StartedFromJson);
+            [&] { return trigd::RerunRun(ctx.config.pg, f->run_id, f->force, OsActor()); }, StartedFromJson);
         if (!r.ok()) return Fail(r.status(), "runs rerun");
         return PrintStarted(ctx, *r, "runs rerun");
       });

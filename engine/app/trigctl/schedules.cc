@@ -155,7 +155,7 @@ int SchedulesApply(const Context& ctx, const std::vector<std::string>& paths, bo
   std::vector<trigd::Schedule> schedules;
   if (int refused = ReadScheduleDocuments(paths, "schedules apply", schedules); refused != 0) return refused;
   if (dry_run) return PrintDryRun(ctx, schedules);
-  auto r = ctx.api ? ApplyThroughApi(ctx, schedules) : trigd::ApplySchedules(config.pg, schedules);
+  auto r = ctx.api ? ApplyThroughApi(ctx, schedules) : trigd::ApplySchedules(config.pg, schedules, OsActor());
   if (!r.ok()) return Fail(r.status(), "schedules apply");
   if (as_json) {
     // Every schedule, changed or not: for scripts.
@@ -260,7 +260,7 @@ int SchedulesBackfill(const Context& ctx, const std::string& name, const Backfil
     out = *r;
   } else {
     auto plan = trigd::Backfill(ctx.config.pg, ctx.config.kafka, ctx.config.topic_prefix,
-                                trigd::BackfillRequest{name, *from, *to, *max, f.dry_run});
+                                trigd::BackfillRequest{name, *from, *to, *max, f.dry_run, OsActor()});
     if (!plan.ok()) return Fail(plan.status(), "schedules backfill");
     out = plan->ToJson();
     out["dry_run"] = f.dry_run;
@@ -292,7 +292,7 @@ int SchedulesChange(const Context& ctx, const std::string& verb, const std::stri
     if (!r.ok()) return Fail(r.status(), "schedules " + verb);
     changed = r->value("done", "").rfind("already", 0) != 0;
   } else {
-    trigd::Status st = trigd::ChangeSchedule(ctx.config.pg, ctx.config.topic_prefix, name, action, &changed);
+    trigd::Status st = trigd::ChangeSchedule(ctx.config.pg, ctx.config.topic_prefix, name, action, OsActor(), &changed);
     if (!st.ok()) return Fail(st, "schedules " + verb);
   }
   std::string done = !changed            ? (verb == "suspend" ? "already suspended" : "already active")
