@@ -25,6 +25,7 @@ A comment on the line before a fence changes how the block is run:
   <!-- test: retry N -->      (console) run again, every second, until its output matches, for
                               up to N seconds: for a state the reader waits for
   <!-- test: exit N -->       (console) each command of the block must exit N
+  <!-- test: exact -->        (console) words with digits must be equal too: counts, fixed times
 
 What the test changes in the commands, and why:
   eval "$(tools/services start)"   becomes nothing: the test's services are already exported
@@ -107,7 +108,7 @@ def console_commands(body):
     return out
 
 
-def line_pattern(line):
+def line_pattern(line, exact=False):
     parts, prev_dots = [], True
     for word in line.split():
         if word == "…":
@@ -115,15 +116,15 @@ def line_pattern(line):
             prev_dots = True
             continue
         sep = r"\s*" if prev_dots else r"\s+"
-        parts.append(sep + (r"\S+" if re.search(r"\d", word) else re.escape(word)))
+        parts.append(sep + (r"\S+" if re.search(r"\d", word) and not exact else re.escape(word)))
         prev_dots = False
     return re.compile(r"\s*" + "".join(parts) + r"\s*")
 
 
-def matches(expected, actual):
+def matches(expected, actual, exact=False):
     exp = [l for l in expected if l.strip()]
     act = [l for l in actual if l.strip()]
-    pats = [None if l.strip() == "…" else line_pattern(l) for l in exp]
+    pats = [None if l.strip() == "…" else line_pattern(l, exact) for l in exp]
     memo = {}
 
     def go(i, j):
@@ -243,7 +244,7 @@ def run_page(root, bin_dir, page, env, log):
                     log(f"-- {where}\n$ {command}\n{out.rstrip()}  [exit {rc}]")
                     if rc != want_rc:
                         problems.append(f"$ {command}: exit {rc}, expected {want_rc}\n{out}")
-                    elif not matches(expected, out.splitlines()):
+                    elif not matches(expected, out.splitlines(), "exact" in marks):
                         problems.append(f"$ {command}: output does not match\n--- expected\n"
                                         + "\n".join(expected) + f"\n--- got\n{out}")
                 if not problems or time.monotonic() >= deadline:
