@@ -93,8 +93,8 @@ expect 1 "trigctl jobs list: --state given more than once" ctl jobs list --state
 expect 1 "trigctl jobs list: --limit given more than once" ctl jobs list --limit=1 --limit 2
 expect 1 "trigctl lag: --pg given more than once" ctl --pg x lag --pg y
 expect 1 "trigctl runs list: unknown flag --bogus" ctl runs list --bogus
-expect 1 "trigctl schedules: needs a verb: apply, list, show, next, backfill, delete, suspend, resume or replay" ctl schedules
-expect 1 "trigctl schedules: unknown verb lst (apply, list, show, next, backfill, delete, suspend, resume or replay)" ctl schedules lst
+expect 1 "trigctl schedules: needs a verb: apply, list, show, next, backfill, delete, suspend, resume, replay or from-crontab" ctl schedules
+expect 1 "trigctl schedules: unknown verb lst (apply, list, show, next, backfill, delete, suspend, resume, replay or from-crontab)" ctl schedules lst
 expect 1 "trigctl: unknown command: jbos list" ctl jbos list
 expect 1 "trigctl jobs show: unexpected argument 2" ctl jobs show 1 2
 expect 1 "trigctl schedules apply: unexpected b.json (each file or folder takes its own -f: -f a.json -f b.json)" ctl schedules apply -f a.json b.json

@@ -55,6 +55,8 @@ void AddLag(CLI::App& root, Context& ctx);
 void AddHistory(CLI::App& root, Context& ctx);
 // `schedules replay` (replay.cc), a verb of the schedules noun.
 void AddScheduleReplay(CLI::App& schedules, Context& ctx);
+// `schedules from-crontab` (crontab.cc), a verb of the schedules noun.
+void AddScheduleFromCrontab(CLI::App& schedules, Context& ctx);
 
 // The schedule documents of files and folders (-f, as `schedules apply` reads them): every one
 // valid and named once, else each problem on standard error and exit code 1 (0 when read).

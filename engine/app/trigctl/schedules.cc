@@ -1,4 +1,5 @@
-// trigctl schedules: apply, list, show, delete, suspend, resume, next, backfill.
+// trigctl schedules: apply, list, show, delete, suspend, resume, next, backfill (replay and
+// from-crontab have files of their own).
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -357,6 +358,7 @@ void AddSchedules(CLI::App& root, Context& ctx) {
         ->add_option("NAME", f->name, "namespace/name");
   }
   AddScheduleReplay(*schedules, ctx);
+  AddScheduleFromCrontab(*schedules, ctx);
 }
 
 }  // namespace trigctl
