@@ -148,6 +148,7 @@ LineageGraph BuildLineageGraph(const std::vector<LineageGraphRun>& runs, const s
   std::map<std::string, std::string> run_node;   // run id -> node id
   std::map<std::string, std::string> newest_of;  // schedule -> its newest node in the lineage
   std::set<std::string> present;                 // schedules with a run or job in the lineage
+  std::map<std::string, std::string> job_of;     // schedule -> its waiting job's node id
   for (const LineageGraphRun& r : runs) run_node[r.run_id] = "run:" + r.run_id;
   for (const LineageGraphRun& r : runs) {
     LineageGraphNode& n = g.nodes.emplace_back();
@@ -188,6 +189,7 @@ LineageGraph BuildLineageGraph(const std::vector<LineageGraphRun>& runs, const s
       if (auto it = newest_of.find(up); it != newest_of.end()) edges.insert({it->second, n.id});
     }
     present.insert(j.schedule);
+    job_of[j.schedule] = n.id;
   }
   // Skipped: downstream of a failed, cancelled or skipped node, in the order found.
   std::vector<std::string> todo;
@@ -200,7 +202,12 @@ LineageGraph BuildLineageGraph(const std::vector<LineageGraphRun>& runs, const s
     const std::string from = todo[i];
     const std::string from_id = newest_of.count(from) ? newest_of[from] : skipped[from];
     for (const std::string& down : downs[from]) {
-      if (present.count(down)) continue;
+      if (present.count(down)) {
+        // A job waiting downstream of a skipped node hangs under it too.
+        if (auto job = job_of.find(down); job != job_of.end() && skipped.count(from))
+          edges.insert({from_id, job->second});
+        continue;
+      }
       auto [it, added] = skipped.try_emplace(down, "skipped:" + down);
       edges.insert({from_id, it->second});
       if (!added) continue;

@@ -144,6 +144,10 @@ TEST(LineageGraphTest, AFailedNodeSkipsEveryScheduleDownstreamWithoutARun) {
   EXPECT_TRUE(LEdge(g, "run:r-p5", "run:r-p8"));
   EXPECT_TRUE(LEdge(g, "run:r-p6", "run:r-p8"));
   EXPECT_EQ(g.edges.size(), 9u);
+  // A job of p9 waiting (its leaf waits on upstream failures): not skipped, under skipped p7.
+  LineageGraph waiting = BuildLineageGraph(runs, {{50, "dag/p9"}}, deps);
+  EXPECT_EQ(LNode(waiting, "skipped:dag/p9"), nullptr);
+  EXPECT_TRUE(LEdge(waiting, "skipped:dag/p7", "job:50"));
 }
 
 TEST(LineageGraphTest, AWaitingJobHangsUnderTheNewestRunOfEachUpstreamSchedule) {
