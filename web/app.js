@@ -145,7 +145,7 @@ function layout(nodes, edges, options) {
 // A node's box: its lines (the first bold) decide its size.
 function nodeSize(lines) {
   const chars = Math.max(...lines.map((l, i) => String(l).length * (i === 0 ? 1.1 : 1)));
-  return { width: Math.min(300, Math.max(120, 16 + chars * 6.6)), height: 12 + lines.length * 16 };
+  return { width: Math.min(300, Math.max(120, 20 + chars * 7)), height: 12 + lines.length * 16 };
 }
 
 function truncate(text, n) { text = String(text); return text.length > n ? text.slice(0, n - 1) + "…" : text; }
@@ -166,7 +166,10 @@ async function drawGraph(key, nodes, edges, options) {
   const sizes = nodes.map((n) => Object.assign({ id: n.id }, nodeSize(n.lines)));
   const laid = await layout(sizes, edges, options);
   const size = new Map(sizes.map((s) => [s.id, s]));
-  const root = svg("svg", { class: "graph", width: Math.ceil(laid.width), height: Math.ceil(laid.height),
+  // A graph a little wider than the page is scaled down to fit; a larger one scrolls.
+  const fit = laid.width > window.innerWidth - 60 && laid.width < 1.5 * (window.innerWidth - 60);
+  const root = svg("svg", { class: "graph" + (fit ? " fit" : ""), width: Math.ceil(laid.width), height: Math.ceil(laid.height),
+    viewBox: `0 0 ${Math.ceil(laid.width)} ${Math.ceil(laid.height)}`,
     role: "group", "aria-label": options && options.label || "graph" });
   root.append(svg("defs", {}, svg("marker", { id: "arrow-" + key, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7,
     markerHeight: 7, orient: "auto-start-reverse" }, svg("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrow" }))));
@@ -234,7 +237,7 @@ async function graphPage(page, params) {
     const last = n.last_run_state;
     const lines = [n.name, stateText(n.state) + " · " + n.open_jobs + " open job" + (n.open_jobs === 1 ? "" : "s"),
       last ? "last run " + stateText(last) : "no run yet"];
-    if (n.time) lines.push("⏱ " + n.time);
+    if (n.time) lines.push("time: " + n.time);
     return { id: n.id, lines, schedule: n.name, classes: "kind-schedule " + (last || "none") + (n.state === "suspended" ? " suspended" : ""),
       state: last || "none", label: n.name + ", " + n.state + ", " + n.open_jobs + " open jobs, " + (last ? "last run " + last : "no run yet"),
       open: () => { location.hash = "#schedule/" + n.name; } };
@@ -495,7 +498,7 @@ async function schedulePage(page, name) {
     el("div", { class: "columns" },
       section("Next fire times",
         next.fire_times.length
-          ? el("ol", { id: "next-fire-times" }, next.fire_times.map((f) => el("li", {}, time(f.utc) + " UTC", f.local && f.local !== f.utc ? el("span", { class: "muted" }, " (" + time(f.local) + " " + next.timezone + ")") : null)))
+          ? el("ol", { id: "next-fire-times" }, next.fire_times.map((f) => el("li", {}, time(f.utc) + " UTC", next.timezone !== "UTC" ? el("span", { class: "muted" }, " (" + time(f.local) + " " + next.timezone + ")") : null)))
           : el("p", { class: "muted", id: "next-fire-times" }, next.error ? "none: " + next.error : "none: no time trigger, or suspended")),
       section("Open jobs", jobs.length ? jobsTable(jobs, false) : el("p", { class: "muted" }, "No job is waiting."))),
     section("Recent runs", runs.items.length ? [timeline(runs.items.slice(0, 30), (r) => "attempt " + r.attempt + " · " + r.run_id.slice(-8), "schedule"), runsTable(runs.items, false)]
@@ -606,7 +609,7 @@ async function lineagePage(page, id) {
   const nodes = g.nodes.map((n) => {
     const lines = [n.schedule || n.program, stateText(n.state) + (n.attempt > 1 ? " · attempt " + n.attempt : "")];
     if (n.state === "waiting" && n.why) lines.push(n.why);
-    else if (n.detail) lines.push(n.detail);
+    else if (n.detail && !["succeeded", "failed", "killed", "cancelled"].includes(n.detail)) lines.push(n.detail);
     const target = n.run_id ? "#run/" + enc(n.run_id) : n.job_id ? "#job/" + n.job_id : "#schedule/" + n.schedule;
     return { id: n.id, lines, schedule: n.schedule, classes: n.state, state: n.state,
       label: (n.schedule || "") + ": " + (WORDS[n.state] || n.state) + (n.why ? ", " + n.why : n.detail ? ", " + n.detail : ""),
@@ -702,5 +705,8 @@ document.getElementById("token-form").addEventListener("submit", async (ev) => {
   say("");
   if (await whoami()) route();
 });
-window.addEventListener("hashchange", () => route());
+window.addEventListener("hashchange", () => {
+  if (document.getElementById("message").className === "ok") say("");
+  route();
+});
 whoami().then(() => route());

@@ -71,8 +71,15 @@ def wait(what, fn, timeout=30):
     fail(f"timed out waiting for {what}" + (f" ({last})" if last else ""))
 
 
-def shot(name):
+def shot(name, full=False):
+    """A screenshot of the window; `full`: of the whole page, the window made as tall as it."""
+    size = browser.get_window_size()
+    if full:
+        height = browser.execute_script("return document.documentElement.scrollHeight")
+        browser.set_window_size(size["width"], min(2400, height + 140))
     browser.save_screenshot(os.path.join(ARTEFACTS, f"console-{name}.png"))
+    if full:
+        browser.set_window_size(size["width"], size["height"])
 
 
 def css(selector):
@@ -227,7 +234,7 @@ def dag_pages():
         if len(css('svg.timeline g.bar')) != 7:
             fail(f"lineage {lineage}: the timeline has {len(css('svg.timeline g.bar'))} bars, want 7")
         if i == 0:
-            shot("lineage-dag")
+            shot("lineage-dag", full=True)
             first = (lineage, node_of)
     # Clicking a node opens its run; a waiting node its job.
     lineage, node_of = first
@@ -260,7 +267,7 @@ def dag_pages():
     for op in ("startSchedule", "suspendSchedule", "backfillSchedule"):
         if not css(f'button[data-op="{op}"]'):
             fail(f"an operator's schedule page has no {op} button")
-    shot("schedule")
+    shot("schedule", full=True)
     # A schedule's name is a link to its page wherever it appears.
     go("runs?schedule=dag/p4")
     if not css('a.schedule-link[href="#schedule/dag/p4"]'):
