@@ -519,9 +519,9 @@ std::vector<Route> Routes() {
                      [](const ApiOptions& api, const Call& c) { return ChangeOne(api, c, ScheduleAction::kResume); }));
   r.push_back(ByName("startSchedule", "POST", "start", Role::kOperator, Body::kOptional, StartSchedule));
   r.push_back(ByName("backfillSchedule", "POST", "backfill", Role::kOperator, Body::kRequired, BackfillSchedule));
+  r.push_back(ByName("nextFireTimes", "GET", "next", Role::kViewer, Body::kNone, NextFireTimesOf, {"count"}));
   r.push_back(
       ByName("listScheduleVersions", "GET", "versions", Role::kViewer, Body::kNone, ListVersions, {"limit", "offset"}));
-  r.push_back(ByName("nextFireTimes", "GET", "next", Role::kViewer, Body::kNone, NextFireTimesOf, {"count"}));
   r.push_back(ListRoute("listJobs", "/api/v1/jobs", {"state", "schedule"},
                         [](const ApiOptions& api, const Call& c, size_t limit) -> std::variant<Result<json>, Reply> {
                           auto state = c.Query("state");
