@@ -17,7 +17,7 @@ function el(tag, attrs, ...children) {
     else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
     else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v);
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -30,7 +30,7 @@ function svg(tag, attrs, ...children) {
     if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
     else if (v !== undefined && v !== null) e.setAttribute(k, v);
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined) continue;
     e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -558,7 +558,9 @@ function fields(obj, keys) {
 
 function historyTable(history) {
   const rows = (history || []).map((h) => (typeof h === "string" ? { what: h } : h));
-  return rows.length ? table(["at", "what"], rows, (h) => el("tr", {}, el("td", {}, time(h.at)), el("td", {}, h.what || JSON.stringify(h))))
+  const what = (h) => h.what || Object.entries(h).filter(([k]) => k !== "at")
+    .map(([k, v]) => (k === "status" ? stateText(v) : k + " " + (typeof v === "object" ? JSON.stringify(v) : v))).join(" · ");
+  return rows.length ? table(["at", "what"], rows, (h) => el("tr", {}, el("td", {}, time(h.at)), el("td", {}, what(h))))
     : el("p", { class: "muted" }, "No history.");
 }
 

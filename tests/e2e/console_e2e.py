@@ -241,10 +241,16 @@ def dag_pages():
     go(f"lineage/{lineage}")
     click(f'g.node[data-node-id="{node_of["p4"]}"]')
     wait("p4's run page", lambda: css(f'h2[data-run-page="{node_of["p4"][4:]}"]'))
+    fields = {dt.text: dd.text for dt, dd in zip(css("dl.fields dt"), css("dl.fields dd"))}
+    if fields.get("schedule") != "dag/p4" or not fields.get("worker"):
+        fail(f"the run page's fields: {fields}")
     shot("run")
     go(f"lineage/{lineage}")
     click(f'g.node[data-node-id="{node_of["report"]}"]')
     wait("the waiting job's page", lambda: css(f'h2[data-job-page="{node_of["report"][4:]}"]'))
+    fields = {dt.text: dd.text for dt, dd in zip(css("dl.fields dt"), css("dl.fields dd"))}
+    if fields.get("schedule") != "dag/report" or "dag.p9" not in browser.find_element(By.CSS_SELECTOR, "pre.why").text:
+        fail(f"the job page's fields or why: {fields}")
     shot("job")
 
     # The schedule page: document, versions and their diff, next fire times, runs on a timeline.
