@@ -275,6 +275,10 @@ try:
     versions = expect(200, "GET", "/api/v1/schedules/a/ingest/versions?limit=1", token=VIEW)
     assert len(versions["items"]) == 1 and versions["items"][0]["document"]["name"] == "ingest", versions
     expect(404, "GET", "/api/v1/schedules/a/nothing/versions", token=VIEW)
+    same = expect(200, "PUT", "/api/v1/schedules/a/ingest", token=ADMIN, body=doc)
+    assert same["changed"] is False, same
+    again = expect(200, "GET", "/api/v1/schedules/a/ingest/versions", token=VIEW)["items"]
+    assert [v["version"] for v in again] == [1], again  # an unchanged document adds no version
     expect(403, "GET", "/api/v1/schedules/b/other/versions", token=OP)
     expect(400, "GET", "/api/v1/schedules/a/ingest/versions?limit=0", token=VIEW)
 
