@@ -236,6 +236,16 @@ def dag_pages():
         if i == 0:
             shot("lineage-dag", full=True)
             first = (lineage, node_of)
+    # trigctl prints the same graphs as Graphviz DOT.
+    dot = T.trigctl("graph", "--namespace", "dag").stdout
+    for u, n in (("p4", "p7"), ("p6", "report"), ("p5", "p8")):
+        if f'"schedule:dag/{u}" -> "schedule:dag/{n}" [label="program"];' not in dot:
+            fail(f"trigctl graph has no edge {u} -> {n}:\n{dot}")
+    if 'label="dag/p4\\nactive, 0 open job(s)\\nlast run failed"' not in dot:
+        fail(f"trigctl graph does not label p4 with its last run:\n{dot}")
+    dot = T.trigctl("lineages", "show", first[0], "--format", "dot").stdout
+    if dot.count("skipped (upstream failed)") != 2 or "dag/report\\nwaiting\\nwaits on trigger.all[1]" not in dot:
+        fail(f"trigctl lineages show --format dot:\n{dot}")
     # Clicking a node opens its run; a waiting node its job.
     lineage, node_of = first
     go(f"lineage/{lineage}")
