@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "api/backfill.h"
+#include "api/graph.h"
 #include "api/lag.h"
 #include "api/why.h"
 #include "core/envelope_time.h"
@@ -419,6 +420,45 @@ Route ByJob(std::string id, const std::string& verb,
 // `lineages show`: a lineage spans namespaces, so a token that does not reach every namespace
 // sees the runs and open jobs of its own namespaces only (the ids of the others stay in
 // `upstream`), and 403 when it reaches none of them.
+Reply GetLineage(const ApiOptions& api, const Call& c);
+
+// `lineages show --format dot`: the lineage's runs, waiting jobs and skipped schedules as a
+// graph (api/graph.h), in the caller's reach as GetLineage cuts it.
+Reply GetLineageGraph(const ApiOptions& api, const Call& c) {
+  Reply l = GetLineage(api, c);
+  if (l.status != 200) return l;
+  auto g = QueryLineageGraph(api.pg, l.body, [&](const std::string& ns) { return c.who.Reaches(ns); });
+  if (!g.ok()) return Fail(g.status());
+  return {200, *g};
+}
+
+// `graph`: the dependency graph of the schedules the caller reaches, of one namespace with
+// ?namespace=.
+Reply GetGraph(const ApiOptions& api, const Call& c) {
+  auto ns = c.Query("namespace");
+  if (ns) {
+    if (Status s = CheckIdentifier("namespace", *ns); !s.ok())
+      return Error(400, "invalid namespace", json::array({Problem("namespace", s.message())}));
+    if (!c.who.Reaches(*ns)) return Forbidden(c.who, *ns);
+  }
+  auto g = QueryDependencyGraph(api.pg, ns, [&](const std::string& n) { return c.who.Reaches(n); });
+  if (!g.ok()) return Fail(g.status());
+  return {200, *g};
+}
+
+// `schedules versions`: the documents the name has had, newest first (paged).
+Reply ListVersions(const ApiOptions& api, const Call& c) {
+  auto p = ReadPage(c);
+  if (auto* e = std::get_if<Reply>(&p)) return *e;
+  const Page& page = std::get<Page>(p);
+  auto r = QueryScheduleVersions(api.pg, ScheduleName(c), page.offset + page.limit + 1);
+  if (!r.ok()) return Fail(r.status());
+  json items = json::array();
+  for (size_t i = page.offset; i < r->size() && items.size() < page.limit; ++i) items.push_back((*r)[i]);
+  const bool more = r->size() > page.offset + page.limit;
+  return {200, json{{"items", items}, {"next_offset", more ? json(page.offset + page.limit) : json(nullptr)}}};
+}
+
 Reply GetLineage(const ApiOptions& api, const Call& c) {
   auto r = QueryLineage(api.pg, c.params[0]);
   if (!r.ok()) return Fail(r.status());
@@ -504,6 +544,8 @@ std::vector<Route> Routes() {
   r.push_back(ByName("startSchedule", "POST", "start", Role::kOperator, Body::kOptional, StartSchedule));
   r.push_back(ByName("backfillSchedule", "POST", "backfill", Role::kOperator, Body::kRequired, BackfillSchedule));
   r.push_back(ByName("nextFireTimes", "GET", "next", Role::kViewer, Body::kNone, NextFireTimesOf, {"count"}));
+  r.push_back(
+      ByName("listScheduleVersions", "GET", "versions", Role::kViewer, Body::kNone, ListVersions, {"limit", "offset"}));
   r.push_back(ListRoute("listJobs", "/api/v1/jobs", {"state", "schedule"},
                         [](const ApiOptions& api, const Call& c, size_t limit) -> std::variant<Result<json>, Reply> {
                           auto state = c.Query("state");
@@ -560,6 +602,15 @@ std::vector<Route> Routes() {
                         }));
   r.push_back({"getLineage", "GET", "/api/v1/lineages/([^/]+)", Role::kViewer, {}, Body::kNone, false, GetLineage});
   r.push_back(ListRoute("listAudit", "/api/v1/audit", {"since", "actor", "namespace"}, ReadAudit));
+  r.push_back({"getLineageGraph",
+               "GET",
+               "/api/v1/lineages/([^/]+)/graph",
+               Role::kViewer,
+               {},
+               Body::kNone,
+               false,
+               GetLineageGraph});
+  r.push_back({"getGraph", "GET", "/api/v1/graph", Role::kViewer, {"namespace"}, Body::kNone, false, GetGraph});
   r.push_back({"lag",
                "GET",
                "/api/v1/lag",

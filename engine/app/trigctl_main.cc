@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
   trigctl::AddEvents(app, ctx);
   trigctl::AddTopics(app, ctx);
   trigctl::AddLag(app, ctx);
+  trigctl::AddGraph(app, ctx);
   trigctl::AddHistory(app, ctx);
   trigctl::AddLineages(app, ctx);
   trigctl::AddAudit(app, ctx);

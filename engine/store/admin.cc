@@ -458,6 +458,13 @@ Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const st
       discarded = ApplyUpdates(tx, schedules, plan.updates, ids, now);
     }
     WriteLeaves(tx, schedules, plan, ids, now);
+    // Each new document is kept by version (schema/027) for the console's versions and diffs.
+    json versions = plan.inserts;
+    versions.insert(versions.end(), plan.updates.begin(), plan.updates.end());
+    tx.exec_params(
+        "INSERT INTO schedule_versions (name, version, document) SELECT name, version, document::jsonb "
+        "FROM jsonb_to_recordset($1::jsonb) AS x(name text, version int, document text) ON CONFLICT DO NOTHING",
+        versions.dump());
     json changes = json::array();
     for (size_t i : plan.changed) changes.push_back(ids.at(schedules[i].id().value()));
     // The discards are counted once, on the first change row.

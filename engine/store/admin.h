@@ -70,6 +70,12 @@ ListStatement RunsListStatement(const std::optional<std::string>& schedule_ids, 
 ListStatement SchedulesListStatement(std::optional<size_t> limit);
 
 Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name);
+// The documents a schedule name has had, newest first, at most `limit`:
+// [{version, applied_at, document}]. kNotFound when the name has no stored version.
+Result<nlohmann::json> QueryScheduleVersions(const std::string& pg, const std::string& name, size_t limit);
+// Every schedule, by name, with what the dependency graph shows of it:
+// [{name, state, document, open_jobs, last_run_state}] (last_run_state null before a first run).
+Result<nlohmann::json> QueryScheduleGraphRows(const std::string& pg);
 // Stored consumer positions: [{group, topic, partition, next_offset}].
 Result<nlohmann::json> QueryOffsets(const std::string& pg);
 

@@ -125,7 +125,7 @@ ListStatement RunsListStatement(const std::optional<std::string>& schedule_ids, 
   const std::string n = std::to_string(limit);
   const std::string columns =
       "run_id, job_id, schedule_name AS schedule, program, target, state, attempt, launched_at, last_seen_at, "
-      "finished_at, reason";
+      "finished_at, reason, attempt_launched_at, attempt_started_at, worker";
   ListStatement st;
   if (schedule_ids) {
     // Each id's newest through runs_by_schedule_time (schedule_id, launched_at), backwards.
@@ -210,6 +210,31 @@ Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& n
                    ", s.document "
                    "FROM schedules s WHERE s.name = $1",
                    {name});
+}
+
+Result<nlohmann::json> QueryScheduleVersions(const std::string& pg, const std::string& name, size_t limit) {
+  auto r = QueryJson(pg,
+                     "SELECT version, applied_at, document FROM schedule_versions WHERE name = $1 "
+                     "ORDER BY version DESC LIMIT " +
+                         std::to_string(limit),
+                     {name});
+  if (r.ok() && r->empty()) return NotFound("no schedule named " + name);
+  return r;
+}
+
+Result<nlohmann::json> QueryScheduleGraphRows(const std::string& pg) {
+  // Open jobs through the partial indexes of each pending state, as the schedules list counts
+  // them; the last run through runs_by_schedule_time, read backwards.
+  return QueryJson(pg,
+                   "SELECT s.name, s.state, s.document, "
+                   "(SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = " +
+                       Sql(JobState::kPendingTrigger) +
+                       ") + (SELECT count(*) FROM jobs j WHERE j.schedule_id = s.id AND j.state = " +
+                       Sql(JobState::kPendingConstraint) +
+                       ") AS open_jobs, "
+                       "(SELECT r.state FROM runs r WHERE r.schedule_id = s.id ORDER BY r.launched_at DESC LIMIT 1) "
+                       "AS last_run_state FROM schedules s ORDER BY s.name",
+                   {});
 }
 
 Result<nlohmann::json> QueryOffsets(const std::string& pg) {

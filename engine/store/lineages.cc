@@ -78,7 +78,7 @@ Result<json> QueryLineage(const std::string& pg, const std::string& id) {
     const std::string lineage = out["lineage"].get<std::string>();
     json rows = Rows(tx,
                      "SELECT run_id, schedule_name AS schedule, program, state, attempt, launched_at, finished_at, "
-                     "reason, worker, lineages, request::jsonb -> 'triggered_by' AS triggered_by "
+                     "reason, worker, attempt_started_at, lineages, request::jsonb -> 'triggered_by' AS triggered_by "
                      "FROM runs WHERE lineage = $1 ORDER BY launched_at, run_id",
                      {lineage});
     std::vector<LineageRun> runs;

@@ -255,6 +255,32 @@ try:
     assert lineage["lineage"] == run_id and [r["run_id"] for r in lineage["runs"]] == [run_id], lineage
     expect(403, "GET", f"/api/v1/lineages/{b_run['run_id']}", token=OP)
     expect(404, "GET", "/api/v1/lineages/nope", token=VIEW)
+    drawn = expect(200, "GET", f"/api/v1/lineages/{run_id}/graph", token=OP)
+    assert run_id in [n["run_id"] for n in drawn["nodes"]], drawn
+    assert all(n["state"] in ("waiting", "launched", "running", "succeeded", "failed", "cancelled", "skipped")
+               for n in drawn["nodes"]), drawn
+    expect(403, "GET", f"/api/v1/lineages/{b_run['run_id']}/graph", token=OP)
+    expect(404, "GET", "/api/v1/lineages/nope/graph", token=VIEW)
+    # The dependency graph: the schedules a token reaches; of one namespace with ?namespace=.
+    graph = expect(200, "GET", "/api/v1/graph", token=VIEW)
+    assert {"schedule:a/ingest", "schedule:b/other"} <= {n["id"] for n in graph["nodes"]}, graph
+    graph = expect(200, "GET", "/api/v1/graph", token=OP)
+    assert "schedule:b/other" not in {n["id"] for n in graph["nodes"]}, graph
+    graph = expect(200, "GET", "/api/v1/graph?namespace=a", token=VIEW)
+    assert {n["namespace"] for n in graph["nodes"] if n["kind"] == "schedule"} == {"a"}, graph
+    expect(403, "GET", "/api/v1/graph?namespace=b", token=OP)
+    reply = expect(400, "GET", "/api/v1/graph?namespace=a%20b", token=VIEW)
+    assert reply["problems"][0]["path"] == "namespace", reply
+    # Versions: each applied document, newest first.
+    versions = expect(200, "GET", "/api/v1/schedules/a/ingest/versions?limit=1", token=VIEW)
+    assert len(versions["items"]) == 1 and versions["items"][0]["document"]["name"] == "ingest", versions
+    expect(404, "GET", "/api/v1/schedules/a/nothing/versions", token=VIEW)
+    same = expect(200, "PUT", "/api/v1/schedules/a/ingest", token=ADMIN, body=doc)
+    assert same["changed"] is False, same
+    again = expect(200, "GET", "/api/v1/schedules/a/ingest/versions", token=VIEW)["items"]
+    assert [v["version"] for v in again] == [1], again  # an unchanged document adds no version
+    expect(403, "GET", "/api/v1/schedules/b/other/versions", token=OP)
+    expect(400, "GET", "/api/v1/schedules/a/ingest/versions?limit=0", token=VIEW)
 
     changed_doc = {**doc, "priority": 4}
     dry = expect(200, "PUT", "/api/v1/schedules/a/ingest?dry_run=true", token=ADMIN, body=changed_doc)
@@ -297,7 +323,10 @@ try:
                  ["runs", "start", "a/nothing"], ["runs", "start", "a/ingest", "--args", "[1]"],
                  ["lineages", "list"], ["lineages", "list", "--state", "succeeded", "--json"],
                  ["lineages", "list", "--state", "sleeping"], ["lineages", "show", run_id],
-                 ["lineages", "show", run_id, "--json"], ["lineages", "show", "nope"]):
+                 ["lineages", "show", run_id, "--json"], ["lineages", "show", "nope"],
+                 ["lineages", "show", run_id, "--format", "dot"], ["lineages", "show", run_id, "--format", "png"],
+                 ["graph"], ["graph", "--format", "json"], ["graph", "--namespace", "a"],
+                 ["graph", "--format", "svg"], ["graph", "--namespace", "a b"]):
         direct, through = trigctl(args, False), trigctl(args, True)
         if direct != through:
             fail(f"trigctl {' '.join(args)}: direct {direct!r}\nthrough the API {through!r}")

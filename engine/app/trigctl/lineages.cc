@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "api/graph.h"
 #include "app/trigctl/context.h"
 #include "store/lineages.h"
 
@@ -36,12 +37,29 @@ std::string Text(const json& v) {
   return v.dump();
 }
 
-int LineagesShow(const Context& ctx, const std::string& id) {
+// --format dot: the lineage's graph (api/graph.h), as the console draws it.
+int LineageDot(const Context& ctx, const std::string& id) {
+  trigd::Result<json> g = ctx.api ? ctx.api->Call("GET", "/api/v1/lineages/" + trigd::ApiClient::Encode(id) + "/graph")
+                                  : trigd::Result<json>(json());
+  if (!ctx.api) {
+    auto l = trigd::QueryLineage(ctx.config.pg, id);
+    if (!l.ok()) return Fail(l.status(), "lineages show");
+    g = trigd::QueryLineageGraph(ctx.config.pg, *l, [](const std::string&) { return true; });
+  }
+  if (!g.ok()) return Fail(g.status(), "lineages show");
+  std::cout << trigd::LineageGraphDot(*g);
+  return 0;
+}
+
+int LineagesShow(const Context& ctx, const std::string& id, const std::string& format) {
   if (id.empty()) return ctx.Usage("expects one lineage or run ID");
+  if (format != "table" && format != "json" && format != "dot")
+    return Refuse("lineages show", "unknown --format \"" + format + "\" (table, json or dot)");
+  if (format == "dot") return LineageDot(ctx, id);
   auto r = ctx.api ? ctx.api->Call("GET", "/api/v1/lineages/" + trigd::ApiClient::Encode(id))
                    : trigd::QueryLineage(ctx.config.pg, id);
   if (!r.ok()) return Fail(r.status(), "lineages show");
-  if (ctx.as_json) {
+  if (ctx.as_json || format == "json") {
     std::cout << r->dump() << "\n";
     return 0;
   }
@@ -73,15 +91,21 @@ void AddLineages(CLI::App& root, Context& ctx) {
   struct Flags {
     std::optional<std::string> state, limit;
     std::string id;
+    std::string format = "table";
   };
   auto f = std::make_shared<Flags>();
   CLI::App* list = ctx.Verb(*lineages, "list", "lineages, newest first",
                             [&ctx, f] { return LineagesList(ctx, f->state, f->limit); });
   trigd::FlagValue(list->add_option("--state", f->state, "running, succeeded or failed")->type_name("S"));
   AddLimit(*list, f->limit, "default: 100");
-  ctx.Verb(*lineages, "show", "one lineage (by its id or any run id in it): its runs as a tree and its state",
-           [&ctx, f] { return LineagesShow(ctx, f->id); })
-      ->add_option("ID", f->id, "lineage id or run id");
+  CLI::App* show =
+      ctx.Verb(*lineages, "show", "one lineage (by its id or any run id in it): its runs as a tree and its state",
+               [&ctx, f] { return LineagesShow(ctx, f->id, f->format); });
+  show->add_option("ID", f->id, "lineage id or run id");
+  trigd::FlagValue(show->add_option("--format", f->format,
+                                    "table (the default), json, or dot: its graph of runs, waiting jobs and "
+                                    "skipped schedules as Graphviz DOT")
+                       ->type_name("F"));
 }
 
 }  // namespace trigctl
