@@ -7,6 +7,7 @@
 #include "api/backfill.h"
 #include "api/lag.h"
 #include "api/why.h"
+#include "common/log.h"
 #include "core/envelope_time.h"
 #include "core/schedule_parser.h"
 #include "store/admin.h"
@@ -37,7 +38,13 @@ int HttpStatusOf(const Status& s) {
 
 }  // namespace
 
-Reply Fail(const Status& s) { return Error(HttpStatusOf(s), s.message()); }
+Reply Fail(const Status& s) {
+  const int status = HttpStatusOf(s);
+  if (status != 500) return Error(status, s.message());
+  // An internal failure's text (a library's, a query's) is for the log, not the client.
+  LogLine("api: internal error: " + s.message());
+  return Error(500, "internal error");
+}
 
 Reply Forbidden(const Principal& who, const std::string& ns) {
   (void)who;
