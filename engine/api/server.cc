@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -71,16 +72,29 @@ bool IsUtf8(std::string_view text) {
   return true;
 }
 
-// Why `text` may not stand in a request's path, query or header: invalid UTF-8, or a control
-// character (a tab is allowed where `tab_ok`); empty when it may.
-std::string BadText(std::string_view text, bool tab_ok) {
+// Why `text` may not stand in a request's target, path, query or header: invalid UTF-8, or a
+// NUL (which C strings, file names and PostgreSQL's text cut or refuse); empty when it may.
+std::string BadText(std::string_view text) {
   if (!IsUtf8(text)) return "not valid UTF-8";
-  for (char c : text) {
-    const auto b = static_cast<unsigned char>(c);
-    if (b == 0) return "contains a NUL byte";
-    if ((b < 0x20 && !(tab_ok && b == '\t')) || b == 0x7F) return "contains a control character";
-  }
+  if (text.find('\0') != std::string_view::npos) return "contains a NUL byte";
   return "";
+}
+
+// The decoded path of a request target (what httplib makes req.path), for a request the library
+// refused before it decoded one.
+std::string PathOf(const std::string& target) {
+  const std::string raw = target.substr(0, target.find('?'));
+  std::string out;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '%' && i + 2 < raw.size() && std::isxdigit(static_cast<unsigned char>(raw[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(raw[i + 2]))) {
+      out += static_cast<char>(std::stoi(raw.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += raw[i];
+    }
+  }
+  return out;
 }
 
 // The text of a request as one line for the log: controls and bytes beyond ASCII escaped.
@@ -191,46 +205,55 @@ struct ApiServer::Impl {
   // no route has (404) or a method its routes do not take (405 with Allow).
   std::optional<std::pair<Reply, std::string>> Screen(const httplib::Request& req) {
     json problems = json::array();
-    auto check = [&](const std::string& where, std::string_view text, bool tab_ok) {
-      if (std::string why = BadText(text, tab_ok); !why.empty()) problems.push_back(Problem(where, why));
+    auto check = [&](const std::string& where, std::string_view text) {
+      if (std::string why = BadText(text); !why.empty()) problems.push_back(Problem(where, why));
     };
-    check("target", req.target, false);
-    check("path", req.path, false);
+    check("target", req.target);
+    check("path", req.path);
     for (const auto& [key, value] : req.params) {
-      const std::string name = BadText(key, false).empty() ? key : "(a parameter name)";
-      check("query", key, false);
-      check("query." + name, value, false);
+      const std::string name = BadText(key).empty() ? key : "(a parameter name)";
+      check("query", key);
+      check("query." + name, value);
     }
     for (const auto& [key, value] : req.headers) {
-      const std::string name = BadText(key, false).empty() ? key : "(a header name)";
-      check("headers", key, false);
-      check("headers." + name, value, true);
+      const std::string name = BadText(key).empty() ? key : "(a header name)";
+      check("headers", key);
+      check("headers." + name, value);
     }
     if (!problems.empty()) return std::make_pair(Error(400, "invalid bytes in the request", problems), "");
     const bool read_only = req.method == "GET" || req.method == "HEAD";
+    const bool api = req.path == "/api" || req.path.rfind("/api/", 0) == 0;
+    std::optional<std::pair<Reply, std::string>> refused;
+    if (api) {
+      refused = RouteMethod(req.method, req.path);
+    } else if (!read_only) {
+      refused = std::make_pair(
+          Error(405, "method " + req.method + " not allowed: the console's files take GET and HEAD"), "GET, HEAD");
+    }
+    if (refused) return refused;
     if (read_only && (req.has_header("Transfer-Encoding") ||
                       (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0"))) {
       return std::make_pair(Error(400, req.method + " takes no body"), "");
     }
-    const bool api = req.path == "/api" || req.path.rfind("/api/", 0) == 0;
-    if (!api) {
-      if (read_only) return std::nullopt;
-      return std::make_pair(Error(405, "method " + req.method + " not allowed: the console's files take GET and HEAD"),
-                            "GET, HEAD");
-    }
+    return std::nullopt;
+  }
+
+  // 404 for an API path no route has, 405 with the Allow header's value for a method its
+  // routes do not take; nothing when one does.
+  std::optional<std::pair<Reply, std::string>> RouteMethod(const std::string& method, const std::string& path) {
     std::set<std::string> allowed;
-    for (const auto& [pattern, method] : methods) {
-      if (std::regex_match(req.path, pattern)) allowed.insert(method);
+    for (const auto& [pattern, m] : methods) {
+      if (std::regex_match(path, pattern)) allowed.insert(m);
     }
-    if (allowed.empty()) return std::make_pair(Error(404, "no such resource: " + req.method + " " + req.path), "");
+    if (allowed.empty()) return std::make_pair(Error(404, "no such resource: " + method + " " + path), "");
     if (allowed.count("GET")) allowed.insert("HEAD");
-    if (allowed.count(req.method)) return std::nullopt;
+    if (allowed.count(method)) return std::nullopt;
     std::string allow;
     for (const char* m : {"GET", "HEAD", "POST", "PUT", "DELETE"}) {
       if (allowed.count(m)) allow += (allow.empty() ? "" : ", ") + std::string(m);
     }
-    return std::make_pair(
-        Error(405, "method " + req.method + " not allowed on " + req.path + " (allowed: " + allow + ")"), allow);
+    return std::make_pair(Error(405, "method " + method + " not allowed on " + path + " (allowed: " + allow + ")"),
+                          allow);
   }
 };
 
@@ -396,7 +419,17 @@ Status ApiServer::Prepare(const ApiOptions& options, std::vector<Route> routes) 
     };
     auto with_body = [serve](const httplib::Request& req, httplib::Response& res,
                              const httplib::ContentReader& reader) {
-      serve(req, res, [&](std::string& body) { return ReadBody(req, res, reader, body); });
+      bool read = false;
+      serve(req, res, [&](std::string& body) {
+        read = true;
+        return ReadBody(req, res, reader, body);
+      });
+      // Refused before its body was read (401, 403, a bad name): the body's bytes must not be
+      // taken for a next request.
+      if (!read && (req.has_header("Transfer-Encoding") ||
+                    (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0"))) {
+        ApiHttpServer::CloseAfterResponse();
+      }
     };
     // GET bodies are refused before routing (Screen); the others are read after authentication.
     if (shared->method == "GET")
@@ -422,10 +455,33 @@ Status ApiServer::Prepare(const ApiOptions& options, std::vector<Route> routes) 
   });
   // Whatever the library refuses itself (a bad request line or header, a body over the limit)
   // gets the same error shape; the rest of such a request is not read, so the connection closes.
-  s.http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  s.http.set_error_handler([&s](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     ApiHttpServer::CloseAfterResponse();
     try {
+      // A method the library does not know (QUERY, PROPFIND, ...) is refused by its request-line
+      // parser with 400, before routing: answered as an undeclared method is.
+      const bool token = !req.method.empty() && std::all_of(req.method.begin(), req.method.end(), [](char c) {
+        return (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
+      });
+      if (res.status == 400 && token && req.path.empty() && req.version.rfind("HTTP/1.", 0) == 0 &&
+          !req.target.empty() && req.target[0] == '/') {
+        const std::string path = PathOf(req.target);
+        if (BadText(path).empty() && BadText(req.target).empty()) {
+          const bool api = path == "/api" || path.rfind("/api/", 0) == 0;
+          auto refused =
+              api ? s.RouteMethod(req.method, path)
+                  : std::make_optional(std::make_pair(
+                        Error(405, "method " + req.method + " not allowed: the console's files take GET and HEAD"),
+                        std::string("GET, HEAD")));
+          if (refused) {
+            res.status = refused->first.status;
+            if (!refused->second.empty()) res.set_header("Allow", refused->second);
+            res.set_content(Dump(refused->first.body), "application/json");
+            return;
+          }
+        }
+      }
       std::string what = res.status == 404   ? "no such resource: " + req.method + " " + req.path
                          : res.status == 413 ? "body larger than " + std::to_string(kApiMaxBody) + " bytes"
                          : res.status == 414 ? "request target too long"

@@ -42,7 +42,8 @@ inline constexpr int kApiThreads = 32;
 inline constexpr std::chrono::seconds kApiMaxWait{10};
 // The API's threads run at this nice value: the engine's loops, in the same process, come first.
 inline constexpr int kApiNice = 10;
-// Lists: `limit` at most this; `offset + limit` at most kApiMaxWindow.
+// Lists: `limit` at most this; `offset` at most kApiMaxWindow, and a page ends at the
+// kApiMaxWindow-th row (docs/adr/0202).
 inline constexpr size_t kApiMaxLimit = 1000;
 inline constexpr size_t kApiMaxWindow = 10000;
 
