@@ -441,7 +441,7 @@ Status ApiServer::Prepare(const ApiOptions& options, std::vector<Route> routes) 
   }
   // Whatever escapes a handler, or the library's own code around it: 500 without its text,
   // which goes to the log.
-  s.http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+  s.http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, const std::exception_ptr& ep) {
     std::string what = "unknown exception";
     try {
       std::rethrow_exception(ep);

@@ -29,8 +29,8 @@ ApiServer& Server() {
     const int fd = mkstemp(path);
     FUZZ_CHECK(fd >= 0, "cannot make the token file");
     const std::string tokens = R"([{"sha256": ")" + Sha256Hex("fuzz-admin") +
-                               R"(", "role": "admin", "namespaces": ["*"]}, {"sha256": ")" +
-                               Sha256Hex("fuzz-viewer") + R"(", "role": "viewer", "namespaces": ["a"]}])";
+                               R"(", "role": "admin", "namespaces": ["*"]}, {"sha256": ")" + Sha256Hex("fuzz-viewer") +
+                               R"(", "role": "viewer", "namespaces": ["a"]}])";
     FUZZ_CHECK(write(fd, tokens.data(), tokens.size()) == static_cast<ssize_t>(tokens.size()), "write");
     close(fd);
     ApiOptions options;
