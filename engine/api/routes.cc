@@ -8,6 +8,7 @@
 #include "api/graph.h"
 #include "api/lag.h"
 #include "api/why.h"
+#include "common/log.h"
 #include "core/envelope_time.h"
 #include "core/schedule_parser.h"
 #include "store/admin.h"
@@ -39,7 +40,13 @@ int HttpStatusOf(const Status& s) {
 
 }  // namespace
 
-Reply Fail(const Status& s) { return Error(HttpStatusOf(s), s.message()); }
+Reply Fail(const Status& s) {
+  const int status = HttpStatusOf(s);
+  if (status != 500) return Error(status, s.message());
+  // An internal failure's text (a library's, a query's) is for the log, not the client.
+  LogLine("api: internal error: " + s.message());
+  return Error(500, "internal error");
+}
 
 Reply Forbidden(const Principal& who, const std::string& ns) {
   (void)who;
@@ -69,7 +76,8 @@ std::string ScheduleOf(const json& row) {
   return "";
 }
 
-// limit (1..kApiMaxLimit, default 100) and offset (0.., offset + limit <= kApiMaxWindow).
+// limit (1..kApiMaxLimit, default 100) and offset (0..kApiMaxWindow), the limit cut so that
+// offset + limit <= kApiMaxWindow.
 struct Page {
   size_t limit = 100, offset = 0;
 };
@@ -90,9 +98,10 @@ std::variant<Page, Reply> ReadPage(const Call& c) {
   };
   number("limit", p.limit, 1, kApiMaxLimit);
   number("offset", p.offset, 0, kApiMaxWindow);
-  if (problems.empty() && p.offset + p.limit > kApiMaxWindow)
-    problems.push_back(Problem("offset", "offset + limit must be at most " + std::to_string(kApiMaxWindow)));
   if (!problems.empty()) return Error(400, "invalid paging", problems);
+  // A list shows its newest kApiMaxWindow rows at most: a page that would reach past them ends
+  // there (empty from offset kApiMaxWindow on), and says no page follows.
+  p.limit = std::min(p.limit, kApiMaxWindow - p.offset);
   return p;
 }
 
@@ -106,7 +115,7 @@ json PageOf(const json& rows, const Page& p, const Principal& who) {
     if (!who.Reaches(NamespaceOf(ScheduleOf(r)))) continue;
     if (seen++ < p.offset) continue;
     if (items.size() == p.limit) {
-      more = true;
+      more = p.offset + p.limit < kApiMaxWindow;
       break;
     }
     items.push_back(r);
@@ -239,6 +248,15 @@ Reply BadJobId(const std::string& text) {
   return Error(400, "job id must be a number, got \"" + text + "\"", json::array({Problem("id", "not a number")}));
 }
 
+// A positive integer, written as JSON writes integers or as a number with no fraction (1e3,
+// 1000.0: JSON Schema's integers, which some clients send so).
+bool IsCount(const json& value) {
+  if (value.is_number_unsigned()) return value.get<uint64_t>() > 0;
+  if (!value.is_number_float()) return false;
+  const double d = value.get<double>();
+  return d >= 1 && d <= 9007199254740992.0 && d == static_cast<double>(static_cast<uint64_t>(d));
+}
+
 // The fields of an operation's body: an object (or no body) whose fields are among `allowed`,
 // each of the JSON type named; anything else is 400 naming the field.
 enum class Field { kObject, kBool, kString, kCount };
@@ -256,7 +274,7 @@ std::optional<Reply> CheckFields(const json& body, const std::map<std::string, F
     const bool ok = it->second == Field::kObject   ? value.is_object()
                     : it->second == Field::kBool   ? value.is_boolean()
                     : it->second == Field::kString ? value.is_string()
-                                                   : value.is_number_unsigned() && value.get<uint64_t>() > 0;
+                                                   : IsCount(value);
     if (!ok) {
       const char* want = it->second == Field::kObject   ? "a JSON object"
                          : it->second == Field::kBool   ? "true or false"

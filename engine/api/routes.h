@@ -34,7 +34,7 @@ Reply Error(int status, const std::string& error, json problems = json::array())
 json Problem(const std::string& path, const std::string& message);
 
 // A store error as its reply: kInvalid 400, kNotFound 404, kAborted and kFailedPrecondition 409,
-// kUnavailable 503, anything else 500.
+// kUnavailable 503, anything else 500 with "internal error" (its text goes to the log only).
 Reply Fail(const Status& s);
 
 // 403 for a caller whose token does not reach namespace `ns`.

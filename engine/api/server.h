@@ -10,11 +10,17 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "api/tokens.h"
 #include "common/status.h"
 
 namespace trigd {
+
+namespace api_routes {
+struct Route;
+}
 
 // The largest request body the API reads (a schedule document, or an array of them for the
 // bulk apply); a larger one is refused with 413 before it is read whole.
@@ -22,14 +28,22 @@ inline constexpr size_t kApiMaxBody = 1 << 20;
 // A client that sends nothing for this long while the server reads its request (headers or
 // body) is disconnected; an idle keep-alive connection is closed after it too.
 inline constexpr std::chrono::seconds kApiReadTimeout{5};
+// A request's line, headers and body must all arrive within this of its first byte, however
+// steadily they trickle in; the connection is closed otherwise (docs/adr/0201).
+inline constexpr std::chrono::seconds kApiRequestDeadline{10};
+// The request line and headers together, at most (a longer head is refused with 400).
+inline constexpr size_t kApiMaxHeadBytes = 64 * 1024;
+// Connections served at once for one client address; one more is answered 503 and closed.
+inline constexpr int kApiConnectionsPerAddress = 8;
 // Threads serving requests; one per connection being served.
-inline constexpr int kApiThreads = 8;
+inline constexpr int kApiThreads = 32;
 // A request waits at most this long for the API's turn at PostgreSQL (api/work_gate.h) before
 // it is refused with 503 and Retry-After.
 inline constexpr std::chrono::seconds kApiMaxWait{10};
 // The API's threads run at this nice value: the engine's loops, in the same process, come first.
 inline constexpr int kApiNice = 10;
-// Lists: `limit` at most this; `offset + limit` at most kApiMaxWindow.
+// Lists: `limit` at most this; `offset` at most kApiMaxWindow, and a page ends at the
+// kApiMaxWindow-th row (docs/adr/0202).
 inline constexpr size_t kApiMaxLimit = 1000;
 inline constexpr size_t kApiMaxWindow = 10000;
 
@@ -59,6 +73,12 @@ class ApiServer {
   // address, an unreadable or invalid token file, a non-loopback address without one;
   // kUnavailable: the address cannot be bound.
   Status Start(const ApiOptions& options);
+  // What Start does but binding: tokens, routes (`routes`, Routes() in Start) and the request
+  // rules. For ServeBytes: the fuzz target and tests.
+  Status Prepare(const ApiOptions& options, std::vector<api_routes::Route> routes);
+  // Serves `bytes` as the requests of one connection, on the calling thread, after Prepare;
+  // returns the bytes of the responses.
+  std::string ServeBytes(std::string_view bytes);
   // Re-reads the token file (SIGHUP). An unreadable or invalid file keeps the tokens in force
   // and is logged (the file holds hashes only; no token is ever logged).
   Status ReloadTokens();

@@ -1,5 +1,6 @@
 #include "api/tokens.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -126,13 +127,22 @@ std::string ActorName(const Principal& who) {
   return "api:no-tokens";
 }
 
+bool SameHash(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
 std::optional<Principal> FindToken(const TokenTable& table, std::string_view token) {
   if (token.empty()) return std::nullopt;
   const std::string hash = Sha256Hex(token);
+  // Every entry is compared, each in constant time: how long a refusal takes says nothing of
+  // how close a guess came to a hash, nor which entry matched.
+  const TokenEntry* found = nullptr;
   for (const auto& e : table.entries) {
-    if (e.sha256 == hash) return Principal{e.role, e.namespaces, hash.substr(0, 8), e.name};
+    if (SameHash(e.sha256, hash) && !found) found = &e;
   }
-  return std::nullopt;
+  if (!found) return std::nullopt;
+  return Principal{found->role, found->namespaces, hash.substr(0, 8), found->name};
 }
 
 }  // namespace trigd

@@ -56,8 +56,12 @@ struct Principal {
 // "token:sha256:XXXXXXXX" (token_id) for one without a name, "api:no-tokens" without a token file.
 std::string ActorName(const Principal& who);
 
+// Whether two hashes (hex digits, lowercase) are equal, in a time that depends only on their
+// lengths (OpenSSL's CRYPTO_memcmp), never on where they first differ.
+bool SameHash(std::string_view a, std::string_view b);
+
 // The principal of the bearer token `token` (the Authorization header's value after
-// "Bearer "); nothing when no entry has its hash.
+// "Bearer "); nothing when no entry has its hash. Every entry's hash is compared with SameHash.
 std::optional<Principal> FindToken(const TokenTable& table, std::string_view token);
 
 }  // namespace trigd

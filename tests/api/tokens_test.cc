@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "api/server.h"
 
 namespace trigd {
@@ -107,6 +110,41 @@ TEST(Listen, LoopbackAndForm) {
   EXPECT_EQ(l->second, 8080);
   EXPECT_FALSE(ParseListen("8080").ok());
   EXPECT_FALSE(ParseListen("h:99999").ok());
+}
+
+TEST(SameHash, EqualOnlyForTheSameBytesAndLength) {
+  const std::string h = Sha256Hex("t");
+  EXPECT_TRUE(SameHash(h, Sha256Hex("t")));
+  std::string last = h;
+  last.back() = last.back() == '0' ? '1' : '0';
+  EXPECT_FALSE(SameHash(h, last));
+  EXPECT_FALSE(SameHash(h, h.substr(0, 63)));
+  EXPECT_FALSE(SameHash(h, ""));
+  EXPECT_TRUE(SameHash("", ""));
+}
+
+// The time of a comparison does not depend on where the inputs first differ. An early-exit
+// comparison (std::string's ==, memcmp) returns at the first byte for `first` and reads all of
+// a 4 MiB input for `last`, hundreds of times slower; CRYPTO_memcmp reads all of both.
+TEST(SameHash, TakesAsLongWhereverTheInputsDiffer) {
+  const std::string a(4 << 20, 'a');
+  std::string first = a, last = a;
+  first.front() = 'b';
+  last.back() = 'b';
+  auto fastest = [](const std::string& x, const std::string& y) {
+    auto best = std::chrono::nanoseconds::max();
+    for (int i = 0; i < 7; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const bool same = SameHash(x, y);
+      const auto took = std::chrono::steady_clock::now() - t0;
+      EXPECT_FALSE(same);
+      best = std::min(best, std::chrono::duration_cast<std::chrono::nanoseconds>(took));
+    }
+    return static_cast<double>(best.count());
+  };
+  const double at_first = fastest(a, first), at_last = fastest(a, last);
+  EXPECT_GT(at_first, at_last / 4) << "differing at the first byte: " << at_first << " ns, at the last: " << at_last
+                                   << " ns";
 }
 
 TEST(ApiServer, RefusesANonLoopbackAddressWithoutTokens) {
