@@ -15,6 +15,7 @@
 
 #include "api/routes.h"
 #include "api/work_gate.h"
+#include "common/json_reader.h"
 #include "common/log.h"
 
 namespace trigd {
@@ -83,13 +84,16 @@ struct ApiServer::Impl {
       if (auto bad = CheckName(call.params[0], call.params[1])) return *bad;
       if (!who.Reaches(call.params[0])) return Forbidden(who, call.params[0]);
     }
-    if (!req.body.empty()) {
-      if (route.body == Body::kNone) return Error(400, "this operation takes no body");
-      call.body = json::parse(req.body, nullptr, false);
-      if (call.body.is_discarded())
-        return Error(400, "invalid JSON in the body", json::array({Problem("", "not JSON")}));
-    } else if (route.body == Body::kRequired) {
-      return Error(400, "needs a JSON body");
+    if (req.body.empty()) {
+      if (route.body == Body::kRequired || route.body == Body::kDocuments) return Error(400, "needs a JSON body");
+    } else if (route.body == Body::kNone) {
+      return Error(400, "this operation takes no body");
+    } else if (route.body != Body::kDocuments) {
+      // The one reader: nesting and size are checked before a value is built (common/json_reader.h).
+      auto body = ReadJson(req.body, JsonLimits{.max_bytes = kApiMaxBody});
+      if (!body.ok())
+        return Error(400, "invalid JSON in the body", json::array({Problem("", body.status().message())}));
+      call.body = std::move(body).value();
     }
     if (!route.gated) return route.handle(options, call);
     auto pass = gate->Enter();
