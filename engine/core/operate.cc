@@ -26,15 +26,20 @@ FireTimes FireTimesBetween(const Schedule& s, TimePoint anchor, TimePoint from, 
   if (t == nullptr) return out;
   if (s.active && s.active->from && from < *s.active->from) from = *s.active->from;
   if (s.active && s.active->until && to > *s.active->until) to = *s.active->until;
-  // The first fire time at or after `from`: Next is strictly after its argument.
-  std::optional<TimePoint> next = NextFireTime(*t, anchor, from - Millis(1));
-  while (next && *next < to) {
-    if (out.times.size() == max) {
+  // The first fire time at or after `from`: Next is strictly after its argument. Counted up to
+  // max + 1 before any is kept.
+  const std::optional<TimePoint> first = NextFireTime(*t, anchor, from - Millis(1));
+  size_t count = 0;
+  for (std::optional<TimePoint> next = first; next && *next < to; next = NextFireTime(*t, anchor, *next)) {
+    if (count == max) {
       out.more = true;
-      break;
+      return out;
     }
+    ++count;
+  }
+  out.times.reserve(count);
+  for (std::optional<TimePoint> next = first; next && *next < to; next = NextFireTime(*t, anchor, *next)) {
     out.times.push_back(*next);
-    next = NextFireTime(*t, anchor, *next);
   }
   return out;
 }

@@ -20,8 +20,13 @@ namespace trigd {
 // The schedule's time leaf (the one that drives its ticks), if it has one.
 const TimeTrigger* ScheduleTimeTrigger(const Schedule& s);
 
+// The most fire times one backfill may name (its `max`): a backfill builds its plan, the ids and
+// one tick per fire time in memory, about 1 KB each, so a request holds at most about 100 MB.
+inline constexpr size_t kMaxBackfillFireTimes = 100000;
+
 // Fire times of the schedule's time trigger in [from, to), oldest first, inside its active
-// period; at most `max` of them, `more` set when the range holds others past them.
+// period; at most `max` of them, `more` set (and no times kept) when the range holds more: they
+// are counted first, so a range of millions costs time bounded by `max`, and no memory.
 struct FireTimes {
   std::vector<TimePoint> times;
   bool more = false;

@@ -1,5 +1,6 @@
 #include "log/time_range.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -54,6 +55,10 @@ Result<RangeRead> ReadTimeRange(const std::string& bootstrap, const std::vector<
     }
   } owned{lookup};
   RangeRead out;
+  // Kafka's timestamps start at 1970 and a negative one asks for a special offset (-1 the end,
+  // -2 the start; others fail as "API version not supported"): a `from` before 1970 asks for the
+  // first message at or after 0, the earliest one left.
+  const int64_t lookup_time = std::max<int64_t>(0, std::chrono::duration_cast<Millis>(from.time_since_epoch()).count());
   for (const std::string& topic : topics) {
     std::unique_ptr<RdKafka::Topic> handle(RdKafka::Topic::create(consumer.get(), topic, nullptr, err));
     if (!handle) return Internal("topic " + topic + ": " + err);
@@ -71,7 +76,7 @@ Result<RangeRead> ReadTimeRange(const std::string& bootstrap, const std::vector<
             e != RdKafka::ERR_NO_ERROR) {
           return unreachable("watermarks of " + topic + "/" + std::to_string(p->id()), e);
         }
-        lookup.push_back(RdKafka::TopicPartition::create(topic, p->id(), from.time_since_epoch().count()));
+        lookup.push_back(RdKafka::TopicPartition::create(topic, p->id(), lookup_time));
       }
     }
   }

@@ -16,6 +16,8 @@
 namespace trigd {
 
 using nlohmann::json;
+using pg_internal::ApplyInTransaction;
+using pg_internal::CheckApplicable;
 using pg_internal::DbNow;
 using pg_internal::FromMillis;
 using pg_internal::Guard;
@@ -164,10 +166,13 @@ Result<NextFireTimes> QueryNextFireTimes(const std::string& pg, const std::strin
 }
 
 Result<std::vector<DryRunEntry>> DryRunApply(const std::string& pg, const std::vector<Schedule>& schedules) {
+  // The apply's own path, checks and writes, rolled back at its end: a dry run accepts exactly
+  // what an apply accepts (a document too large to launch, a value the database refuses).
+  if (Status st = CheckApplicable(schedules); !st.ok()) return st;
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
   return Guard([&]() -> Result<std::vector<DryRunEntry>> {
-    pqxx::read_transaction tx(**conn);
+    pqxx::work tx(**conn);
     std::vector<DryRunEntry> out;
     for (const Schedule& s : schedules) {
       DryRunEntry e;
@@ -190,6 +195,8 @@ Result<std::vector<DryRunEntry>> DryRunApply(const std::string& pg, const std::v
       }
       out.push_back(std::move(e));
     }
+    ApplyInTransaction(tx, schedules);
+    tx.abort();
     return out;
   });
 }
@@ -321,6 +328,11 @@ Result<CancelledRun> CancelRun(const std::string& pg, const std::string& topic_p
 
 Result<BackfillPlan> PlanBackfill(const std::string& pg, const std::string& name, TimePoint from, TimePoint to,
                                   size_t max) {
+  // Before anything is read: a backfill's plan and ticks are held in memory.
+  if (max > kMaxBackfillFireTimes) {
+    return Invalid("max (--max) must be at most " + std::to_string(kMaxBackfillFireTimes) +
+                   " fire times per backfill, got " + std::to_string(max) + ": backfill a longer range in parts");
+  }
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
   return Guard([&]() -> Result<BackfillPlan> {
