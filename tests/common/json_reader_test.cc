@@ -45,7 +45,7 @@ TEST(JsonReader, RefusesTextOverItsSizeBeforeReadingIt) {
 
 TEST(JsonReader, NamesSyntaxErrorsNulBytesAndNumbersBeyondADouble) {
   EXPECT_EQ(ReadJson("{").status().message(),
-            "invalid JSON at line 1, column 2 (byte 1): syntax error while parsing object key - unexpected end of "
+            "invalid JSON at line 1, column 2 (byte 2): syntax error while parsing object key - unexpected end of "
             "input; expected string literal");
   EXPECT_EQ(ReadJson(std::string("{}\0x", 4)).status().message(),
             "invalid JSON at byte 2: a NUL byte (JSON text cannot contain one)");
