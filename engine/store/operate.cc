@@ -346,14 +346,14 @@ Result<BackfillPlan> PlanBackfill(const std::string& pg, const std::string& name
     TimePoint anchor = from;
     auto tt = tx.exec_params("SELECT " TRIGD_MS("anchor") " FROM time_triggers WHERE schedule_id = $1", s->id);
     if (!tt.empty()) anchor = FromMillis(tt[0][0].as<int64_t>());
-    FireTimes f = FireTimesBetween(s->schedule, anchor, from, to, max);
-    if (f.more) {
+    // Counted before any is kept: a range over its limit is refused without building it.
+    if (CountFireTimesBetween(s->schedule, anchor, from, to, max) > max) {
       return Invalid("the range holds more than " + std::to_string(max) + " fire times of schedule " + name +
                      " (--max N raises the limit)");
     }
     BackfillPlan out;
     out.schedule = name;
-    out.fire_times = f.times;
+    out.fire_times = FireTimesBetween(s->schedule, anchor, from, to, max).times;
     json ids = json::array(), fires = json::array();
     for (TimePoint t : f.times) {
       ids.push_back(OwnTickId(name, FormatTime(t)));
