@@ -355,7 +355,7 @@ Result<BackfillPlan> PlanBackfill(const std::string& pg, const std::string& name
     out.schedule = name;
     out.fire_times = FireTimesBetween(s->schedule, anchor, from, to, max).times;
     json ids = json::array(), fires = json::array();
-    for (TimePoint t : f.times) {
+    for (TimePoint t : out.fire_times) {
       ids.push_back(OwnTickId(name, FormatTime(t)));
       fires.push_back(FormatTime(t));
     }
