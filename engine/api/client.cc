@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include "common/json_reader.h"
+
 namespace trigd {
 
 using nlohmann::json;
@@ -49,7 +51,10 @@ Result<json> ApiClient::Call(const std::string& method, const std::string& path,
                       : method == "PUT"    ? client.Put(path, headers, text, "application/json")
                                            : client.Post(path, headers, text, "application/json");
   if (!r) return Unavailable("cannot reach the API at " + url_ + ": " + httplib::to_string(r.error()));
-  json reply = json::parse(r->body, nullptr, false);
+  // A reply is JSON from outside trigctl: read within the nesting limit (lists are long: no
+  // size limit beyond what the reply holds).
+  Result<json> read = ReadJson(r->body, JsonLimits{.max_bytes = r->body.size()});
+  json reply = read.ok() ? std::move(read).value() : json(json::value_t::discarded);
   if (r->status >= 200 && r->status < 300) {
     if (reply.is_discarded()) return Internal("the API at " + url_ + " answered " + path + " with no JSON");
     return reply;

@@ -170,43 +170,36 @@ Reply Apply(const ApiOptions& api, const Call& c, const std::vector<Schedule>& s
   return {200, one ? out.at(0) : out};
 }
 
+// The body's documents are read from its text as `trigctl schedules apply` reads a file
+// (ParseScheduleFile, Body::kDocuments): the same limits, repeated keys and messages, so the CLI
+// and the API refuse a bad document with the same words.
 Reply ApplyOne(const ApiOptions& api, const Call& c) {
   const std::string name = c.params[0] + "/" + c.params[1];
-  if (!c.body.is_object()) return Error(400, "the body must be one schedule document (a JSON object)");
-  ParsedSchedule parsed = ParseSchedule(c.body);
+  std::vector<ParsedSchedule> parsed = ParseScheduleFile(c.text);
+  const size_t first = c.text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && c.text[first] == '[')
+    return Error(400, "the body must be one schedule document (a JSON object)");
   json problems = json::array();
-  for (const auto& e : parsed.errors) problems.push_back(Problem(e.path, e.reason));
-  if (parsed.ok() && parsed.schedule.id().value() != name) {
-    problems.push_back(Problem("name", "the document names " + parsed.schedule.id().value() + ", the path " + name));
+  for (const auto& e : parsed.at(0).errors) problems.push_back(Problem(e.path, e.reason));
+  if (parsed[0].ok() && parsed[0].schedule.id().value() != name) {
+    problems.push_back(Problem("name", "the document names " + parsed[0].schedule.id().value() + ", the path " + name));
   }
   if (!problems.empty()) return Error(400, "schedule " + name + " refused; nothing applied", problems);
-  return Apply(api, c, {parsed.schedule}, true);
+  return Apply(api, c, {parsed[0].schedule}, true);
 }
 
 // A document or an array of them, applied in one transaction as `trigctl schedules apply`.
 Reply ApplyMany(const ApiOptions& api, const Call& c) {
-  json docs = c.body.is_array() ? c.body : json::array({c.body});
-  if (docs.empty()) return Error(400, "no schedule documents (an empty array)");
+  std::vector<ParsedSchedule> parsed = ParseScheduleFile(c.text);
+  if (parsed.empty()) return Error(400, "no schedule documents (an empty array)");
   std::vector<Schedule> schedules;
-  std::set<std::string> names;
   json problems = json::array();
-  for (size_t i = 0; i < docs.size(); ++i) {
-    const std::string at = c.body.is_array() ? "[" + std::to_string(i) + "]" : "";
-    auto dot = [&](const std::string& p) { return at.empty() ? p : p.empty() ? at : at + "." + p; };
-    if (!docs[i].is_object()) {
-      problems.push_back(Problem(at, "expected a schedule document (a JSON object)"));
-      continue;
-    }
-    ParsedSchedule parsed = ParseSchedule(docs[i]);
-    for (const auto& e : parsed.errors) problems.push_back(Problem(dot(e.path), e.reason));
-    if (!parsed.ok()) continue;
-    const std::string name = parsed.schedule.id().value();
-    if (!c.who.Reaches(NamespaceOf(name))) return Forbidden(c.who, NamespaceOf(name));
-    if (!names.insert(name).second) {
-      problems.push_back(Problem(dot("name"), "schedule " + name + " is defined twice"));
-      continue;
-    }
-    schedules.push_back(std::move(parsed.schedule));
+  for (ParsedSchedule& p : parsed) {
+    for (const auto& e : p.errors) problems.push_back(Problem(e.path, e.reason));
+    if (!p.ok()) continue;
+    const std::string ns = NamespaceOf(p.schedule.id().value());
+    if (!c.who.Reaches(ns)) return Forbidden(c.who, ns);
+    schedules.push_back(std::move(p.schedule));
   }
   if (!problems.empty()) return Error(400, std::to_string(problems.size()) + " problem(s); nothing applied", problems);
   return Apply(api, c, schedules, false);
@@ -359,8 +352,9 @@ std::optional<Reply> CheckRunReach(const ApiOptions& api, const Call& c) {
 
 // `runs cancel`: {reason}. 409 for a finished run.
 Reply CancelRunOf(const ApiOptions& api, const Call& c) {
-  if (auto e = CheckFields(c.body, {{"reason", Field::kString}})) return *e;
+  // Reach before the body: a token of another namespace learns nothing from its body's errors.
   if (auto e = CheckRunReach(api, c)) return *e;
+  if (auto e = CheckFields(c.body, {{"reason", Field::kString}})) return *e;
   const std::string reason = c.body.is_object() ? c.body.value("reason", "") : "";
   auto r = CancelRun(api.pg, api.topic_prefix, c.params[0], reason, ActorOf(c.who));
   if (!r.ok()) return Fail(r.status());
@@ -369,8 +363,8 @@ Reply CancelRunOf(const ApiOptions& api, const Call& c) {
 
 // `runs rerun`: {force}; the new job as `runs start` replies.
 Reply RerunRunOf(const ApiOptions& api, const Call& c) {
-  if (auto e = CheckFields(c.body, {{"force", Field::kBool}})) return *e;
   if (auto e = CheckRunReach(api, c)) return *e;
+  if (auto e = CheckFields(c.body, {{"force", Field::kBool}})) return *e;
   const bool force = c.body.is_object() && c.body.value("force", false);
   auto r = RerunRun(api.pg, c.params[0], force, ActorOf(c.who));
   if (!r.ok()) return Fail(r.status());
@@ -548,11 +542,11 @@ std::vector<Route> Routes() {
                           return QuerySchedules(api.pg, limit);
                         }));
   r.push_back(
-      {"applySchedules", "POST", "/api/v1/schedules", Role::kAdmin, {"dry_run"}, Body::kRequired, false, ApplyMany});
+      {"applySchedules", "POST", "/api/v1/schedules", Role::kAdmin, {"dry_run"}, Body::kDocuments, false, ApplyMany});
   r.push_back(ByName("getSchedule", "GET", "", Role::kViewer, Body::kNone, [](const ApiOptions& api, const Call& c) {
     return One(QuerySchedule(api.pg, ScheduleName(c)), "schedule " + ScheduleName(c), c.who);
   }));
-  r.push_back(ByName("applySchedule", "PUT", "", Role::kAdmin, Body::kRequired, ApplyOne, {"dry_run"}));
+  r.push_back(ByName("applySchedule", "PUT", "", Role::kAdmin, Body::kDocuments, ApplyOne, {"dry_run"}));
   r.push_back(ByName("deleteSchedule", "DELETE", "", Role::kAdmin, Body::kNone,
                      [](const ApiOptions& api, const Call& c) { return ChangeOne(api, c, ScheduleAction::kDelete); }));
   r.push_back(ByName("suspendSchedule", "POST", "suspend", Role::kOperator, Body::kOptional,

@@ -50,6 +50,7 @@ struct Call {
   std::vector<std::string> params;  // the route's captures, in order
   const httplib::Request& req;
   json body;  // null when the request has none
+  std::string text;  // the body's bytes, for a Body::kDocuments route (body stays null)
   std::optional<std::string> Query(const std::string& key) const {
     if (!req.has_param(key)) return std::nullopt;
     return req.get_param_value(key);
@@ -59,7 +60,9 @@ struct Call {
 // A route: method, path pattern (a regex whose groups are the parameters), the least role
 // that may call it, the query parameters it takes, whether its path names a namespace (its
 // first two groups are namespace and name), and what it does. Adding a verb is one entry.
-enum class Body { kNone, kOptional, kRequired };
+// kDocuments: required, schedule documents that the route reads from the body's text itself, as
+// `trigctl schedules apply` reads a file (ParseScheduleFile: the same limits and messages).
+enum class Body { kNone, kOptional, kRequired, kDocuments };
 struct Route {
   std::string id;  // its operationId in docs/api/openapi.yaml
   std::string method;

@@ -20,6 +20,7 @@
 #include "api/http_server.h"
 #include "api/routes.h"
 #include "api/work_gate.h"
+#include "common/json_reader.h"
 #include "common/log.h"
 
 namespace trigd {
@@ -180,13 +181,18 @@ struct ApiServer::Impl {
     if (read_body) {
       if (auto bad = read_body(body)) return *bad;
     }
-    if (!body.empty()) {
-      if (route.body == Body::kNone) return Error(400, "this operation takes no body");
-      call.body = json::parse(body, nullptr, false);
-      if (call.body.is_discarded())
-        return Error(400, "invalid JSON in the body", json::array({Problem("", "not JSON")}));
-    } else if (route.body == Body::kRequired) {
-      return Error(400, "needs a JSON body");
+    if (body.empty()) {
+      if (route.body == Body::kRequired || route.body == Body::kDocuments) return Error(400, "needs a JSON body");
+    } else if (route.body == Body::kNone) {
+      return Error(400, "this operation takes no body");
+    } else if (route.body == Body::kDocuments) {
+      call.text = std::move(body);  // read by the documents' own reader, as trigctl reads a file
+    } else {
+      // The one reader: nesting and size are checked before a value is built (common/json_reader.h).
+      auto parsed = ReadJson(body, JsonLimits{.max_bytes = kApiMaxBody});
+      if (!parsed.ok())
+        return Error(400, "invalid JSON in the body", json::array({Problem("", parsed.status().message())}));
+      call.body = std::move(parsed).value();
     }
     if (!route.gated) return route.handle(options, call);
     auto pass = gate->Enter();

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_reader.h"
+
 namespace trigd {
 
 const char* RoleName(Role role) {
@@ -53,8 +55,9 @@ bool IsTokenName(const std::string& s) {
 }  // namespace
 
 Result<TokenTable> ParseTokens(std::string_view text) {
-  auto doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_discarded()) return Invalid("not JSON");
+  Result<nlohmann::json> read = ReadJson(text);
+  if (!read.ok()) return read.status();
+  const nlohmann::json doc = std::move(read).value();
   if (!doc.is_array()) return Invalid("expected an array of {\"sha256\", \"role\", \"namespaces\"}");
   TokenTable table;
   for (size_t i = 0; i < doc.size(); ++i) {

@@ -54,6 +54,7 @@
 #include "app/cli.h"
 #include "app/config.h"
 #include "app/worker_control.h"
+#include "common/json_reader.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "common/topic_names.h"
@@ -163,8 +164,11 @@ void PlaceholderEnv(const json& req, Request& r) {
 // Validates a launch request; an error message when it names no run to report on (anything else
 // that keeps it from running is Request::unrunnable).
 std::variant<Request, std::string> ParseRequest(const std::string& value) {
-  json req = json::parse(value, nullptr, false);
-  if (req.is_discarded() || !req.is_object()) return std::string("not a JSON object");
+  // Launch requests fit Kafka's message limit (1 MiB): anything larger or deeper is no request.
+  trigd::Result<json> read = trigd::ReadJson(value);
+  if (!read.ok()) return read.status().message();
+  json req = std::move(read).value();
+  if (!req.is_object()) return std::string("not a JSON object");
   if (!req.contains("run_id") || !req["run_id"].is_string() || req["run_id"].get<std::string>().empty()) {
     return std::string("no run_id");
   }

@@ -1,6 +1,7 @@
 #include "app/worker_control.h"
 
 #include <nlohmann/json.hpp>
+#include "common/json_reader.h"
 
 namespace trigd {
 
@@ -29,8 +30,10 @@ bool StopsRunningAttempt(const ControlMessage& m) {
 }
 
 std::variant<ControlMessage, std::string> ParseControlMessage(std::string_view text) {
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return std::string("not a JSON object");
+  Result<json> read = ReadJson(text);
+  if (!read.ok()) return read.status().message();
+  const json j = std::move(read).value();
+  if (!j.is_object()) return std::string("not a JSON object");
   ControlMessage m;
   m.run_id = StringField(j, "run_id");
   if (m.run_id.empty()) return std::string("no run_id");

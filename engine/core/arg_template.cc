@@ -84,15 +84,94 @@ nlohmann::json RenderValue(const nlohmann::json& value, const TemplateValues& va
   return value;
 }
 
-// Sorted, distinct, space-separated, at most kMaxRenderedListBytes (whole items only).
-std::string JoinList(const std::set<std::string>& items) {
+// Sorted, distinct, space-separated, at most kMaxRenderedListBytes (whole items only);
+// `kept` gets the items joined.
+std::string JoinList(const std::set<std::string>& items, std::vector<std::string>& kept) {
   std::string out;
   for (const std::string& item : items) {
     if (out.size() + item.size() + 1 > kMaxRenderedListBytes) break;
     if (!out.empty()) out += ' ';
     out += item;
+    kept.push_back(item);
   }
   return out;
+}
+
+// Where a shell reads the text that comes next: outside quotes, inside '...', inside "...".
+enum class ShellQuoting { kNone, kSingle, kDouble };
+
+// The quoting in force after `text` when it starts in `state` (sh's rules: a backslash outside
+// single quotes escapes the next character; inside double quotes only \ " $ ` and newline
+// matter, and none of them but " ends the quotes).
+ShellQuoting QuotingAfter(std::string_view text, ShellQuoting state) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    switch (state) {
+      case ShellQuoting::kNone:
+        if (c == '\\') {
+          ++i;
+        } else if (c == '\'') {
+          state = ShellQuoting::kSingle;
+        } else if (c == '"') {
+          state = ShellQuoting::kDouble;
+        }
+        break;
+      case ShellQuoting::kSingle:
+        if (c == '\'') state = ShellQuoting::kNone;
+        break;
+      case ShellQuoting::kDouble:
+        if (c == '\\') {
+          ++i;
+        } else if (c == '"') {
+          state = ShellQuoting::kNone;
+        }
+        break;
+    }
+  }
+  return state;
+}
+
+std::string JoinWords(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) {
+    if (!out.empty()) out += ' ';
+    out += w;
+  }
+  return out;
+}
+
+// A placeholder's words as text for where it stands.
+std::string QuoteFor(ShellQuoting state, const std::vector<std::string>& words) {
+  switch (state) {
+    case ShellQuoting::kNone: {
+      std::string out;
+      for (const std::string& w : words) {
+        if (!out.empty()) out += ' ';
+        out += ShellQuote(w);
+      }
+      return out;
+    }
+    case ShellQuoting::kSingle: {
+      std::string out;
+      for (char c : JoinWords(words)) {
+        if (c == '\'') {
+          out += "'\\''";
+        } else {
+          out += c;
+        }
+      }
+      return out;
+    }
+    case ShellQuoting::kDouble: {
+      std::string out;
+      for (char c : JoinWords(words)) {
+        if (c == '\\' || c == '"' || c == '$' || c == '`') out += '\\';
+        out += c;
+      }
+      return out;
+    }
+  }
+  return {};
 }
 
 std::string LocalDate(TimePoint t, const std::string& timezone) {
@@ -193,14 +272,57 @@ TemplateValues JobTemplateValues(const Schedule& schedule, std::string_view run_
     v.fire_time = FormatTime(*fire_time);
     v.fire_date = LocalDate(*fire_time, timezone);
   }
-  v.partitions = JoinList(partitions);
-  v.datasets = JoinList(datasets);
-  v.keys = JoinList(keys);
+  v.partitions = JoinList(partitions, v.partition_items);
+  v.datasets = JoinList(datasets, v.dataset_items);
+  v.keys = JoinList(keys, v.key_items);
   return v;
 }
 
+std::vector<std::string> TemplateValues::Words(std::string_view name) const {
+  if (name == "partitions") return partition_items;
+  if (name == "datasets") return dataset_items;
+  if (name == "keys") return key_items;
+  return {Get(name)};
+}
+
+std::string ShellQuote(std::string_view value) {
+  std::string out = "'";
+  for (char c : value) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string RenderShellCommand(std::string_view text, const TemplateValues& values) {
+  // Scan hands each placeholder in order; the text between them is the template's own, and
+  // its quotes say where the next placeholder stands.
+  ShellQuoting state = ShellQuoting::kNone;
+  size_t from = 0;
+  return Scan(
+      text,
+      [&](std::string_view name) {
+        // `name` views `text`: its "{{" lies 2 bytes before it, give or take inner spaces.
+        const size_t open = text.rfind("{{", static_cast<size_t>(name.data() - text.data()));
+        state = QuotingAfter(text.substr(from, open - from), state);
+        from = text.find("}}", open) + 2;
+        return QuoteFor(state, values.Words(name));
+      },
+      [](const std::string&) {});
+}
+
 nlohmann::json RenderArgs(const nlohmann::json& args, const TemplateValues& values) {
-  return RenderValue(args, values);
+  nlohmann::json out = RenderValue(args, values);
+  if (args.is_object()) {
+    auto command = args.find("command");
+    if (command != args.end() && command->is_string()) {
+      out["command"] = RenderShellCommand(command->get_ref<const std::string&>(), values);
+    }
+  }
+  return out;
 }
 
 nlohmann::json TemplateValuesJson(const TemplateValues& values) {

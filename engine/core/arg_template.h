@@ -57,8 +57,14 @@ struct TemplateValues {
   std::string partitions;
   std::string datasets;
   std::string keys;
+  // The items the three lists above join (same order, same cut): each is one shell word.
+  std::vector<std::string> partition_items;
+  std::vector<std::string> dataset_items;
+  std::vector<std::string> key_items;
   // The value of placeholder `name` (one of kArgPlaceholders), else empty.
   std::string Get(std::string_view name) const;
+  // The shell words of placeholder `name`: a list's items, or the one value of any other.
+  std::vector<std::string> Words(std::string_view name) const;
 };
 
 // The values a job's launch renders: its run id, schedule, and what its triggering events (the
@@ -81,7 +87,21 @@ RenderedProgram RenderProgram(const Schedule& schedule, std::string_view run_id,
                               std::string_view triggered_by_json);
 
 // `args` with every placeholder of every string value replaced. Unknown placeholders (none
-// after CheckArgTemplates) are left as they are.
+// after CheckArgTemplates) are left as they are. `args.command`, which the reference worker
+// runs with /bin/sh, is rendered by RenderShellCommand: an event's values never become code.
 nlohmann::json RenderArgs(const nlohmann::json& args, const TemplateValues& values);
+
+// A shell command template rendered with every placeholder quoted for where it stands:
+//   outside quotes    each word single-quoted ('it'\''s'); a list gives one word per item
+//                     (none for an empty list), any other placeholder one word ('' when empty);
+//   inside '...'      the value with each ' written '\'' (the quotes stay one word);
+//   inside "..."      the value with \ " $ ` escaped by a backslash.
+// So `echo {{keys}}`, `echo '{{keys}}'` and `echo "{{keys}}"` all pass a key such as
+// `$(touch x)` or `a'; touch x; echo '` to echo as literal text. A here-document's body is not
+// a quoting context sh knows here: the environment variables (TRIGD_KEYS ...) are the form for it.
+std::string RenderShellCommand(std::string_view text, const TemplateValues& values);
+
+// `value` as one single-quoted shell word: 'value', each ' written '\''.
+std::string ShellQuote(std::string_view value);
 
 }  // namespace trigd

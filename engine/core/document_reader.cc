@@ -96,29 +96,23 @@ namespace {
 
 // nlohmann keeps the last of repeated keys without a word; a document with "enabled" twice is
 // ambiguous, so repeats are errors. The parser callback sees keys but not paths, so the path is
-// rebuilt from a stack of the containers being read. The same stack refuses text nested deeper
-// than kMaxJsonNesting by throwing TooDeep before the value is built.
+// rebuilt from a stack of the containers being read (no deeper than kMaxJsonNesting: the text
+// was checked by CheckJsonLimits first).
 class DuplicateKeyFinder {
  public:
   struct Found {
     size_t document;  // index in a top-level array, else 0
     ScheduleError error;
   };
-  struct TooDeep {
-    std::string path;
-  };
-
   bool Handle(nlohmann::json::parse_event_t event, const OrderedJson& parsed) {
     using Event = nlohmann::json::parse_event_t;
     switch (event) {
       case Event::object_start:
         EnterElement();
-        if (stack_.size() == kMaxJsonNesting) throw TooDeep{Path()};
         stack_.push_back(Container{.is_array = false});
         break;
       case Event::array_start:
         EnterElement();
-        if (stack_.size() == kMaxJsonNesting) throw TooDeep{Path()};
         stack_.push_back(Container{.is_array = true});
         break;
       case Event::object_end:
@@ -184,25 +178,17 @@ class DuplicateKeyFinder {
   }
 };
 
-// "invalid JSON at line 3, column 5 (byte 42): syntax error while parsing object - ...".
-std::string SyntaxErrorReason(const nlohmann::json::parse_error& e) {
-  std::string what = e.what();
-  const std::string marker = "parse error at ";
-  size_t at = what.find(marker);
-  if (at != std::string::npos) {
-    size_t colon = what.find(": ", at);
-    if (colon != std::string::npos) {
-      std::string position = what.substr(at + marker.size(), colon - at - marker.size());
-      return "invalid JSON at " + position + " (byte " + std::to_string(e.byte) + "): " + what.substr(colon + 2);
-    }
-  }
-  return "invalid JSON at byte " + std::to_string(e.byte) + ": " + what;
-}
-
 }  // namespace
 
 JsonText ReadJsonText(std::string_view text) {
   JsonText out;
+  // The limits first: the callback below sees every level as the parser reaches it, but the
+  // size and depth are refused before anything is built, as for every JSON trigd reads.
+  if (auto breach =
+          CheckJsonLimits(text, JsonLimits{.max_bytes = kMaxDocumentTextBytes, .max_depth = kMaxJsonNesting})) {
+    out.error = ScheduleError{"", std::move(breach->reason)};
+    return out;
+  }
   // nlohmann takes a NUL byte for the end of its input, so `{...}\0garbage` read as `{...}`;
   // JSON text has no place for a raw NUL.
   if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
@@ -217,11 +203,7 @@ JsonText ReadJsonText(std::string_view text) {
                                     return duplicates.Handle(event, parsed);
                                   });
   } catch (const nlohmann::json::parse_error& e) {
-    out.error = ScheduleError{"", SyntaxErrorReason(e)};
-    return out;
-  } catch (const DuplicateKeyFinder::TooDeep& e) {
-    out.error = ScheduleError{
-        "", "invalid JSON: nested deeper than " + std::to_string(kMaxJsonNesting) + " levels at " + Quote(e.path)};
+    out.error = ScheduleError{"", JsonSyntaxErrorReason(e)};
     return out;
   } catch (const nlohmann::json::out_of_range& e) {
     // A number beyond a double ("min_bytes": 1e400) is valid JSON, but no field's range holds

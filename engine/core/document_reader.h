@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_reader.h"
 #include "common/time.h"
 #include "core/schedule_names.h"
 #include "core/schedule_parser.h"
@@ -34,7 +35,9 @@ constexpr size_t kMaxIdentifierLength = 128;
 // Copying, comparing and dumping a JSON value recurse (program.args is copied into Schedule); a
 // document nested 10,000 deep would overflow the stack. Deep enough for any args and for
 // triggers nested past the parser's depth limit to get that limit's clearer message.
-constexpr size_t kMaxJsonNesting = 128;
+constexpr size_t kMaxJsonNesting = kMaxJsonDepth;
+// A file of documents: one apply may hold thousands of schedules (an API body is 1 MiB).
+constexpr size_t kMaxDocumentTextBytes = 64 << 20;
 // Values quoted in messages are cut so that one absurd field cannot flood a terminal.
 constexpr size_t kMaxQuotedLength = 80;
 

@@ -1,5 +1,6 @@
 #include "core/envelope.h"
 
+#include "common/json_reader.h"
 #include "common/json_text.h"
 #include "core/envelope_scan.h"
 #include "core/envelope_time.h"
@@ -18,7 +19,7 @@ namespace {
 // nlohmann's parser is iterative, but copying, comparing and dumping a value recurse; an
 // event nested deeper than any real payload could overflow the stack later, in code that
 // cannot refuse it. Refusing it here keeps every later step safe.
-constexpr int kMaxNesting = 64;
+constexpr size_t kMaxNesting = 64;
 
 // A refusal: `why` takes its reason, for the caller's metric label; the message starts with it.
 Status Reject(DeadLetterReason& why, DeadLetterReason reason, const std::string& detail) {
@@ -40,34 +41,6 @@ std::string Quote(std::string_view s) {
 std::string Describe(const nlohmann::json& value) {
   if (value.is_number() || value.is_boolean()) return value.dump();
   return value.type_name();
-}
-
-// True when brackets outside strings nest deeper than `limit`. Only meaningful for text the
-// parser accepts; for anything else the parser reports the error.
-bool NestsDeeperThan(std::string_view text, int limit) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
 }
 
 // Follows nlohmann's parse events to know where the parser is, as a path ("payload.dataset",
@@ -329,7 +302,7 @@ Result<Event> Parse(DeadLetterReason& why, std::string_view bytes, size_t max_by
   }
   // A tombstone (null value) or an empty produce: said as such, not as a JSON syntax error.
   if (bytes.empty()) return Reject(why, DeadLetterReason::kBadJson, "empty message (no value)");
-  if (NestsDeeperThan(bytes, kMaxNesting)) {
+  if (CheckJsonLimits(bytes, JsonLimits{.max_bytes = max_bytes, .max_depth = kMaxNesting})) {
     return Reject(why, DeadLetterReason::kBadJson, "nested deeper than " + std::to_string(kMaxNesting) + " levels");
   }
   // nlohmann takes a NUL byte for the end of its input: `{...}\0garbage` parsed as `{...}`. JSON

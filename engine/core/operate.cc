@@ -20,21 +20,33 @@ const TimeTrigger* ScheduleTimeTrigger(const Schedule& s) {
   return nullptr;
 }
 
+size_t CountFireTimesBetween(const Schedule& s, TimePoint anchor, TimePoint from, TimePoint to, size_t limit) {
+  const TimeTrigger* t = ScheduleTimeTrigger(s);
+  if (t == nullptr) return 0;
+  if (s.active && s.active->from && from < *s.active->from) from = *s.active->from;
+  if (s.active && s.active->until && to > *s.active->until) to = *s.active->until;
+  size_t count = 0;
+  for (std::optional<TimePoint> next = NextFireTime(*t, anchor, from - Millis(1)); next && *next < to && count <= limit;
+       next = NextFireTime(*t, anchor, *next)) {
+    ++count;
+  }
+  return count;
+}
+
 FireTimes FireTimesBetween(const Schedule& s, TimePoint anchor, TimePoint from, TimePoint to, size_t max) {
   FireTimes out;
   const TimeTrigger* t = ScheduleTimeTrigger(s);
   if (t == nullptr) return out;
   if (s.active && s.active->from && from < *s.active->from) from = *s.active->from;
   if (s.active && s.active->until && to > *s.active->until) to = *s.active->until;
+  // Counted first (up to max + 1), so the vector is sized once and never past max.
+  const size_t count = CountFireTimesBetween(s, anchor, from, to, max);
+  out.more = count > max;
+  out.times.reserve(std::min(count, max));
   // The first fire time at or after `from`: Next is strictly after its argument.
-  std::optional<TimePoint> next = NextFireTime(*t, anchor, from - Millis(1));
-  while (next && *next < to) {
-    if (out.times.size() == max) {
-      out.more = true;
-      break;
-    }
+  for (std::optional<TimePoint> next = NextFireTime(*t, anchor, from - Millis(1));
+       next && *next < to && out.times.size() < max; next = NextFireTime(*t, anchor, *next)) {
     out.times.push_back(*next);
-    next = NextFireTime(*t, anchor, *next);
   }
   return out;
 }

@@ -20,6 +20,15 @@ namespace trigd {
 // The schedule's time leaf (the one that drives its ticks), if it has one.
 const TimeTrigger* ScheduleTimeTrigger(const Schedule& s);
 
+// The most fire times one backfill may name (its `max`): a backfill builds its plan, the ids and
+// one tick per fire time in memory, about 1 KB each, so a request holds at most about 100 MB.
+inline constexpr size_t kMaxBackfillFireTimes = 100000;
+
+// How many fire times of the schedule's time trigger fall in [from, to) inside its active
+// period, counted up to `limit` + 1 and none kept: a range of millions costs time bounded by
+// `limit` and no memory.
+size_t CountFireTimesBetween(const Schedule& s, TimePoint anchor, TimePoint from, TimePoint to, size_t limit);
+
 // Fire times of the schedule's time trigger in [from, to), oldest first, inside its active
 // period; at most `max` of them, `more` set when the range holds others past them.
 struct FireTimes {

@@ -1,5 +1,6 @@
 #include "log/time_range.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -23,7 +24,8 @@ struct PartitionRead {
 }  // namespace
 
 Result<RangeRead> ReadTimeRange(const std::string& bootstrap, const std::vector<std::string>& topics, TimePoint from,
-                                TimePoint to, int timeout_ms, const std::function<void(size_t)>& progress) {
+                                TimePoint to, int timeout_ms, const std::function<void(size_t)>& progress,
+                                int64_t max_messages) {
   auto missing = MissingTopics(bootstrap, topics, timeout_ms);
   if (!missing.ok()) return missing.status();
   if (!missing->empty()) return NotFound(NoSuchTopics(*missing, bootstrap));
@@ -54,6 +56,10 @@ Result<RangeRead> ReadTimeRange(const std::string& bootstrap, const std::vector<
     }
   } owned{lookup};
   RangeRead out;
+  // Kafka's timestamps start at 1970 and a negative one asks for a special offset (-1 the end,
+  // -2 the start; others fail as "API version not supported"): a `from` before 1970 asks for the
+  // first message at or after 0, the earliest one left.
+  const int64_t lookup_time = std::max<int64_t>(0, std::chrono::duration_cast<Millis>(from.time_since_epoch()).count());
   for (const std::string& topic : topics) {
     std::unique_ptr<RdKafka::Topic> handle(RdKafka::Topic::create(consumer.get(), topic, nullptr, err));
     if (!handle) return Internal("topic " + topic + ": " + err);
@@ -71,7 +77,7 @@ Result<RangeRead> ReadTimeRange(const std::string& bootstrap, const std::vector<
             e != RdKafka::ERR_NO_ERROR) {
           return unreachable("watermarks of " + topic + "/" + std::to_string(p->id()), e);
         }
-        lookup.push_back(RdKafka::TopicPartition::create(topic, p->id(), from.time_since_epoch().count()));
+        lookup.push_back(RdKafka::TopicPartition::create(topic, p->id(), lookup_time));
       }
     }
   }
@@ -93,6 +99,36 @@ Result<RangeRead> ReadTimeRange(const std::string& bootstrap, const std::vector<
     r.start = tp->offset() < 0 ? r.end : tp->offset();
     r.done = r.start >= r.end;
     if (!r.done) assign.push_back(RdKafka::TopicPartition::create(tp->topic(), tp->partition(), r.start));
+  }
+  // Counted from the offsets before anything is read: each partition's messages from `from` to
+  // the first after `to` (offsetsForTimes again), or to its end.
+  int64_t in_range = 0;
+  {
+    const int64_t to_time = std::max<int64_t>(0, std::chrono::duration_cast<Millis>(to.time_since_epoch()).count() + 1);
+    std::vector<RdKafka::TopicPartition*> until;
+    struct OwnedUntil {
+      std::vector<RdKafka::TopicPartition*>& v;
+      ~OwnedUntil() {
+        for (auto* p : v) delete p;
+      }
+    } owned_until{until};
+    for (const auto* tp : assign)
+      until.push_back(RdKafka::TopicPartition::create(tp->topic(), tp->partition(), to_time));
+    if (!until.empty()) {
+      if (auto e = consumer->offsetsForTimes(until, timeout_ms); e != RdKafka::ERR_NO_ERROR) {
+        return unreachable("offsets for " + FormatTime(to), e);
+      }
+    }
+    for (const auto* tp : until) {
+      const PartitionRead& r = parts[{tp->topic(), tp->partition()}];
+      const int64_t stop = tp->offset() < 0 ? r.end : std::min(tp->offset(), r.end);
+      in_range += std::max<int64_t>(0, stop - r.start);
+    }
+  }
+  if (in_range > max_messages) {
+    return Invalid("the range holds up to " + std::to_string(in_range) + " messages from " + FormatTime(from) +
+                   ", more than the limit of " + std::to_string(max_messages) +
+                   " a replay reads into memory: replay a later --from or an earlier --to");
   }
   if (assign.empty()) return out;
   if (auto e = consumer->assign(assign); e != RdKafka::ERR_NO_ERROR) return Internal("assign: " + RdKafka::err2str(e));

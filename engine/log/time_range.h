@@ -36,11 +36,16 @@ struct RangeRead {
   size_t partitions = 0;  // every partition of the topics
 };
 
+// The most messages one replay reads into memory (several GB of events at their usual size).
+inline constexpr int64_t kMaxRangeMessages = 10'000'000;
+
 // kNotFound naming the topics the broker lacks; kUnavailable when it cannot be reached within
-// timeout_ms (or stops answering for that long mid-read). `progress` (when set) is called now and
-// then with the number of messages read so far.
+// timeout_ms (or stops answering for that long mid-read); kInvalid, before any message is read,
+// when the offsets from `from` to the partitions' ends hold more than `max_messages`.
+// `progress` (when set) is called now and then with the number of messages read so far.
 Result<RangeRead> ReadTimeRange(const std::string& bootstrap, const std::vector<std::string>& topics, TimePoint from,
                                 TimePoint to, int timeout_ms = 10000,
-                                const std::function<void(size_t)>& progress = nullptr);
+                                const std::function<void(size_t)>& progress = nullptr,
+                                int64_t max_messages = kMaxRangeMessages);
 
 }  // namespace trigd

@@ -24,6 +24,8 @@
 namespace trigd {
 
 using nlohmann::json;
+using pg_internal::ApplyInTransaction;
+using pg_internal::CheckApplicable;
 using pg_internal::DbNow;
 using pg_internal::FromMillis;
 using pg_internal::Guard;
@@ -398,84 +400,96 @@ json ApplyAuditRows(pqxx::work& tx, const std::vector<std::string>& texts, const
 
 }  // namespace
 
-Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const std::vector<Schedule>& schedules,
-                                                 const Actor& actor) {
+namespace pg_internal {
+
+Status CheckApplicable(const std::vector<Schedule>& schedules) {
   // A launch request that cannot be published would fail its run (docs/adr/0057).
   for (const Schedule& s : schedules) {
     if (Status fits = CheckLaunchRequestFits(s); !fits.ok()) return Invalid(s.id().value() + ": " + fits.message());
   }
+  return Status();
+}
+
+std::vector<ApplyOutcome> ApplyInTransaction(pqxx::work& tx, const std::vector<Schedule>& schedules,
+                                             const Actor& actor) {
+  LockChangeLog(tx);
+  TimePoint now = DbNow(tx);
+  // Set-based, a fixed number of statements whatever the number of schedules: a folder of
+  // 10,000 documents applies in about a second.
+  json names = json::array();
+  std::vector<std::string> texts, hashes;
+  for (const Schedule& s : schedules) {
+    names.push_back(s.id().value());
+    texts.push_back(ScheduleToJson(s).dump());
+    hashes.push_back(std::to_string(std::hash<std::string>()(texts.back())));
+  }
+  std::map<std::string, int> deleted_versions;
+  const std::map<std::string, CurrentSchedule> current = LockCurrent(tx, names, deleted_versions);
+  ApplyPlan plan = PlanApply(schedules, texts, hashes, current, deleted_versions);
+  if (plan.changed.empty()) return plan.out;
+  const json audit = ApplyAuditRows(tx, texts, plan, current);
+  std::map<std::string, int64_t> ids;
+  for (const auto& [name, cur] : current) ids[name] = cur.id;
+  SqlArray created;
+  if (!plan.inserts.empty()) {
+    for (const auto& r : tx.exec_params(
+             "INSERT INTO schedules (name, version, doc_hash, document, state, concurrency_group, run_timeout_ms) "
+             "SELECT name, version, hash, document::jsonb, state, grp, run_timeout_ms FROM "
+             "jsonb_to_recordset($1::jsonb) "
+             "AS x(name text, version int, hash text, document text, state text, grp text, run_timeout_ms bigint) "
+             "RETURNING name, id",
+             plan.inserts.dump())) {
+      ids[r[0].as<std::string>()] = r[1].as<int64_t>();
+      created.AddInt(r[1].as<int64_t>());
+    }
+    // The run counters of a new schedule exist from its creation on: the checker that first
+    // launches it only locks and updates them (no insert on the launch path; docs/adr/0174).
+    tx.exec_params(
+        "INSERT INTO schedule_runtime (schedule_id) SELECT unnest($1::bigint[]) ORDER BY 1 ON CONFLICT DO NOTHING",
+        created.Take());
+  }
+  int64_t discarded = 0;  // open and waiting jobs of the updated schedules
+  if (!plan.updates.empty()) {
+    tx.exec_params(
+        "UPDATE schedules s SET version = x.version, doc_hash = x.hash, document = x.document::jsonb, "
+        "state = x.state, concurrency_group = x.grp, run_timeout_ms = x.run_timeout_ms, updated_at = now() "
+        "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int, name text, hash text, document text, "
+        "state text, grp text, run_timeout_ms bigint) WHERE s.id = x.id",
+        plan.updates.dump());
+    discarded = ApplyUpdates(tx, schedules, plan.updates, ids, now);
+  }
+  WriteLeaves(tx, schedules, plan, ids, now);
+  // Each new document is kept by version (schema/027) for the console's versions and diffs.
+  json versions = plan.inserts;
+  versions.insert(versions.end(), plan.updates.begin(), plan.updates.end());
+  tx.exec_params(
+      "INSERT INTO schedule_versions (name, version, document) SELECT name, version, document::jsonb "
+      "FROM jsonb_to_recordset($1::jsonb) AS x(name text, version int, document text) ON CONFLICT DO NOTHING",
+      versions.dump());
+  json changes = json::array();
+  for (size_t i : plan.changed) changes.push_back(ids.at(schedules[i].id().value()));
+  // The discards are counted once, on the first change row.
+  tx.exec_params(
+      "INSERT INTO schedule_changes (schedule_id, jobs_discarded) SELECT value::bigint, "
+      "CASE WHEN ordinality = 1 THEN $2 ELSE 0 END FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY",
+      changes.dump(), discarded);
+  audit_internal::RecordEach(tx, actor, AuditAction::kApply, audit);
+  tx.exec("NOTIFY trigd_schedules");
+  return plan.out;
+}
+
+}  // namespace pg_internal
+
+Result<std::vector<ApplyOutcome>> ApplySchedules(const std::string& pg, const std::vector<Schedule>& schedules,
+                                                 const Actor& actor) {
+  if (Status st = CheckApplicable(schedules); !st.ok()) return st;
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
   return RunChange([&]() -> Result<std::vector<ApplyOutcome>> {
     pqxx::work tx(**conn);
-    LockChangeLog(tx);
-    TimePoint now = DbNow(tx);
-    // Set-based, a fixed number of statements whatever the number of schedules: a folder of
-    // 10,000 documents applies in about a second.
-    json names = json::array();
-    std::vector<std::string> texts, hashes;
-    for (const Schedule& s : schedules) {
-      names.push_back(s.id().value());
-      texts.push_back(ScheduleToJson(s).dump());
-      hashes.push_back(std::to_string(std::hash<std::string>()(texts.back())));
-    }
-    std::map<std::string, int> deleted_versions;
-    const std::map<std::string, CurrentSchedule> current = LockCurrent(tx, names, deleted_versions);
-    ApplyPlan plan = PlanApply(schedules, texts, hashes, current, deleted_versions);
-    if (plan.changed.empty()) {
-      tx.commit();
-      return plan.out;
-    }
-    const json audit = ApplyAuditRows(tx, texts, plan, current);
-    std::map<std::string, int64_t> ids;
-    for (const auto& [name, cur] : current) ids[name] = cur.id;
-    SqlArray created;
-    if (!plan.inserts.empty()) {
-      for (const auto& r : tx.exec_params(
-               "INSERT INTO schedules (name, version, doc_hash, document, state, concurrency_group, run_timeout_ms) "
-               "SELECT name, version, hash, document::jsonb, state, grp, run_timeout_ms FROM "
-               "jsonb_to_recordset($1::jsonb) "
-               "AS x(name text, version int, hash text, document text, state text, grp text, run_timeout_ms bigint) "
-               "RETURNING name, id",
-               plan.inserts.dump())) {
-        ids[r[0].as<std::string>()] = r[1].as<int64_t>();
-        created.AddInt(r[1].as<int64_t>());
-      }
-      // The run counters of a new schedule exist from its creation on: the checker that first
-      // launches it only locks and updates them (no insert on the launch path; docs/adr/0174).
-      tx.exec_params(
-          "INSERT INTO schedule_runtime (schedule_id) SELECT unnest($1::bigint[]) ORDER BY 1 ON CONFLICT DO NOTHING",
-          created.Take());
-    }
-    int64_t discarded = 0;  // open and waiting jobs of the updated schedules
-    if (!plan.updates.empty()) {
-      tx.exec_params(
-          "UPDATE schedules s SET version = x.version, doc_hash = x.hash, document = x.document::jsonb, "
-          "state = x.state, concurrency_group = x.grp, run_timeout_ms = x.run_timeout_ms, updated_at = now() "
-          "FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, version int, name text, hash text, document text, "
-          "state text, grp text, run_timeout_ms bigint) WHERE s.id = x.id",
-          plan.updates.dump());
-      discarded = ApplyUpdates(tx, schedules, plan.updates, ids, now);
-    }
-    WriteLeaves(tx, schedules, plan, ids, now);
-    // Each new document is kept by version (schema/027) for the console's versions and diffs.
-    json versions = plan.inserts;
-    versions.insert(versions.end(), plan.updates.begin(), plan.updates.end());
-    tx.exec_params(
-        "INSERT INTO schedule_versions (name, version, document) SELECT name, version, document::jsonb "
-        "FROM jsonb_to_recordset($1::jsonb) AS x(name text, version int, document text) ON CONFLICT DO NOTHING",
-        versions.dump());
-    json changes = json::array();
-    for (size_t i : plan.changed) changes.push_back(ids.at(schedules[i].id().value()));
-    // The discards are counted once, on the first change row.
-    tx.exec_params(
-        "INSERT INTO schedule_changes (schedule_id, jobs_discarded) SELECT value::bigint, "
-        "CASE WHEN ordinality = 1 THEN $2 ELSE 0 END FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY",
-        changes.dump(), discarded);
-    audit_internal::RecordEach(tx, actor, AuditAction::kApply, audit);
-    tx.exec("NOTIFY trigd_schedules");
+    std::vector<ApplyOutcome> out = ApplyInTransaction(tx, schedules, actor);
     tx.commit();
-    return plan.out;
+    return out;
   });
 }
 

@@ -17,6 +17,8 @@
 namespace trigd {
 
 using nlohmann::json;
+using pg_internal::ApplyInTransaction;
+using pg_internal::CheckApplicable;
 using pg_internal::DbNow;
 using pg_internal::FromMillis;
 using pg_internal::Guard;
@@ -165,10 +167,13 @@ Result<NextFireTimes> QueryNextFireTimes(const std::string& pg, const std::strin
 }
 
 Result<std::vector<DryRunEntry>> DryRunApply(const std::string& pg, const std::vector<Schedule>& schedules) {
+  // The apply's own path, checks and writes, rolled back at its end: a dry run accepts exactly
+  // what an apply accepts (a document too large to launch, a value the database refuses).
+  if (Status st = CheckApplicable(schedules); !st.ok()) return st;
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
   return Guard([&]() -> Result<std::vector<DryRunEntry>> {
-    pqxx::read_transaction tx(**conn);
+    pqxx::work tx(**conn);
     std::vector<DryRunEntry> out;
     for (const Schedule& s : schedules) {
       DryRunEntry e;
@@ -191,6 +196,9 @@ Result<std::vector<DryRunEntry>> DryRunApply(const std::string& pg, const std::v
       }
       out.push_back(std::move(e));
     }
+    // Its audit rows go with the rest of the rolled-back transaction.
+    ApplyInTransaction(tx, schedules, Actor{"dry-run"});
+    tx.abort();
     return out;
   });
 }
@@ -330,6 +338,11 @@ Result<CancelledRun> CancelRun(const std::string& pg, const std::string& topic_p
 
 Result<BackfillPlan> PlanBackfill(const std::string& pg, const std::string& name, TimePoint from, TimePoint to,
                                   size_t max) {
+  // Before anything is read: a backfill's plan and ticks are held in memory.
+  if (max > kMaxBackfillFireTimes) {
+    return Invalid("max (--max) must be at most " + std::to_string(kMaxBackfillFireTimes) +
+                   " fire times per backfill, got " + std::to_string(max) + ": backfill a longer range in parts");
+  }
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();
   return Guard([&]() -> Result<BackfillPlan> {
@@ -343,16 +356,16 @@ Result<BackfillPlan> PlanBackfill(const std::string& pg, const std::string& name
     TimePoint anchor = from;
     auto tt = tx.exec_params("SELECT " TRIGD_MS("anchor") " FROM time_triggers WHERE schedule_id = $1", s->id);
     if (!tt.empty()) anchor = FromMillis(tt[0][0].as<int64_t>());
-    FireTimes f = FireTimesBetween(s->schedule, anchor, from, to, max);
-    if (f.more) {
+    // Counted before any is kept: a range over its limit is refused without building it.
+    if (CountFireTimesBetween(s->schedule, anchor, from, to, max) > max) {
       return Invalid("the range holds more than " + std::to_string(max) + " fire times of schedule " + name +
                      " (--max N raises the limit)");
     }
     BackfillPlan out;
     out.schedule = name;
-    out.fire_times = f.times;
+    out.fire_times = FireTimesBetween(s->schedule, anchor, from, to, max).times;
     json ids = json::array(), fires = json::array();
-    for (TimePoint t : f.times) {
+    for (TimePoint t : out.fire_times) {
       ids.push_back(OwnTickId(name, FormatTime(t)));
       fires.push_back(FormatTime(t));
     }

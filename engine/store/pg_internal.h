@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <new>
 #include <random>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 #include "model/event.h"
 #include "model/job.h"
 #include "model/run.h"
+#include "store/admin.h"
 #include "store/control_message.h"
 
 #include "store/pg_conninfo.h"
@@ -144,8 +146,15 @@ auto Guard(F&& f) -> decltype(f()) {
     // A database the migrations have not run on (trigctl pointed at it before trigd started).
     return Internal(std::string("PostgreSQL: ") + OneLine(e.what()) +
                     " (is the database migrated? `trigd migrate`, or start trigd, applies schema/)");
+  } catch (const pqxx::pqxx_exception& e) {
+    return Internal(std::string("PostgreSQL: ") + OneLine(e.base().what()));
+  } catch (const std::bad_alloc&) {
+    // trigd's own memory, not the server's: never said as a PostgreSQL failure.
+    return Internal("out of memory");
   } catch (const std::exception& e) {
-    return Internal(std::string("PostgreSQL: ") + OneLine(e.what()));
+    // A failure of trigd's own code around the query (a JSON value it could not read or
+    // write): PostgreSQL said nothing, so its name is not put on it.
+    return Internal(std::string("internal error: ") + OneLine(e.what()));
   }
 }
 
@@ -343,5 +352,13 @@ inline std::string ValidText(std::string_view bytes) {
   }
   return out;
 }
+
+// What an apply checks before its transaction (each launch request fits the message limit).
+Status CheckApplicable(const std::vector<Schedule>& schedules);
+// An apply inside `tx`, up to its commit: the change log's lock and every write, NOTIFY
+// included, and the audit rows naming `actor`. The caller commits (an apply) or rolls back (a dry
+// run: the same path, nothing kept).
+std::vector<ApplyOutcome> ApplyInTransaction(pqxx::work& tx, const std::vector<Schedule>& schedules,
+                                             const Actor& actor);
 
 }  // namespace trigd::pg_internal

@@ -239,7 +239,7 @@ TEST(ArgTemplate, RenderProgramGivesTheRequestsProgramAndPlaceholders) {
   RenderedProgram r = RenderProgram(
       s, "run-7", "lin-3", R"([{"id":"1","type":"partition","payload":{"dataset":"d","partitions":["b","a"]}}])");
   EXPECT_EQ(json::parse(r.program_json),
-            json::parse(R"({"name":"p","args":{"command":"echo a b in lin-3"},"target":"spark"})"));
+            json::parse(R"({"name":"p","args":{"command":"echo 'a' 'b' in 'lin-3'"},"target":"spark"})"));
   json placeholders = json::parse(r.placeholders_json);
   EXPECT_EQ(placeholders["partitions"], "a b");
   EXPECT_EQ(placeholders["run_id"], "run-7");

@@ -397,6 +397,8 @@ try:
     reply = expect(413, "PUT", "/api/v1/schedules/a/ingest", token=ADMIN, raw=json.dumps(big).encode())
     assert "1048576" in reply["error"], reply
     reply = expect(400, "PUT", "/api/v1/schedules/a/ingest", token=ADMIN, raw=b'{"namespace": "a", ')
+    assert reply["problems"][0]["message"].startswith("invalid JSON at line 1"), reply
+    reply = expect(400, "POST", "/api/v1/runs/x/cancel", token=ADMIN, raw=b'{"reason": ')
     assert reply["error"] == "invalid JSON in the body", reply
     reply = expect(400, "PUT", "/api/v1/schedules/a/ingest", token=ADMIN, raw=json.dumps({**doc, "colour": 1}).encode())
     assert reply["problems"][0]["path"] == "colour", reply

@@ -59,7 +59,7 @@ jobs=$(psql "$TRIGD_PG" -tAc "SELECT count(*) FROM jobs j JOIN schedules s ON s.
 
 custom c-prod prod
 launch=$(wait_for_message 30 "${run}.launch.default" '"schedule":"default/promote"') || fail "no launch for the matching custom event"
-echo "$launch" | grep -qF '"command":"echo deploying fraud-v7"' || fail "{{keys}} not rendered: $launch"
+echo "$launch" | grep -qF '"command":"echo deploying '"'fraud-v7'"'"' || fail "{{keys}} not rendered: $launch"
 rid=$(echo "$launch" | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["run_id"])')
 wait_for_message 30 "${run}.events.program" "\"run_id\":\"$rid\",\"status\":\"succeeded\"" >/dev/null || fail "promote run did not succeed"
 # The same event again changes nothing (de-duplicated); a custom event without a name is dead.
@@ -78,7 +78,7 @@ jobs=$(psql "$TRIGD_PG" -tAc "SELECT count(*) FROM jobs j JOIN schedules s ON s.
 [[ $jobs == 0 ]] || fail "h=15 counted although the glob does not match it"
 part p-3 dt=1/h=02
 launch=$(wait_for_message 30 "${run}.launch.default" '"schedule":"default/early-hours"') || fail "no launch for the matching partitions"
-echo "$launch" | grep -qF 'echo load dt=1/h=01 dt=1/h=02' || fail "{{partitions}} not rendered: $launch"
+echo "$launch" | grep -qF "echo load 'dt=1/h=01' 'dt=1/h=02'" || fail "{{partitions}} not rendered: $launch"
 echo "$launch" | grep -qF '"partitions":"dt=1/h=01 dt=1/h=02"' || fail "no placeholders in the request: $launch"
 rid=$(echo "$launch" | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["run_id"])')
 # The worker's command checks TRIGD_PARTITIONS: it succeeds only when the variable is right.

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "app/trigctl/context.h"
+#include "common/json_reader.h"
 #include "common/time.h"
 #include "common/topic_names.h"
 #include "core/envelope.h"
@@ -73,8 +74,10 @@ int EmitCustom(const Context& ctx, const EmitFlags& f) {
   e["payload"] = {{"name", f.name}};
   if (f.key) e["payload"]["key"] = *f.key;
   if (f.attrs) {
-    json attrs = json::parse(*f.attrs, nullptr, false);
-    if (attrs.is_discarded() || !attrs.is_object()) {
+    trigd::Result<json> read = trigd::ReadJson(*f.attrs);
+    if (!read.ok()) return Refuse("events emit", "--attrs: " + read.status().message());
+    json attrs = std::move(read).value();
+    if (!attrs.is_object()) {
       return Refuse("events emit", "--attrs must be a JSON object, got \"" + *f.attrs + "\"");
     }
     e["payload"]["attrs"] = std::move(attrs);

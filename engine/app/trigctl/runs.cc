@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "app/trigctl/context.h"
+#include "common/json_reader.h"
 #include "store/admin.h"
 #include "store/operate.h"
 
@@ -127,8 +128,10 @@ void AddRuns(CLI::App& root, Context& ctx) {
         if (f->name.empty()) return ctx.Usage("expects one NAME (namespace/name)");
         json args = json::object();
         if (f->args) {
-          args = json::parse(*f->args, nullptr, false);
-          if (args.is_discarded() || !args.is_object()) {
+          trigd::Result<json> read = trigd::ReadJson(*f->args);
+          if (!read.ok()) return Refuse("runs start", "--args: " + read.status().message());
+          args = std::move(read).value();
+          if (!args.is_object()) {
             return Refuse("runs start", "--args must be a JSON object, e.g. '{\"mode\": \"delta\"}', got " + *f->args);
           }
         }
