@@ -12,7 +12,7 @@ namespace trigd {
 
 using nlohmann::json;
 
-Result<BackfillPlan> Backfill(const std::string& pg, const std::string& kafka, const std::string& topic_prefix,
+Result<BackfillPlan> Backfill(const std::string& pg, const KafkaConfig& kafka, const std::string& topic_prefix,
                               const BackfillRequest& request) {
   const std::string& name = request.schedule;
   auto plan = PlanBackfill(pg, name, request.from, request.to, request.max);
@@ -20,7 +20,7 @@ Result<BackfillPlan> Backfill(const std::string& pg, const std::string& kafka, c
   const std::string topic = TopicNames(topic_prefix).events_time;
   auto missing = MissingTopics(kafka, {topic});
   if (!missing.ok()) return missing.status();
-  if (!missing->empty()) return Invalid(NoSuchTopics(*missing, kafka));
+  if (!missing->empty()) return Invalid(NoSuchTopics(*missing, kafka.bootstrap));
   auto producer = Producer::Create(kafka);
   if (!producer.ok()) return producer.status();
   const std::string now = FormatTime(SystemClock::Get().Now());

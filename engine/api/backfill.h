@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "log/kafka_config.h"
 #include "common/time.h"
 #include "store/operate.h"
 
@@ -21,7 +22,7 @@ struct BackfillRequest {
 // the fire time's one identity, waits for the broker to confirm them and counts them. kInvalid
 // for a plan refused or a missing topic (named), kUnavailable when ticks were not delivered
 // (sending again is harmless: each fire time launches once).
-Result<BackfillPlan> Backfill(const std::string& pg, const std::string& kafka, const std::string& topic_prefix,
+Result<BackfillPlan> Backfill(const std::string& pg, const KafkaConfig& kafka, const std::string& topic_prefix,
                               const BackfillRequest& request);
 
 }  // namespace trigd

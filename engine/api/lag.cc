@@ -11,7 +11,7 @@
 
 namespace trigd {
 
-Result<nlohmann::json> ComputeLag(const std::string& kafka, const std::string& pg, const std::string& topic_prefix,
+Result<nlohmann::json> ComputeLag(const KafkaConfig& kafka, const std::string& pg, const std::string& topic_prefix,
                                   const std::string& group) {
   using nlohmann::json;
   const std::vector<std::string> topics = TopicNames(topic_prefix).Events();
@@ -20,8 +20,8 @@ Result<nlohmann::json> ComputeLag(const std::string& kafka, const std::string& p
   // table and "total lag: 0".
   auto missing = MissingTopics(kafka, topics);
   if (!missing.ok()) return missing.status();
-  if (missing->size() == topics.size()) return Invalid(NoSuchTopics(*missing, kafka));
-  if (!missing->empty()) warnings.push_back(NoSuchTopics(*missing, kafka));
+  if (missing->size() == topics.size()) return Invalid(NoSuchTopics(*missing, kafka.bootstrap));
+  if (!missing->empty()) warnings.push_back(NoSuchTopics(*missing, kafka.bootstrap));
   auto ends = QueryEndOffsets(kafka, topics);
   if (!ends.ok()) return ends.status();
   auto stored = QueryOffsets(pg);

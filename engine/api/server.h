@@ -13,6 +13,7 @@
 
 #include "api/tokens.h"
 #include "common/status.h"
+#include "log/kafka_config.h"
 
 namespace trigd {
 
@@ -38,7 +39,9 @@ struct ApiOptions {
   std::string tokens_file;                // TRIGD_TOKENS; empty: no tokens, loopback only
   std::string web_dir;                    // TRIGD_WEB_DIR; empty: the source tree's web/
   double share = 0.25;                    // TRIGD_API_SHARE: the API's most of one PostgreSQL slot's time
-  std::string pg, kafka, topic_prefix, group;
+  std::string pg;
+  KafkaConfig kafka;
+  std::string topic_prefix, group;
 };
 
 // HOST:PORT as TRIGD_API takes it; kInvalid naming what is wrong.

@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "log/kafka_config.h"
 
 namespace trigd {
 
@@ -39,7 +40,7 @@ struct RangeRead {
 // kNotFound naming the topics the broker lacks; kUnavailable when it cannot be reached within
 // timeout_ms (or stops answering for that long mid-read). `progress` (when set) is called now and
 // then with the number of messages read so far.
-Result<RangeRead> ReadTimeRange(const std::string& bootstrap, const std::vector<std::string>& topics, TimePoint from,
+Result<RangeRead> ReadTimeRange(const KafkaConfig& kafka, const std::vector<std::string>& topics, TimePoint from,
                                 TimePoint to, int timeout_ms = 10000,
                                 const std::function<void(size_t)>& progress = nullptr);
 

@@ -13,6 +13,8 @@
 #include <librdkafka/rdkafka.h>
 #include <nlohmann/json.hpp>
 
+#include "log/kafka_internal.h"
+
 namespace trigd {
 
 std::string NoSuchTopics(const std::vector<std::string>& missing, const std::string& kafka) {
@@ -113,32 +115,65 @@ Status WaitUntilVisible(rd_kafka_t* rk, const std::vector<TopicSpec>& topics, in
   }
 }
 
-using Handle = std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)>;
+// A client for admin and metadata requests only, with the errors librdkafka reports about its
+// connections (the sink, destroyed after the client).
+struct Admin {
+  std::unique_ptr<kafka_internal::ErrorSink> sink;
+  std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)> rk{nullptr, &rd_kafka_destroy};
+  rd_kafka_t* get() const { return rk.get(); }
 
-// A client for admin and metadata requests only.
-Result<Handle> AdminHandle(const std::string& bootstrap) {
-  char err[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
-    rd_kafka_conf_destroy(conf);
-    return Invalid(std::string("bootstrap servers: ") + err);
+  // Why the broker refused this client for good; empty when it did not (yet).
+  std::string Refused() {
+    rd_kafka_poll(rk.get(), 0);  // serves the error events queued meanwhile
+    return sink->refusals.Why();
   }
+};
+
+Result<std::unique_ptr<Admin>> AdminHandle(const KafkaConfig& kafka) {
+  auto admin = std::make_unique<Admin>();
+  admin->sink = std::make_unique<kafka_internal::ErrorSink>();
+  admin->sink->kafka = &kafka;
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
   // The caller reports unreachability in one line; librdkafka's per-attempt logs are noise here.
-  rd_kafka_conf_set(conf, "log_level", "2", err, sizeof err);
-  Handle rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err), &rd_kafka_destroy);
-  if (!rk) return Internal(std::string("rd_kafka_new: ") + err);
-  return rk;
+  if (Status s = kafka_internal::Configure(conf, kafka, {{"log_level", "2"}}, kafka_internal::ProducerOwned());
+      !s.ok()) {
+    rd_kafka_conf_destroy(conf);
+    return s;
+  }
+  kafka_internal::RouteLogsAndErrors(conf, admin->sink.get());
+  char err[512];
+  admin->rk.reset(rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err));
+  if (!admin->rk) {
+    rd_kafka_conf_destroy(conf);
+    return Invalid("kafka client: " + kafka.Redact(err));
+  }
+  return admin;
+}
+
+// The metadata of every topic, asked in slices so that a broker refusing the client (wrong
+// credentials, a certificate that does not verify) is told at once rather than after
+// timeout_ms; as VisibleTopics otherwise.
+Result<std::set<std::string>> Visible(Admin& admin, const KafkaConfig& kafka, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::string why;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const int slice = static_cast<int>(std::clamp<int64_t>(left.count(), 1, 500));
+    if (auto seen = VisibleTopics(admin.get(), slice, &why)) return *seen;
+    if (std::string refused = admin.Refused(); !refused.empty()) return Invalid(refused);
+    if (left.count() <= slice) return Unavailable("cannot reach Kafka at " + kafka.bootstrap + ": " + why);
+  }
 }
 
 }  // namespace
 
-Result<std::vector<std::string>> MissingTopics(const std::string& bootstrap, const std::vector<std::string>& names,
+Result<std::vector<std::string>> MissingTopics(const KafkaConfig& kafka, const std::vector<std::string>& names,
                                                int timeout_ms) {
-  auto rk = AdminHandle(bootstrap);
+  auto rk = AdminHandle(kafka);
   if (!rk.ok()) return rk.status();
-  std::string why;
-  auto seen = VisibleTopics(rk->get(), timeout_ms, &why);
-  if (!seen) return Unavailable("cannot reach Kafka at " + bootstrap + ": " + why);
+  auto seen = Visible(**rk, kafka, timeout_ms);
+  if (!seen.ok()) return seen.status();
   std::vector<std::string> missing;
   for (const auto& n : names) {
     if (!seen->count(n)) missing.push_back(n);
@@ -146,16 +181,16 @@ Result<std::vector<std::string>> MissingTopics(const std::string& bootstrap, con
   return missing;
 }
 
-Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap, const std::vector<TopicSpec>& topics,
+Result<std::vector<TopicCreation>> CreateTopics(const KafkaConfig& kafka, const std::vector<TopicSpec>& topics,
                                                 int timeout_ms) {
-  auto handle = AdminHandle(bootstrap);
+  auto handle = AdminHandle(kafka);
   if (!handle.ok()) return handle.status();
-  Handle rk = std::move(*handle);
+  Admin& rk = **handle;
   char err[512];
 
   // Reachability first, so "broker down" is Unavailable rather than a per-topic error.
-  const auto seen = VisibleTopics(rk.get(), timeout_ms);
-  if (!seen) return Unavailable("cannot reach Kafka at " + bootstrap);
+  const auto seen = Visible(rk, kafka, timeout_ms);
+  if (!seen.ok()) return seen.status();
   // Topics the broker has already are not asked for: a broker that refuses CreateTopics to trigd
   // (topics made by its operators), or one without the admin API, costs no admin request.
   std::vector<TopicSpec> wanted;

@@ -43,13 +43,13 @@ int Send(const Context& ctx, const json& e, const std::string& topic, const std:
   // never came and read as Kafka unreachable.
   auto missing = trigd::MissingTopics(ctx.config.kafka, {topic});
   if (!missing.ok()) return Fail(missing.status(), "events emit");
-  if (!missing->empty()) return Refuse("events emit", trigd::NoSuchTopics(*missing, ctx.config.kafka));
+  if (!missing->empty()) return Refuse("events emit", trigd::NoSuchTopics(*missing, ctx.config.kafka.bootstrap));
   auto producer = trigd::Producer::Create(ctx.config.kafka);
   if (!producer.ok()) return Fail(producer.status(), "events emit");
   auto ok = (*producer)->ProduceAndWait({{topic, key, e.dump()}}, 10000);
   if (!ok[0]) {
     // The delivery report's reason (a topic deleted since the check above reads as unknown).
-    std::cerr << "trigctl events emit: not delivered to " << topic << " at " << ctx.config.kafka << ": "
+    std::cerr << "trigctl events emit: not delivered to " << topic << " at " << ctx.config.kafka.bootstrap << ": "
               << (*producer)->LastError() << "\n";
     return 2;
   }
