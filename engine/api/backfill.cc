@@ -20,7 +20,7 @@ Result<BackfillPlan> Backfill(const std::string& pg, const KafkaConfig& kafka, c
   const std::string topic = TopicNames(topic_prefix).events_time;
   auto missing = MissingTopics(kafka, {topic});
   if (!missing.ok()) return missing.status();
-  if (!missing->empty()) return Invalid(NoSuchTopics(*missing, kafka.bootstrap));
+  if (!missing->empty()) return Invalid(NoSuchTopics(*missing, kafka));
   auto producer = Producer::Create(kafka);
   if (!producer.ok()) return producer.status();
   const std::string now = FormatTime(SystemClock::Get().Now());

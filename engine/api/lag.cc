@@ -20,8 +20,8 @@ Result<nlohmann::json> ComputeLag(const KafkaConfig& kafka, const std::string& p
   // table and "total lag: 0".
   auto missing = MissingTopics(kafka, topics);
   if (!missing.ok()) return missing.status();
-  if (missing->size() == topics.size()) return Invalid(NoSuchTopics(*missing, kafka.bootstrap));
-  if (!missing->empty()) warnings.push_back(NoSuchTopics(*missing, kafka.bootstrap));
+  if (missing->size() == topics.size()) return Invalid(NoSuchTopics(*missing, kafka));
+  if (!missing->empty()) warnings.push_back(NoSuchTopics(*missing, kafka));
   auto ends = QueryEndOffsets(kafka, topics);
   if (!ends.ok()) return ends.status();
   auto stored = QueryOffsets(pg);

@@ -25,7 +25,7 @@ Status CheckTopics(const Config& config, const std::atomic<bool>& stop) {
     auto missing = MissingTopics(config.kafka, needed);
     if (missing.ok()) {
       if (missing->empty()) return Status();
-      return Invalid(NoSuchTopics(*missing, config.kafka.bootstrap));
+      return Invalid(NoSuchTopics(*missing, config.kafka));
     }
     // Refused for good (credentials, certificate, a denied principal): said, and trigd stops.
     if (missing.status().code() == StatusCode::kInvalid) return missing.status();

@@ -62,12 +62,20 @@ class BrokerWatch : public RdKafka::EventCb {
  public:
   static constexpr auto kEvery = std::chrono::seconds(30);
 
-  explicit BrokerWatch(const KafkaConfig& kafka) : bootstrap_(kafka.bootstrap), kafka_(kafka) {}
+  // `in_group`: false for a consumer that only assigns partitions by hand; librdkafka still
+  // looks up its group's coordinator, which a principal without a group ACL is refused: not a
+  // refusal of this client.
+  explicit BrokerWatch(const KafkaConfig& kafka, bool in_group = true)
+      : bootstrap_(kafka.bootstrap), kafka_(kafka), in_group_(in_group) {}
 
   void event_cb(RdKafka::Event& e) override {
     if (e.type() == RdKafka::Event::EVENT_LOG) {
-      // Critical ones (log_level 2), or all of them with the user's `debug`.
-      LogLine(kafka_.Redact("kafka: " + e.fac() + ": " + e.str()));
+      // Up to the user's level (2, critical ones, unless the file says otherwise): librdkafka
+      // logs up to kWatchedLogLevel here, for the connection failures only its logs tell.
+      if (kafka_internal::IsProtocolHint(e.str())) Report(RdKafka::ERR__TRANSPORT, e.str());
+      if (static_cast<int>(e.severity()) <= kafka_.LogLevel()) {
+        LogLine(kafka_.Redact("kafka: " + e.fac() + ": " + e.str()));
+      }
       return;
     }
     if (e.type() != RdKafka::Event::EVENT_ERROR) return;
@@ -89,6 +97,7 @@ class BrokerWatch : public RdKafka::EventCb {
 
   // An error of librdkafka's, from an error event or a consumed message's error.
   void Report(int err, const std::string& text) {
+    if (!in_group_ && err == RdKafka::ERR_GROUP_AUTHORIZATION_FAILED) return;
     refusals_.Report(static_cast<rd_kafka_resp_err_t>(err), kafka_.Redact(text));
     if (std::string why = refusals_.Why(); !why.empty() && !said_refusal_.exchange(true)) LogLine(why);
   }
@@ -109,6 +118,7 @@ class BrokerWatch : public RdKafka::EventCb {
  private:
   const std::string bootstrap_;
   const KafkaConfig kafka_;
+  const bool in_group_;
   kafka_internal::Refusals refusals_;
   std::atomic<bool> said_refusal_{false};
   std::atomic<bool> down_{false};  // since ALL_BROKERS_DOWN, until Reachable
@@ -437,6 +447,8 @@ Result<std::unique_ptr<RdKafka::Conf>> NewConf(const KafkaConfig& kafka, const k
                                                const kafka_internal::Settings& owned) {
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   if (Status s = kafka_internal::Configure(conf->c_ptr_global(), kafka, tunables, owned); !s.ok()) return s;
+  // Every client made here has a BrokerWatch, which filters the logs to the user's level.
+  if (Status s = kafka_internal::WatchConnectionLogs(conf->c_ptr_global(), kafka); !s.ok()) return s;
   return conf;
 }
 
@@ -569,7 +581,7 @@ Result<std::unique_ptr<TopicReader>> TopicReader::Create(const KafkaConfig& kafk
                                                          int timeout_ms) {
   auto r = std::make_unique<RdTopicReader>();
   r->topic_ = topic;
-  r->watch_ = std::make_unique<BrokerWatch>(kafka);
+  r->watch_ = std::make_unique<BrokerWatch>(kafka, /*in_group=*/false);
   // A group id only because librdkafka's KafkaConsumer requires one: partitions are assigned by
   // hand (assign), so the consumer never joins the group, and it commits nothing.
   kafka_internal::Settings owned = kafka_internal::ConsumerOwned();
@@ -585,7 +597,7 @@ Result<std::unique_ptr<TopicReader>> TopicReader::Create(const KafkaConfig& kafk
   if (!r->consumer_) return Invalid("consumer: " + kafka.Redact(err));
   auto missing = MissingTopics(kafka, {topic}, timeout_ms);
   if (!missing.ok()) return missing.status();
-  if (!missing->empty()) return NotFound(NoSuchTopics(*missing, kafka.bootstrap));
+  if (!missing->empty()) return NotFound(NoSuchTopics(*missing, kafka));
   std::unique_ptr<RdKafka::Topic> handle(RdKafka::Topic::create(r->consumer_.get(), topic, nullptr, err));
   if (!handle) return Internal("topic " + topic + ": " + err);
   RdKafka::Metadata* raw = nullptr;
@@ -619,8 +631,9 @@ namespace trigd {
 
 Result<std::vector<PartitionLag>> QueryEndOffsets(const KafkaConfig& kafka, const std::vector<std::string>& topics,
                                                   int timeout_ms) {
-  // A producer handle for metadata and watermarks only: it sends no message.
-  auto made = NewConf(kafka, {{"log_level", "2"}}, kafka_internal::ProducerOwned());
+  // A producer handle for metadata and watermarks only: it sends no message (not idempotent,
+  // which would ask for a producer id that a reader's principal is refused).
+  auto made = NewConf(kafka, {{"log_level", "2"}}, {});
   if (!made.ok()) return made.status();
   std::unique_ptr<RdKafka::Conf> conf = std::move(*made);
   BrokerWatch watch(kafka);

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -158,6 +159,15 @@ Status TryClients(const KafkaConfig& config) {
 }
 
 }  // namespace
+
+int KafkaConfig::LogLevel() const {
+  int level = 2;
+  for (const KafkaProperty& p : properties) {
+    if (p.name == "debug" && !p.value.empty()) return 7;
+    if (p.name == "log_level") level = std::atoi(p.value.c_str());
+  }
+  return level;
+}
 
 std::string KafkaConfig::Redact(std::string text) const {
   for (const KafkaProperty& p : properties) {
@@ -338,12 +348,24 @@ void Refusals::Report(rd_kafka_resp_err_t err, const std::string& text) {
       // librdkafka's words when a broker closes the connection before answering its first
       // request: TLS or SASL expected where the client spoke plaintext. A broker that is
       // starting may do the same once, so only a repeat before any contact counts.
-      if (!reached_ && text.find("security.protocol") != std::string::npos && ++protocol_hints_ >= 3) {
+      if (!reached_ && IsProtocolHint(text) && ++protocol_hints_ >= 3) {
         why_ = "Kafka closed every connection before answering: " + text;
       }
       return;
     default: return;
   }
+}
+
+bool IsProtocolHint(const std::string& text) { return text.find("incorrect security.protocol") != std::string::npos; }
+
+Status WatchConnectionLogs(rd_kafka_conf_t* conf, const KafkaConfig& kafka) {
+  if (kafka.LogLevel() >= kWatchedLogLevel) return Status();
+  char err[512];
+  if (rd_kafka_conf_set(conf, "log_level", std::to_string(kWatchedLogLevel).c_str(), err, sizeof err) !=
+      RD_KAFKA_CONF_OK) {
+    return Invalid(std::string("log_level: ") + err);
+  }
+  return Status();
 }
 
 void Refusals::Reached() {
@@ -358,8 +380,11 @@ std::string Refusals::Why() const {
 
 namespace {
 
-void LogToTrigd(const rd_kafka_t* rk, int, const char* fac, const char* buf) {
-  const auto* sink = static_cast<const ErrorSink*>(rd_kafka_opaque(rk));
+void LogToTrigd(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+  auto* sink = static_cast<ErrorSink*>(rd_kafka_opaque(rk));
+  if (sink && sink->kafka && IsProtocolHint(buf))
+    sink->refusals.Report(RD_KAFKA_RESP_ERR__TRANSPORT, sink->kafka->Redact(buf));
+  if (sink && sink->kafka && level > sink->kafka->LogLevel()) return;
   const std::string line = std::string("kafka: ") + fac + ": " + buf;
   LogLine(sink && sink->kafka ? sink->kafka->Redact(line) : line);
 }

@@ -29,6 +29,9 @@ struct KafkaConfig {
   std::string file;                          // TRIGD_KAFKA_CONFIG, --kafka-config; empty: none
   std::vector<KafkaProperty> properties;     // read from `file` by LoadKafkaProperties
 
+  // The log level the user asked for: `log_level` of the file, 7 with `debug`, else 2.
+  int LogLevel() const;
+
   // `text` with the value of every secret property (IsSecretProperty) replaced by
   // "[redacted]": for anything librdkafka says that trigd passes on.
   std::string Redact(std::string text) const;

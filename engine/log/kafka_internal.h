@@ -22,6 +22,15 @@ using Settings = std::vector<std::pair<std::string, std::string>>;
 // wrote is overridden). kInvalid naming the property and librdkafka's reason.
 Status Configure(rd_kafka_conf_t* conf, const KafkaConfig& kafka, const Settings& tunables, const Settings& owned);
 
+// librdkafka's connection failures below warning level (level 6) include the one that tells a
+// plaintext client on a TLS or SASL port: Configure's clients that route librdkafka's logs
+// (RouteLogsAndErrors, the adapters' event callbacks) are set to level 6 at least and print
+// only up to KafkaConfig::LogLevel, passing the hint to Refusals.
+inline constexpr int kWatchedLogLevel = 6;
+// A log line of librdkafka's that says the broker closed the connection before answering its
+// first request, for the reason librdkafka gives.
+bool IsProtocolHint(const std::string& text);
+
 // The settings trigd owns on every producer: idempotent, acknowledged by every in-sync replica.
 const Settings& ProducerOwned();
 // The settings trigd owns on every consumer, besides the group and the commits of each kind.
@@ -52,6 +61,8 @@ struct ErrorSink {
   const KafkaConfig* kafka = nullptr;
   Refusals refusals;
 };
+// Sets conf's log_level to kWatchedLogLevel when the user's is lower.
+Status WatchConnectionLogs(rd_kafka_conf_t* conf, const KafkaConfig& kafka);
 void RouteLogsAndErrors(rd_kafka_conf_t* conf, ErrorSink* sink);
 
 }  // namespace trigd::kafka_internal

@@ -27,7 +27,7 @@ Result<RangeRead> ReadTimeRange(const KafkaConfig& kafka, const std::vector<std:
                                 TimePoint to, int timeout_ms, const std::function<void(size_t)>& progress) {
   auto missing = MissingTopics(kafka, topics, timeout_ms);
   if (!missing.ok()) return missing.status();
-  if (!missing->empty()) return NotFound(NoSuchTopics(*missing, kafka.bootstrap));
+  if (!missing->empty()) return NotFound(NoSuchTopics(*missing, kafka));
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   std::string err;
   // A group id only because librdkafka's KafkaConsumer requires one: partitions are assigned by

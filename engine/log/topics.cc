@@ -17,13 +17,18 @@
 
 namespace trigd {
 
-std::string NoSuchTopics(const std::vector<std::string>& missing, const std::string& kafka) {
+std::string NoSuchTopics(const std::vector<std::string>& missing, const KafkaConfig& kafka) {
   std::string names;
   for (const auto& t : missing) names += (names.empty() ? "" : ", ") + t;
-  return missing.size() == 1 ? "topic " + names + " does not exist at " + kafka +
-                                   " (create it with trigctl topics create, or check --topic-prefix)"
-                             : "topics " + names + " do not exist at " + kafka +
-                                   " (create them with trigctl topics create, or check --topic-prefix)";
+  const bool one = missing.size() == 1;
+  const std::string check = kafka.properties.empty() ? ", or check --topic-prefix"
+                                                     : ", check --topic-prefix, or check that this client's principal "
+                                                       "may describe " +
+                                                           std::string(one ? "it" : "them") + " (docs/security.md)";
+  return one ? "topic " + names + " does not exist at " + kafka.bootstrap + " (create it with trigctl topics create" +
+                   check + ")"
+             : "topics " + names + " do not exist at " + kafka.bootstrap + " (create them with trigctl topics create" +
+                   check + ")";
 }
 
 std::string DefaultTopicsDir() {
@@ -135,12 +140,17 @@ Result<std::unique_ptr<Admin>> AdminHandle(const KafkaConfig& kafka) {
   admin->sink->kafka = &kafka;
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   // The caller reports unreachability in one line; librdkafka's per-attempt logs are noise here.
-  if (Status s = kafka_internal::Configure(conf, kafka, {{"log_level", "2"}}, kafka_internal::ProducerOwned());
-      !s.ok()) {
+  // No idempotence: it sends no message, and an idempotent producer asks the broker for a
+  // producer id at once, which a principal with no Write ACL is refused.
+  if (Status s = kafka_internal::Configure(conf, kafka, {{"log_level", "2"}}, {}); !s.ok()) {
     rd_kafka_conf_destroy(conf);
     return s;
   }
   kafka_internal::RouteLogsAndErrors(conf, admin->sink.get());
+  if (Status s = kafka_internal::WatchConnectionLogs(conf, kafka); !s.ok()) {
+    rd_kafka_conf_destroy(conf);
+    return s;
+  }
   char err[512];
   admin->rk.reset(rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err));
   if (!admin->rk) {
@@ -166,6 +176,40 @@ Result<std::set<std::string>> Visible(Admin& admin, const KafkaConfig& kafka, in
   }
 }
 
+// A broker leaves the topics a principal may not describe out of its metadata of all topics.
+// Asked by name (by a consumer handle, whose metadata requests never create a topic), it says
+// TOPIC_AUTHORIZATION_FAILED for them: kInvalid naming the first such topic; OK otherwise.
+Status DeniedTopic(const KafkaConfig& kafka, const std::vector<std::string>& topics, int timeout_ms) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  if (Status s = kafka_internal::Configure(conf, kafka, {{"log_level", "2"}}, {{"allow.auto.create.topics", "false"}});
+      !s.ok()) {
+    rd_kafka_conf_destroy(conf);
+    return s;
+  }
+  char err[512];
+  std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)> rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err),
+                                                              &rd_kafka_destroy);
+  if (!rk) {
+    rd_kafka_conf_destroy(conf);
+    return Status();
+  }
+  for (const std::string& topic : topics) {
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk.get(), topic.c_str(), nullptr);
+    const rd_kafka_metadata_t* md = nullptr;
+    const rd_kafka_resp_err_t e = rd_kafka_metadata(rk.get(), 0, rkt, &md, timeout_ms);
+    const bool denied = e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+                        md->topics[0].err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    if (md) rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    if (denied) {
+      return Invalid("Kafka denied this principal: " +
+                     std::string(rd_kafka_err2str(RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)) + " (topic " + topic +
+                     "; see docs/security.md for the ACLs each principal needs)");
+    }
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> MissingTopics(const KafkaConfig& kafka, const std::vector<std::string>& names,
@@ -177,6 +221,9 @@ Result<std::vector<std::string>> MissingTopics(const KafkaConfig& kafka, const s
   std::vector<std::string> missing;
   for (const auto& n : names) {
     if (!seen->count(n)) missing.push_back(n);
+  }
+  if (!missing.empty() && !kafka.properties.empty()) {
+    if (Status denied = DeniedTopic(kafka, missing, timeout_ms); !denied.ok()) return denied;
   }
   return missing;
 }

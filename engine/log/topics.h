@@ -41,8 +41,10 @@ Result<std::vector<std::string>> MissingTopics(const KafkaConfig& kafka, const s
                                                int timeout_ms = 5000);
 
 // Topics the broker does not have (MissingTopics), said so that the user can fix it: their
-// names, the broker, and the two usual causes (topics not created, a wrong --topic-prefix).
-std::string NoSuchTopics(const std::vector<std::string>& missing, const std::string& kafka);
+// names, the broker, and the usual causes (topics not created, a wrong --topic-prefix, and, for
+// a client with properties of its own (TRIGD_KAFKA_CONFIG), a principal without the Describe
+// ACL: the broker leaves such topics out of its metadata).
+std::string NoSuchTopics(const std::vector<std::string>& missing, const KafkaConfig& kafka);
 
 // The topic directory baked in at build time (the source tree's topics/), or $TRIGD_TOPICS_DIR.
 std::string DefaultTopicsDir();

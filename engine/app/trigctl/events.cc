@@ -43,7 +43,7 @@ int Send(const Context& ctx, const json& e, const std::string& topic, const std:
   // never came and read as Kafka unreachable.
   auto missing = trigd::MissingTopics(ctx.config.kafka, {topic});
   if (!missing.ok()) return Fail(missing.status(), "events emit");
-  if (!missing->empty()) return Refuse("events emit", trigd::NoSuchTopics(*missing, ctx.config.kafka.bootstrap));
+  if (!missing->empty()) return Refuse("events emit", trigd::NoSuchTopics(*missing, ctx.config.kafka));
   auto producer = trigd::Producer::Create(ctx.config.kafka);
   if (!producer.ok()) return Fail(producer.status(), "events emit");
   auto ok = (*producer)->ProduceAndWait({{topic, key, e.dump()}}, 10000);
