@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/routes.h"
+#include "api/tls.h"
 #include "api/work_gate.h"
 #include "common/log.h"
 
@@ -31,8 +32,13 @@ using api_routes::Routes;
 using nlohmann::json;
 
 struct ApiServer::Impl {
+  // An httplib::SSLServer for HTTPS, a plain one otherwise.
+  explicit Impl(std::unique_ptr<httplib::Server> server = std::make_unique<httplib::Server>())
+      : owned(std::move(server)), http(*owned) {}
   ApiOptions options;
-  httplib::Server http;
+  std::shared_ptr<ApiCertificate> certificate;  // HTTPS: outlives the server, whose handshakes use it
+  std::unique_ptr<httplib::Server> owned;
+  httplib::Server& http;
   std::thread thread;
   int port = 0;
   bool auth = false;
@@ -174,16 +180,37 @@ Status ApiServer::ReloadTokens() {
 }
 
 Status ApiServer::Start(const ApiOptions& options) {
-  Impl& s = *impl_;
-  s.options = options;
   auto listen = ParseListen(options.listen);
   if (!listen.ok()) return listen.status();
   const auto& [host, port] = *listen;
+  const bool tls = !options.cert_file.empty() || !options.key_file.empty();
+  if (tls) {
+    if (options.cert_file.empty() || options.key_file.empty()) {
+      return Invalid("HTTPS needs both TRIGD_API_CERT and TRIGD_API_KEY");
+    }
+    auto certificate = ApiCertificate::Load(options.cert_file, options.key_file);
+    if (!certificate.ok()) return certificate.status();
+    auto server = std::make_unique<httplib::SSLServer>([c = *certificate](SSL_CTX& ctx) { return c->Install(ctx); });
+    if (!server->is_valid()) return Invalid("TRIGD_API_CERT: the TLS context cannot be set up");
+    impl_ = std::make_unique<Impl>(std::move(server));
+    impl_->certificate = *certificate;
+  }
+  Impl& s = *impl_;
+  s.options = options;
   s.auth = !options.tokens_file.empty();
   if (!s.auth && !IsLoopback(host)) {
     return Invalid("TRIGD_API " + options.listen +
                    " is not a loopback address: without TRIGD_TOKENS the API allows everything, so it binds only to "
                    "127.0.0.1, ::1 or localhost");
+  }
+  if (!tls && !IsLoopback(host)) {
+    if (!options.insecure) {
+      return Invalid("TRIGD_API " + options.listen +
+                     " is not a loopback address: tokens would travel in clear text; set TRIGD_API_CERT and "
+                     "TRIGD_API_KEY for HTTPS (or TRIGD_API_INSECURE=1 when a proxy in front does TLS)");
+    }
+    LogLine("api: warning: serving plain HTTP on " + options.listen +
+            " (TRIGD_API_INSECURE=1): tokens travel in clear text");
   }
   if (s.auth) {
     if (Status st = ReloadTokens(); !st.ok()) return st;
@@ -248,7 +275,7 @@ Status ApiServer::Start(const ApiOptions& options) {
     s.port = port;
   }
   s.thread = std::thread([&s] { s.http.listen_after_bind(); });
-  LogLine("api: serving /api/v1 and the console on http://" +
+  LogLine("api: serving /api/v1 and the console on " + std::string(tls ? "https" : "http") + "://" +
           (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(s.port) + "/" +
           (s.auth ? "" : " (no TRIGD_TOKENS: loopback only, no token needed)"));
   return Status();

@@ -39,6 +39,11 @@ struct ApiOptions {
   std::string tokens_file;                // TRIGD_TOKENS; empty: no tokens, loopback only
   std::string web_dir;                    // TRIGD_WEB_DIR; empty: the source tree's web/
   double share = 0.25;                    // TRIGD_API_SHARE: the API's most of one PostgreSQL slot's time
+  // TRIGD_API_CERT and TRIGD_API_KEY (PEM): HTTPS when both are set, the files re-read when
+  // they change (api/tls.h). TRIGD_API_INSECURE=1: plain HTTP on a non-loopback address,
+  // which is refused otherwise (a token would travel in clear text).
+  std::string cert_file, key_file;
+  bool insecure = false;
   std::string pg;
   KafkaConfig kafka;
   std::string topic_prefix, group;
@@ -59,7 +64,8 @@ class ApiServer {
   ApiServer& operator=(const ApiServer&) = delete;
 
   // Loads the token file, binds and starts serving on threads of its own. kInvalid: a bad
-  // address, an unreadable or invalid token file, a non-loopback address without one;
+  // address, an unreadable or invalid token file, a non-loopback address without one or
+  // without TLS (unless `insecure`), a certificate or key that cannot be loaded;
   // kUnavailable: the address cannot be bound.
   Status Start(const ApiOptions& options);
   // Re-reads the token file (SIGHUP). An unreadable or invalid file keeps the tokens in force
