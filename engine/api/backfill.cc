@@ -12,7 +12,7 @@ namespace trigd {
 
 using nlohmann::json;
 
-Result<BackfillPlan> Backfill(const std::string& pg, const std::string& kafka, const std::string& topic_prefix,
+Result<BackfillPlan> Backfill(const std::string& pg, const KafkaConfig& kafka, const std::string& topic_prefix,
                               const BackfillRequest& request) {
   const std::string& name = request.schedule;
   auto plan = PlanBackfill(pg, name, request.from, request.to, request.max);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "log/kafka_config.h"
 #include "common/time.h"
 #include "store/operate.h"
 
@@ -24,7 +25,7 @@ struct BackfillRequest {
 // is not recorded). kInvalid
 // for a plan refused or a missing topic (named), kUnavailable when ticks were not delivered
 // (sending again is harmless: each fire time launches once).
-Result<BackfillPlan> Backfill(const std::string& pg, const std::string& kafka, const std::string& topic_prefix,
+Result<BackfillPlan> Backfill(const std::string& pg, const KafkaConfig& kafka, const std::string& topic_prefix,
                               const BackfillRequest& request);
 
 }  // namespace trigd

@@ -1,6 +1,7 @@
 #include "api/client.h"
 
 #include <httplib.h>
+#include <unistd.h>
 
 #include "common/json_reader.h"
 
@@ -8,16 +9,20 @@ namespace trigd {
 
 using nlohmann::json;
 
-Result<std::unique_ptr<ApiClient>> ApiClient::Create(const std::string& url, const std::string& token) {
-  const std::string scheme = "http://";
+Result<std::unique_ptr<ApiClient>> ApiClient::Create(const std::string& url, const std::string& token,
+                                                     const std::string& ca_file) {
+  const std::string scheme = url.rfind("https://", 0) == 0 ? "https://" : "http://";
   const size_t slash = url.find('/', scheme.size());
   const bool bare = slash == std::string::npos || slash + 1 == url.size();  // nothing after HOST:PORT[/]
   if (url.rfind(scheme, 0) != 0 || url.size() == scheme.size() || !bare) {
-    return Invalid("--api must be http://HOST:PORT, got \"" + url + "\"");
+    return Invalid("--api must be http://HOST:PORT or https://HOST:PORT, got \"" + url + "\"");
   }
+  if (!ca_file.empty() && scheme == "http://") return Invalid("--cacert is for an https:// --api");
+  if (!ca_file.empty() && access(ca_file.c_str(), R_OK) != 0) return Invalid("--cacert: cannot read " + ca_file);
   std::unique_ptr<ApiClient> c(new ApiClient());
   c->url_ = url.back() == '/' ? url.substr(0, url.size() - 1) : url;
   c->token_ = token;
+  c->ca_file_ = ca_file;
   return c;
 }
 
@@ -41,6 +46,9 @@ std::string ApiClient::Encode(const std::string& text) {
 Result<json> ApiClient::Call(const std::string& method, const std::string& path,
                              const std::optional<json>& body) const {
   httplib::Client client(url_);
+  // https: the server's certificate and name are verified, against --cacert or the system's CAs.
+  client.enable_server_certificate_verification(true);
+  if (!ca_file_.empty()) client.set_ca_cert_path(ca_file_.c_str());
   client.set_connection_timeout(std::chrono::seconds(5));
   client.set_read_timeout(std::chrono::seconds(60));
   httplib::Headers headers;
@@ -50,6 +58,10 @@ Result<json> ApiClient::Call(const std::string& method, const std::string& path,
                       : method == "DELETE" ? client.Delete(path, headers)
                       : method == "PUT"    ? client.Put(path, headers, text, "application/json")
                                            : client.Post(path, headers, text, "application/json");
+  if (!r && r.error() == httplib::Error::SSLServerVerification) {
+    return Invalid("the API at " + url_ + " has a certificate that does not verify" +
+                   (ca_file_.empty() ? " (give its CA with --cacert)" : " against " + ca_file_));
+  }
   if (!r) return Unavailable("cannot reach the API at " + url_ + ": " + httplib::to_string(r.error()));
   // A reply is JSON from outside trigctl: read within the nesting limit (lists are long: no
   // size limit beyond what the reply holds).

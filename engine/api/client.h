@@ -14,8 +14,11 @@ namespace trigd {
 
 class ApiClient {
  public:
-  // `url`: http://HOST:PORT. kInvalid when it is not of that form.
-  static Result<std::unique_ptr<ApiClient>> Create(const std::string& url, const std::string& token);
+  // `url`: http://HOST:PORT or https://HOST:PORT; https verifies the server's certificate and
+  // name against `ca_file` (PEM) when given, the system's CAs otherwise. kInvalid when the URL
+  // is not of that form or ca_file cannot be read.
+  static Result<std::unique_ptr<ApiClient>> Create(const std::string& url, const std::string& token,
+                                                   const std::string& ca_file = "");
   ~ApiClient();
 
   // One request. The body of a 2xx reply; otherwise a Status: kUnavailable when the API cannot
@@ -31,7 +34,7 @@ class ApiClient {
 
  private:
   ApiClient() = default;
-  std::string url_, token_;
+  std::string url_, token_, ca_file_;
 };
 
 }  // namespace trigd

@@ -11,7 +11,7 @@
 
 namespace trigd {
 
-Result<nlohmann::json> ComputeLag(const std::string& kafka, const std::string& pg, const std::string& topic_prefix,
+Result<nlohmann::json> ComputeLag(const KafkaConfig& kafka, const std::string& pg, const std::string& topic_prefix,
                                   const std::string& group) {
   using nlohmann::json;
   const std::vector<std::string> topics = TopicNames(topic_prefix).Events();

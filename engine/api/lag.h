@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "log/kafka_config.h"
 
 namespace trigd {
 
@@ -15,7 +16,7 @@ namespace trigd {
 // Warnings: event topics the broker lacks (some of them), a group with no stored positions.
 // kInvalid when the broker has none of the event topics (a wrong prefix), kUnavailable when
 // Kafka or PostgreSQL cannot be reached.
-Result<nlohmann::json> ComputeLag(const std::string& kafka, const std::string& pg, const std::string& topic_prefix,
+Result<nlohmann::json> ComputeLag(const KafkaConfig& kafka, const std::string& pg, const std::string& topic_prefix,
                                   const std::string& group);
 
 }  // namespace trigd

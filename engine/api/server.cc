@@ -19,6 +19,7 @@
 
 #include "api/http_server.h"
 #include "api/routes.h"
+#include "api/tls.h"
 #include "api/work_gate.h"
 #include "common/json_reader.h"
 #include "common/log.h"
@@ -121,11 +122,18 @@ std::string Dump(const json& body) { return body.dump(-1, ' ', false, json::erro
 }  // namespace
 
 struct ApiServer::Impl {
+  // An httplib::SSLServer for HTTPS; otherwise the server with the slow-client rules
+  // (ApiHttpServer, docs/adr/0201), which speaks plain HTTP only.
+  explicit Impl(std::unique_ptr<httplib::Server> server =
+                    std::make_unique<ApiHttpServer>(ConnectionRules{.request_deadline = kApiRequestDeadline,
+                                                                    .read_timeout = kApiReadTimeout,
+                                                                    .max_head_bytes = kApiMaxHeadBytes,
+                                                                    .per_address = kApiConnectionsPerAddress}))
+      : owned(std::move(server)), http(*owned) {}
   ApiOptions options;
-  ApiHttpServer http{ConnectionRules{.request_deadline = kApiRequestDeadline,
-                                     .read_timeout = kApiReadTimeout,
-                                     .max_head_bytes = kApiMaxHeadBytes,
-                                     .per_address = kApiConnectionsPerAddress}};
+  std::shared_ptr<ApiCertificate> certificate;  // HTTPS: outlives the server, whose handshakes use it
+  std::unique_ptr<httplib::Server> owned;
+  httplib::Server& http;
   std::thread thread;
   int port = 0;
   bool auth = false;
@@ -368,16 +376,37 @@ Status ApiServer::ReloadTokens() {
 }
 
 Status ApiServer::Prepare(const ApiOptions& options, std::vector<Route> routes) {
-  Impl& s = *impl_;
-  s.options = options;
   auto listen = ParseListen(options.listen);
   if (!listen.ok()) return listen.status();
   const auto& host = listen->first;
+  const bool tls = !options.cert_file.empty() || !options.key_file.empty();
+  if (tls) {
+    if (options.cert_file.empty() || options.key_file.empty()) {
+      return Invalid("HTTPS needs both TRIGD_API_CERT and TRIGD_API_KEY");
+    }
+    auto certificate = ApiCertificate::Load(options.cert_file, options.key_file);
+    if (!certificate.ok()) return certificate.status();
+    auto server = std::make_unique<httplib::SSLServer>([c = *certificate](SSL_CTX& ctx) { return c->Install(ctx); });
+    if (!server->is_valid()) return Invalid("TRIGD_API_CERT: the TLS context cannot be set up");
+    impl_ = std::make_unique<Impl>(std::move(server));
+    impl_->certificate = *certificate;
+  }
+  Impl& s = *impl_;
+  s.options = options;
   s.auth = !options.tokens_file.empty();
   if (!s.auth && !IsLoopback(host)) {
     return Invalid("TRIGD_API " + options.listen +
                    " is not a loopback address: without TRIGD_TOKENS the API allows everything, so it binds only to "
                    "127.0.0.1, ::1 or localhost");
+  }
+  if (!tls && !IsLoopback(host)) {
+    if (!options.insecure) {
+      return Invalid("TRIGD_API " + options.listen +
+                     " is not a loopback address: tokens would travel in clear text; set TRIGD_API_CERT and "
+                     "TRIGD_API_KEY for HTTPS (or TRIGD_API_INSECURE=1 when a proxy in front does TLS)");
+    }
+    LogLine("api: warning: serving plain HTTP on " + options.listen +
+            " (TRIGD_API_INSECURE=1): tokens travel in clear text");
   }
   if (s.auth) {
     if (Status st = ReloadTokens(); !st.ok()) return st;
@@ -527,13 +556,17 @@ Status ApiServer::Start(const ApiOptions& options) {
     s.port = port;
   }
   s.thread = std::thread([&s] { s.http.listen_after_bind(); });
-  LogLine("api: serving /api/v1 and the console on http://" +
+  const bool tls = s.certificate != nullptr;
+  LogLine("api: serving /api/v1 and the console on " + std::string(tls ? "https" : "http") + "://" +
           (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(s.port) + "/" +
           (s.auth ? "" : " (no TRIGD_TOKENS: loopback only, no token needed)"));
   return Status();
 }
 
-std::string ApiServer::ServeBytes(std::string_view bytes) { return impl_->http.ServeBytes(bytes); }
+std::string ApiServer::ServeBytes(std::string_view bytes) {
+  auto* plain = dynamic_cast<ApiHttpServer*>(impl_->owned.get());
+  return plain ? plain->ServeBytes(bytes) : std::string();
+}
 
 void ApiServer::Stop() {
   if (!impl_ || !impl_->thread.joinable()) return;

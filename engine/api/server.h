@@ -15,6 +15,7 @@
 
 #include "api/tokens.h"
 #include "common/status.h"
+#include "log/kafka_config.h"
 
 namespace trigd {
 
@@ -52,7 +53,14 @@ struct ApiOptions {
   std::string tokens_file;                // TRIGD_TOKENS; empty: no tokens, loopback only
   std::string web_dir;                    // TRIGD_WEB_DIR; empty: the source tree's web/
   double share = 0.25;                    // TRIGD_API_SHARE: the API's most of one PostgreSQL slot's time
-  std::string pg, kafka, topic_prefix, group;
+  // TRIGD_API_CERT and TRIGD_API_KEY (PEM): HTTPS when both are set, the files re-read when
+  // they change (api/tls.h). TRIGD_API_INSECURE=1: plain HTTP on a non-loopback address,
+  // which is refused otherwise (a token would travel in clear text).
+  std::string cert_file, key_file;
+  bool insecure = false;
+  std::string pg;
+  KafkaConfig kafka;
+  std::string topic_prefix, group;
 };
 
 // HOST:PORT as TRIGD_API takes it; kInvalid naming what is wrong.
@@ -70,7 +78,8 @@ class ApiServer {
   ApiServer& operator=(const ApiServer&) = delete;
 
   // Loads the token file, binds and starts serving on threads of its own. kInvalid: a bad
-  // address, an unreadable or invalid token file, a non-loopback address without one;
+  // address, an unreadable or invalid token file, a non-loopback address without one or
+  // without TLS (unless `insecure`), a certificate or key that cannot be loaded;
   // kUnavailable: the address cannot be bound.
   Status Start(const ApiOptions& options);
   // What Start does but binding: tokens, routes (`routes`, Routes() in Start) and the request

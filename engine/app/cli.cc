@@ -18,7 +18,9 @@ void AddConfigFlags(CLI::App& app, Config& config, ConfigFlags which) {
   auto add = [&](const char* flag, std::string& out, const char* env, const char* what) {
     FlagValue(app.add_option(flag, out, what)->envname(env)->capture_default_str()->group(group));
   };
-  add("--kafka", config.kafka, "TRIGD_KAFKA", "Kafka bootstrap servers, HOST:PORT[,...]");
+  add("--kafka", config.kafka.bootstrap, "TRIGD_KAFKA", "Kafka bootstrap servers, HOST:PORT[,...]");
+  add("--kafka-config", config.kafka.file, "TRIGD_KAFKA_CONFIG",
+      "a file of librdkafka properties (Java properties: TLS, SASL, ...)");
   add("--pg", config.pg, "TRIGD_PG", "PostgreSQL connection string");
   add("--topic-prefix", config.topic_prefix, "TRIGD_TOPIC_PREFIX", "prefix of every topic name");
   add("--group", config.group, "TRIGD_GROUP", "consumer group of trigd's ingest");

@@ -15,7 +15,7 @@ namespace trigd {
 
 // Which flags of Config a binary takes.
 enum class ConfigFlags {
-  kClient,  // --kafka, --pg, --topic-prefix, --group (trigctl, trigd-worker)
+  kClient,  // --kafka, --kafka-config, --pg, --topic-prefix, --group (trigctl, trigd-worker)
   kEngine,  // and --metrics, --instance-id (trigd)
 };
 
@@ -24,7 +24,7 @@ enum class ConfigFlags {
 CLI::Option* FlagValue(CLI::Option* option);
 
 // Adds the flags of `which` to `app`, each defaulting to its environment variable
-// (TRIGD_KAFKA, TRIGD_PG, TRIGD_TOPIC_PREFIX, TRIGD_GROUP, TRIGD_METRICS, TRIGD_INSTANCE_ID;
+// (TRIGD_KAFKA, TRIGD_KAFKA_CONFIG, TRIGD_PG, TRIGD_TOPIC_PREFIX, TRIGD_GROUP, TRIGD_METRICS, TRIGD_INSTANCE_ID;
 // an empty variable counts as unset) and then to Config's default. `config` must outlive the
 // parse. A flag given twice is refused (CLI11's MultiOptionPolicy::Throw).
 void AddConfigFlags(CLI::App& app, Config& config, ConfigFlags which);

@@ -47,7 +47,7 @@ Status FinishConfig(Config& c) {
     if (!t.ok()) return t.status();
     c.pg = WithConnectTimeout(c.pg, *t);
   }
-  return Status();
+  return LoadKafkaProperties(c.kafka);
 }
 
 }  // namespace trigd

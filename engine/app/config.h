@@ -8,11 +8,14 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "log/kafka_config.h"
 
 namespace trigd {
 
 struct Config {
-  std::string kafka = "127.0.0.1:9092";  // TRIGD_KAFKA
+  // TRIGD_KAFKA (bootstrap servers) and TRIGD_KAFKA_CONFIG (a file of librdkafka properties,
+  // read by FinishConfig): every Kafka client of the binary is made from it.
+  KafkaConfig kafka;
   // TRIGD_PG, with TRIGD_PG_CONNECT_TIMEOUT as its connect_timeout when it names none
   // (kDefaultPgConnectTimeout, 10 s, when neither does: store/pg_conninfo.h).
   std::string pg = "host=127.0.0.1 port=55432 user=trigd dbname=trigd";
@@ -51,8 +54,8 @@ Result<int> ParseCheckers(const std::string& text);
 // Reads the settings that have no flag (TRIGD_FAST_PATH, TRIGD_CHECKERS) into `c`.
 void ReadEnvironmentSettings(Config& c);
 
-// Completes `c` once its flags are parsed: what depends on more than one setting. kInvalid
-// naming what is wrong.
+// Completes `c` once its flags are parsed: what depends on more than one setting, and the
+// properties of TRIGD_KAFKA_CONFIG (LoadKafkaProperties). kInvalid naming what is wrong.
 Status FinishConfig(Config& c);
 
 }  // namespace trigd

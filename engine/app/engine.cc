@@ -27,6 +27,8 @@ Status CheckTopics(const Config& config, const std::atomic<bool>& stop) {
       if (missing->empty()) return Status();
       return Invalid(NoSuchTopics(*missing, config.kafka));
     }
+    // Refused for good (credentials, certificate, a denied principal): said, and trigd stops.
+    if (missing.status().code() == StatusCode::kInvalid) return missing.status();
     if (Clock::now() - said >= std::chrono::seconds(30)) {
       Log(missing.status().message() + " (looking up trigd's topics); retrying");
       said = Clock::now();
@@ -44,7 +46,7 @@ Status RunEngine(const Config& config, const std::atomic<bool>& stop) {
   Metrics metrics;
   if (Status s = metrics.Serve(config.metrics); !s.ok()) return s;
   Shared shared{config, stop, metrics, PgEngineStoreFactory(config.pg, config.topic_prefix), {}, {}};
-  Log("running: kafka " + config.kafka + ", group " + config.group + ", topics " + config.topic_prefix +
+  Log("running: kafka " + config.kafka.bootstrap + ", group " + config.group + ", topics " + config.topic_prefix +
       "*, metrics http://" + config.metrics + "/metrics" +
       (config.retention.count() > 0 ? ", retention " + FormatDuration(config.retention) : ""));
   std::thread ingest([&] { engine_internal::IngestLoop(shared); });

@@ -67,9 +67,14 @@ int main(int argc, char** argv) {
   }
   app.add_flag("--json", ctx.as_json, "JSON for scripts instead of tables");
   trigd::AddConfigFlags(app, ctx.config, trigd::ConfigFlags::kClient);
-  trigd::FlagValue(app.add_option("--api", ctx.api_url,
-                                  "http://HOST:PORT of trigd's API: use it instead of PostgreSQL (token: TRIGD_TOKEN)")
-                       ->envname("TRIGD_API_URL")
+  trigd::FlagValue(
+      app.add_option("--api", ctx.api_url,
+                     "http(s)://HOST:PORT of trigd's API: use it instead of PostgreSQL (token: TRIGD_TOKEN)")
+          ->envname("TRIGD_API_URL")
+          ->group("Connection (flag, else environment variable, else default)"));
+  std::string cacert;
+  trigd::FlagValue(app.add_option("--cacert", cacert, "PEM CA certificate that verifies an https:// --api")
+                       ->envname("TRIGD_API_CACERT")
                        ->group("Connection (flag, else environment variable, else default)"));
   app.require_subcommand(0, 1);
   trigctl::AddSchedules(app, ctx);
@@ -98,7 +103,7 @@ int main(int argc, char** argv) {
   if (trigd::Status s = trigd::FinishConfig(ctx.config); !s.ok()) return trigd::RefuseSetting(app, s.message());
   if (!ctx.api_url.empty()) {
     const char* token = std::getenv("TRIGD_TOKEN");
-    auto client = trigd::ApiClient::Create(ctx.api_url, token ? token : "");
+    auto client = trigd::ApiClient::Create(ctx.api_url, token ? token : "", cacert);
     if (!client.ok()) return trigd::RefuseSetting(app, client.status().message());
     ctx.api = std::move(*client);
   }

@@ -56,6 +56,12 @@ int main(int argc, char** argv) {
                        ->envname("TRIGD_API_SHARE")
                        ->check(CLI::Range(0.01, 1.0))
                        ->capture_default_str());
+  trigd::FlagValue(app.add_option("--api-cert", api.cert_file,
+                                  "PEM certificate (chain) of the API: HTTPS with --api-key; re-read when it changes")
+                       ->envname("TRIGD_API_CERT"));
+  trigd::FlagValue(
+      app.add_option("--api-key", api.key_file, "PEM private key of the API's certificate")->envname("TRIGD_API_KEY"));
+  if (const char* v = std::getenv("TRIGD_API_INSECURE"); v && std::string(v) == "1") api.insecure = true;
   trigd::FlagValue(app.add_option("--web-dir", api.web_dir, "the console's files (default: the source tree's web/)")
                        ->envname("TRIGD_WEB_DIR"));
   CLI::App* migrate = app.add_subcommand("migrate", "apply the SQL migrations of schema/ and exit");

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/time.h"
+#include "log/kafka_internal.h"
 #include "log/topics.h"
 
 namespace trigd {
@@ -52,24 +53,38 @@ namespace {
 // connection error, and again on later connection errors while they stay down, at most once per
 // kEvery per client. A connection error alone says little: one broker of several, or a
 // bootstrap address no longer needed, going away leaves Kafka reachable.
+//
+// A failure that retrying cannot cure (wrong credentials, a certificate that does not verify, a
+// denied principal: kafka_internal::Refusals) is said at once, and Why() returns it: the
+// client's owner stops instead of retrying in silence. Everything librdkafka says passes
+// through KafkaConfig::Redact first.
 class BrokerWatch : public RdKafka::EventCb {
  public:
   static constexpr auto kEvery = std::chrono::seconds(30);
 
-  explicit BrokerWatch(std::string bootstrap) : bootstrap_(std::move(bootstrap)) {}
+  // `in_group`: false for a consumer that only assigns partitions by hand; librdkafka still
+  // looks up its group's coordinator, which a principal without a group ACL is refused: not a
+  // refusal of this client.
+  explicit BrokerWatch(const KafkaConfig& kafka, bool in_group = true)
+      : bootstrap_(kafka.bootstrap), kafka_(kafka), in_group_(in_group) {}
 
   void event_cb(RdKafka::Event& e) override {
     if (e.type() == RdKafka::Event::EVENT_LOG) {
-      // Only critical ones reach here (log_level 2): as librdkafka would print them itself.
-      LogLine("kafka: " + e.fac() + ": " + e.str());
+      // Up to the user's level (2, critical ones, unless the file says otherwise): librdkafka
+      // logs up to kWatchedLogLevel here, for the connection failures only its logs tell.
+      if (kafka_internal::IsProtocolHint(e.str())) Report(RdKafka::ERR__TRANSPORT, e.str());
+      if (static_cast<int>(e.severity()) <= kafka_.LogLevel()) {
+        LogLine(kafka_.Redact("kafka: " + e.fac() + ": " + e.str()));
+      }
       return;
     }
     if (e.type() != RdKafka::Event::EVENT_ERROR) return;
+    Report(static_cast<int>(e.err()), e.str());
     if (e.err() == RdKafka::ERR__TRANSPORT || e.err() == RdKafka::ERR__RESOLVE) {
-      reason_ = e.str();  // e.g. "127.0.0.1:9099/bootstrap: Connect to ipv4#127.0.0.1:9099 failed: ..."
+      reason_ = kafka_.Redact(e.str());  // e.g. "127.0.0.1:9099/bootstrap: Connect to ipv4#127.0.0.1:9099 failed: ..."
     } else if (e.err() == RdKafka::ERR__ALL_BROKERS_DOWN) {
       down_ = true;
-      if (reason_.empty()) reason_ = e.str();  // "1/1 brokers are down"
+      if (reason_.empty()) reason_ = kafka_.Redact(e.str());  // "1/1 brokers are down"
     } else {
       return;  // fatal errors reach the caller through LastError and FatalError
     }
@@ -80,9 +95,20 @@ class BrokerWatch : public RdKafka::EventCb {
     LogLine("cannot reach Kafka at " + bootstrap_ + ": " + reason_ + "; retrying");
   }
 
+  // An error of librdkafka's, from an error event or a consumed message's error.
+  void Report(int err, const std::string& text) {
+    if (!in_group_ && err == RdKafka::ERR_GROUP_AUTHORIZATION_FAILED) return;
+    refusals_.Report(static_cast<rd_kafka_resp_err_t>(err), kafka_.Redact(text));
+    if (std::string why = refusals_.Why(); !why.empty() && !said_refusal_.exchange(true)) LogLine(why);
+  }
+
+  // Not empty once the broker refused this client for good (Refusals::Why).
+  std::string Why() const { return refusals_.Why(); }
+
   // The client just heard from the broker (a delivery report, a message, an assignment):
   // librdkafka has no event for brokers that are back.
   void Reachable() {
+    refusals_.Reached();
     if (down_.exchange(false)) {
       reason_.clear();
       LogLine("Kafka at " + bootstrap_ + " reachable again");
@@ -91,6 +117,10 @@ class BrokerWatch : public RdKafka::EventCb {
 
  private:
   const std::string bootstrap_;
+  const KafkaConfig kafka_;
+  const bool in_group_;
+  kafka_internal::Refusals refusals_;
+  std::atomic<bool> said_refusal_{false};
   std::atomic<bool> down_{false};  // since ALL_BROKERS_DOWN, until Reachable
   std::string reason_;             // the last connection error
   bool said_ = false;
@@ -106,6 +136,8 @@ bool IsPermanentProduceError(RdKafka::ErrorCode err) {
     case RdKafka::ERR_INVALID_RECORD:
     case RdKafka::ERR_POLICY_VIOLATION:
     case RdKafka::ERR_TOPIC_EXCEPTION:
+    case RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RdKafka::ERR_CLUSTER_AUTHORIZATION_FAILED:
     case RdKafka::ERR_INVALID_MSG: return true;
     default: return false;
   }
@@ -165,6 +197,7 @@ class RdProducer : public Producer {
   }
 
   std::string LastError() override {
+    if (std::string why = watch_->Why(); !why.empty()) return why;
     std::string fatal;
     if (producer_->fatal_error(fatal) != RdKafka::ERR_NO_ERROR) return "fatal: " + fatal;
     return dr_.last_error.empty() ? "no delivery report in time" : dr_.last_error;
@@ -358,6 +391,7 @@ class RdConsumer : public Consumer {
   }
 
   std::string FatalError() override {
+    if (std::string refused = watch_->Why(); !refused.empty()) return refused;
     std::string why;
     if (consumer_->fatal_error(why) == RdKafka::ERR_NO_ERROR) return "";
     return why.empty() ? "fatal error" : why;
@@ -392,7 +426,9 @@ class RdConsumer : public Consumer {
       if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         kept.push_back(m);
       } else {
-        fatal = fatal || m->err == RD_KAFKA_RESP_ERR__FATAL;
+        // A consumer's errors come as messages: a denied group or topic among them.
+        watch_->Report(m->err, rd_kafka_message_errstr(m));
+        fatal = fatal || m->err == RD_KAFKA_RESP_ERR__FATAL || !watch_->Why().empty();
         rd_kafka_message_destroy(m);
       }
     }
@@ -406,10 +442,14 @@ class RdConsumer : public Consumer {
   std::vector<rd_kafka_message_t*> buffer_;
 };
 
-Status Set(RdKafka::Conf* conf, const std::string& k, const std::string& v) {
-  std::string err;
-  if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK) return Invalid(k + ": " + err);
-  return Status::Ok();
+// A librdkafka configuration as kafka_internal::Configure builds it.
+Result<std::unique_ptr<RdKafka::Conf>> NewConf(const KafkaConfig& kafka, const kafka_internal::Settings& tunables,
+                                               const kafka_internal::Settings& owned) {
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  if (Status s = kafka_internal::Configure(conf->c_ptr_global(), kafka, tunables, owned); !s.ok()) return s;
+  // Every client made here has a BrokerWatch, which filters the logs to the user's level.
+  if (Status s = kafka_internal::WatchConnectionLogs(conf->c_ptr_global(), kafka); !s.ok()) return s;
+  return conf;
 }
 
 class RdTopicReader : public TopicReader {
@@ -419,7 +459,10 @@ class RdTopicReader : public TopicReader {
     while (out.size() < max_messages) {
       std::unique_ptr<RdKafka::Message> m(consumer_->consume(out.empty() ? wait_ms : 0));
       if (m->err() == RdKafka::ERR__TIMED_OUT) break;
-      if (m->err() != RdKafka::ERR_NO_ERROR) continue;  // a partition's end or a fetch error: retried by librdkafka
+      if (m->err() != RdKafka::ERR_NO_ERROR) {
+        watch_->Report(m->err(), m->errstr());  // a denied topic is said; others are retried by librdkafka
+        continue;
+      }
       watch_->Reachable();
       next_[m->partition()] = m->offset() + 1;
       out.push_back({m->topic_name(), m->partition(), m->offset(), m->key() ? *m->key() : std::string(),
@@ -458,42 +501,35 @@ class RdTopicReader : public TopicReader {
 
 }  // namespace
 
-Result<std::unique_ptr<Producer>> Producer::Create(const std::string& bootstrap) {
+Result<std::unique_ptr<Producer>> Producer::Create(const KafkaConfig& kafka) {
   auto p = std::make_unique<RdProducer>();
-  p->watch_ = std::make_unique<BrokerWatch>(bootstrap);
-  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  p->watch_ = std::make_unique<BrokerWatch>(kafka);
   // linger.ms 0: callers produce a whole batch at once and then wait for its delivery reports
   // (the relay), so waiting for more only adds to every launch's latency; messages queued
   // while a request is in flight still go out together.
-  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"bootstrap.servers", bootstrap}, {"enable.idempotence", "true"}, {"linger.ms", "0"}, {"log_level", "2"}}) {
-    if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
-  }
+  auto made = NewConf(kafka, {{"linger.ms", "0"}, {"log_level", "2"}}, kafka_internal::ProducerOwned());
+  if (!made.ok()) return made.status();
+  std::unique_ptr<RdKafka::Conf> conf = std::move(*made);
   std::string err;
   conf->set("dr_cb", &p->dr_, err);
   conf->set("event_cb", static_cast<RdKafka::EventCb*>(p->watch_.get()), err);
   p->producer_.reset(RdKafka::Producer::create(conf.get(), err));
-  if (!p->producer_) return Internal("producer: " + err);
+  if (!p->producer_) return Invalid("producer: " + kafka.Redact(err));
   return std::unique_ptr<Producer>(std::move(p));
 }
 
-Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap, const std::string& group,
+Result<std::unique_ptr<Consumer>> Consumer::Create(const KafkaConfig& kafka, const std::string& group,
                                                    const std::vector<std::string>& topics, OffsetLookup lookup,
                                                    const ConsumerOptions& options) {
   auto c = std::make_unique<RdConsumer>();
-  c->watch_ = std::make_unique<BrokerWatch>(bootstrap);
+  c->watch_ = std::make_unique<BrokerWatch>(kafka);
   c->rebalancer_ = std::make_unique<Rebalancer>(std::move(lookup), *c->watch_);
-  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", bootstrap},
-                                                                      {"group.id", group},
-                                                                      {"enable.auto.commit", "false"},
-                                                                      {"auto.offset.reset", "earliest"},
-                                                                      {"session.timeout.ms", "6000"},
-                                                                      {"heartbeat.interval.ms", "1000"},
-                                                                      {"fetch.wait.max.ms", "10"},
-                                                                      {"log_level", "2"}}) {
-    if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
-  }
+  kafka_internal::Settings tunables = {{"session.timeout.ms", "6000"},
+                                       {"heartbeat.interval.ms", "1000"},
+                                       {"fetch.wait.max.ms", "10"},
+                                       {"log_level", "2"}};
+  kafka_internal::Settings owned = kafka_internal::ConsumerOwned();
+  owned.emplace_back("group.id", group);
   // librdkafka (2.0) stops fetching once its local queue holds queued.min.messages (counted
   // over the whole consumer queue) and looks again only at its next one-second wake-up: a
   // consumer that is slower than the fetcher, even slightly, drains the queue and then waits
@@ -501,21 +537,16 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
   // that consumer: with the default (100,000) it idled more than half the time. A deeper queue
   // holds about a second of events, bounded in bytes by queued.max.messages.kbytes too (the same
   // stop applies when that is reached).
-  if (options.prefetch_messages > 0) {
-    if (Status s = Set(conf.get(), "queued.min.messages", std::to_string(options.prefetch_messages)); !s.ok()) return s;
-  }
-  if (options.prefetch_kbytes > 0) {
-    if (Status s = Set(conf.get(), "queued.max.messages.kbytes", std::to_string(options.prefetch_kbytes)); !s.ok()) {
-      return s;
-    }
-  }
+  if (options.prefetch_messages > 0)
+    tunables.emplace_back("queued.min.messages", std::to_string(options.prefetch_messages));
+  if (options.prefetch_kbytes > 0)
+    tunables.emplace_back("queued.max.messages.kbytes", std::to_string(options.prefetch_kbytes));
   if (options.commit_stored_every_ms > 0) {
-    for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-             {"enable.auto.commit", "true"},
-             {"enable.auto.offset.store", "false"},
-             {"auto.commit.interval.ms", std::to_string(options.commit_stored_every_ms)}}) {
-      if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
-    }
+    owned.insert(owned.end(), {{"enable.auto.commit", "true"},
+                               {"enable.auto.offset.store", "false"},
+                               {"auto.commit.interval.ms", std::to_string(options.commit_stored_every_ms)}});
+  } else {
+    owned.emplace_back("enable.auto.commit", "false");
   }
   // Dynamic members rebalance cooperatively: only the partitions that change owner move, so the
   // other instances keep consuming while a killed one's partitions are handed over. That takes
@@ -526,16 +557,19 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
   // Static members therefore rebalance eagerly, where every round hands out every partition;
   // their restarts cause no rebalance at all, which is what they are for.
   if (options.instance_id.empty()) {
-    if (Status s = Set(conf.get(), "partition.assignment.strategy", "cooperative-sticky"); !s.ok()) return s;
+    owned.emplace_back("partition.assignment.strategy", "cooperative-sticky");
   } else {
-    if (Status s = Set(conf.get(), "partition.assignment.strategy", "roundrobin"); !s.ok()) return s;
-    if (Status s = Set(conf.get(), "group.instance.id", options.instance_id); !s.ok()) return s;
+    owned.emplace_back("partition.assignment.strategy", "roundrobin");
+    owned.emplace_back("group.instance.id", options.instance_id);
   }
+  auto made = NewConf(kafka, tunables, owned);
+  if (!made.ok()) return made.status();
+  std::unique_ptr<RdKafka::Conf> conf = std::move(*made);
   std::string err;
   conf->set("rebalance_cb", c->rebalancer_.get(), err);
   conf->set("event_cb", static_cast<RdKafka::EventCb*>(c->watch_.get()), err);
   c->consumer_.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
-  if (!c->consumer_) return Internal("consumer: " + err);
+  if (!c->consumer_) return Invalid("consumer: " + kafka.Redact(err));
   c->queue_ = rd_kafka_queue_get_consumer(c->consumer_->c_ptr());
   if (auto e = c->consumer_->subscribe(topics); e != RdKafka::ERR_NO_ERROR) {
     return Unavailable("subscribe: " + RdKafka::err2str(e));
@@ -543,35 +577,32 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const std::string& bootstrap,
   return std::unique_ptr<Consumer>(std::move(c));
 }
 
-Result<std::unique_ptr<TopicReader>> TopicReader::Create(const std::string& bootstrap, const std::string& topic,
+Result<std::unique_ptr<TopicReader>> TopicReader::Create(const KafkaConfig& kafka, const std::string& topic,
                                                          int timeout_ms) {
   auto r = std::make_unique<RdTopicReader>();
   r->topic_ = topic;
-  r->watch_ = std::make_unique<BrokerWatch>(bootstrap);
-  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  r->watch_ = std::make_unique<BrokerWatch>(kafka, /*in_group=*/false);
   // A group id only because librdkafka's KafkaConsumer requires one: partitions are assigned by
   // hand (assign), so the consumer never joins the group, and it commits nothing.
-  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", bootstrap},
-                                                                      {"group.id", "trigd-reader-unused"},
-                                                                      {"enable.auto.commit", "false"},
-                                                                      {"enable.auto.offset.store", "false"},
-                                                                      {"auto.offset.reset", "earliest"},
-                                                                      {"fetch.wait.max.ms", "100"},
-                                                                      {"log_level", "2"}}) {
-    if (Status s = Set(conf.get(), k, v); !s.ok()) return s;
-  }
+  kafka_internal::Settings owned = kafka_internal::ConsumerOwned();
+  owned.insert(
+      owned.end(),
+      {{"group.id", "trigd-reader-unused"}, {"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"}});
+  auto made = NewConf(kafka, {{"fetch.wait.max.ms", "100"}, {"log_level", "2"}}, owned);
+  if (!made.ok()) return made.status();
+  std::unique_ptr<RdKafka::Conf> conf = std::move(*made);
   std::string err;
   conf->set("event_cb", static_cast<RdKafka::EventCb*>(r->watch_.get()), err);
   r->consumer_.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
-  if (!r->consumer_) return Internal("consumer: " + err);
-  auto missing = MissingTopics(bootstrap, {topic}, timeout_ms);
+  if (!r->consumer_) return Invalid("consumer: " + kafka.Redact(err));
+  auto missing = MissingTopics(kafka, {topic}, timeout_ms);
   if (!missing.ok()) return missing.status();
-  if (!missing->empty()) return NotFound(NoSuchTopics(*missing, bootstrap));
+  if (!missing->empty()) return NotFound(NoSuchTopics(*missing, kafka));
   std::unique_ptr<RdKafka::Topic> handle(RdKafka::Topic::create(r->consumer_.get(), topic, nullptr, err));
   if (!handle) return Internal("topic " + topic + ": " + err);
   RdKafka::Metadata* raw = nullptr;
   if (auto e = r->consumer_->metadata(false, handle.get(), &raw, timeout_ms); e != RdKafka::ERR_NO_ERROR) {
-    return Unavailable("cannot reach Kafka at " + bootstrap + ": " + RdKafka::err2str(e));
+    return Unavailable("cannot reach Kafka at " + kafka.bootstrap + ": " + RdKafka::err2str(e));
   }
   std::unique_ptr<RdKafka::Metadata> md(raw);
   std::vector<RdKafka::TopicPartition*> parts;
@@ -598,17 +629,23 @@ Result<std::unique_ptr<TopicReader>> TopicReader::Create(const std::string& boot
 
 namespace trigd {
 
-Result<std::vector<PartitionLag>> QueryEndOffsets(const std::string& bootstrap, const std::vector<std::string>& topics,
+Result<std::vector<PartitionLag>> QueryEndOffsets(const KafkaConfig& kafka, const std::vector<std::string>& topics,
                                                   int timeout_ms) {
-  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  // A producer handle for metadata and watermarks only: it sends no message (not idempotent,
+  // which would ask for a producer id that a reader's principal is refused).
+  auto made = NewConf(kafka, {{"log_level", "2"}}, {});
+  if (!made.ok()) return made.status();
+  std::unique_ptr<RdKafka::Conf> conf = std::move(*made);
+  BrokerWatch watch(kafka);
   std::string err;
-  conf->set("bootstrap.servers", bootstrap, err);
-  conf->set("log_level", "2", err);
+  conf->set("event_cb", static_cast<RdKafka::EventCb*>(&watch), err);
   std::unique_ptr<RdKafka::Producer> handle(RdKafka::Producer::create(conf.get(), err));
-  if (!handle) return Internal("kafka handle: " + err);
+  if (!handle) return Invalid("kafka handle: " + kafka.Redact(err));
   RdKafka::Metadata* raw = nullptr;
   if (auto e = handle->metadata(true, nullptr, &raw, timeout_ms); e != RdKafka::ERR_NO_ERROR) {
-    return Unavailable("cannot reach Kafka at " + bootstrap + ": " + RdKafka::err2str(e));
+    handle->poll(0);  // the error events that say why
+    if (std::string why = watch.Why(); !why.empty()) return Invalid(why);
+    return Unavailable("cannot reach Kafka at " + kafka.bootstrap + ": " + RdKafka::err2str(e));
   }
   std::unique_ptr<RdKafka::Metadata> md(raw);
   std::vector<PartitionLag> out;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "log/kafka_config.h"
 #include "model/partition.h"
 
 struct rd_kafka_message_s;
@@ -78,14 +79,18 @@ struct OutMessage {
 
 class Producer {
  public:
-  // Idempotent producer (enable.idempotence): a retry inside one session never duplicates.
-  static Result<std::unique_ptr<Producer>> Create(const std::string& bootstrap);
+  // Idempotent producer (enable.idempotence, acks=all): a retry inside one session never
+  // duplicates, and a confirmed message is on every in-sync replica. kInvalid: a configuration
+  // librdkafka refuses.
+  static Result<std::unique_ptr<Producer>> Create(const KafkaConfig& kafka);
   virtual ~Producer() = default;
   // Produces all messages and waits for their delivery reports; returns one ok flag per
   // message (true: the broker confirmed it).
   virtual std::vector<bool> ProduceAndWait(const std::vector<OutMessage>& messages, int timeout_ms) = 0;
   // Why the last ProduceAndWait left messages unconfirmed ("fatal: ..." when the idempotent
-  // producer hit a fatal error: the caller must create a new producer).
+  // producer hit a fatal error: the caller must create a new producer; the broker's refusal,
+  // as RefusedConnection says it, when it refused the client's credentials, certificate or
+  // principal).
   virtual std::string LastError() = 0;
   // One flag per message of the last ProduceAndWait: true when the broker or the client refused
   // it for good (too large, an invalid record, a policy), so sending it again cannot help.
@@ -123,7 +128,7 @@ struct ConsumerOptions {
 
 class Consumer {
  public:
-  static Result<std::unique_ptr<Consumer>> Create(const std::string& bootstrap, const std::string& group,
+  static Result<std::unique_ptr<Consumer>> Create(const KafkaConfig& kafka, const std::string& group,
                                                   const std::vector<std::string>& topics, OffsetLookup lookup,
                                                   const ConsumerOptions& options = {});
   virtual ~Consumer() = default;
@@ -148,7 +153,9 @@ class Consumer {
   // reached). kUnavailable when a partition's leader does not answer within timeout_ms.
   virtual Result<std::vector<PartitionRange>> AssignedRanges(const std::string& topic, int timeout_ms) = 0;
   // Not empty once the consumer hit a fatal error (e.g. fenced by a newer member with the same
-  // instance id): it consumes nothing more, and must be replaced or the process stopped.
+  // instance id) or the broker refused it for good (wrong credentials, a certificate that does
+  // not verify, a denied group or topic): it consumes nothing more, and must be replaced or the
+  // process stopped.
   virtual std::string FatalError() = 0;
   // The partitions this consumer holds, as (topic, partition), as of its last poll.
   virtual std::vector<std::pair<std::string, int>> Assignment() = 0;
@@ -164,7 +171,7 @@ class TopicReader {
  public:
   // kNotFound (NoSuchTopics' message) when the broker has no such topic; kUnavailable when it
   // cannot be reached within timeout_ms.
-  static Result<std::unique_ptr<TopicReader>> Create(const std::string& bootstrap, const std::string& topic,
+  static Result<std::unique_ptr<TopicReader>> Create(const KafkaConfig& kafka, const std::string& topic,
                                                      int timeout_ms = 5000);
   virtual ~TopicReader() = default;
   // Up to max_messages: waits up to wait_ms for the first, then takes those already fetched.
@@ -174,8 +181,9 @@ class TopicReader {
 };
 
 // End offsets (high watermarks) of every partition of `topics`, asked of the broker.
-// kUnavailable when it cannot be reached within timeout_ms; a missing topic is skipped.
-Result<std::vector<PartitionLag>> QueryEndOffsets(const std::string& bootstrap, const std::vector<std::string>& topics,
+// kUnavailable when it cannot be reached within timeout_ms, kInvalid when it refuses the client
+// (credentials, certificate); a missing topic is skipped.
+Result<std::vector<PartitionLag>> QueryEndOffsets(const KafkaConfig& kafka, const std::vector<std::string>& topics,
                                                   int timeout_ms = 5000);
 
 }  // namespace trigd

@@ -8,6 +8,7 @@
 
 #include <librdkafka/rdkafkacpp.h>
 
+#include "log/kafka_internal.h"
 #include "log/topics.h"
 
 namespace trigd {
@@ -23,29 +24,29 @@ struct PartitionRead {
 
 }  // namespace
 
-Result<RangeRead> ReadTimeRange(const std::string& bootstrap, const std::vector<std::string>& topics, TimePoint from,
+Result<RangeRead> ReadTimeRange(const KafkaConfig& kafka, const std::vector<std::string>& topics, TimePoint from,
                                 TimePoint to, int timeout_ms, const std::function<void(size_t)>& progress,
                                 int64_t max_messages) {
-  auto missing = MissingTopics(bootstrap, topics, timeout_ms);
+  auto missing = MissingTopics(kafka, topics, timeout_ms);
   if (!missing.ok()) return missing.status();
-  if (!missing->empty()) return NotFound(NoSuchTopics(*missing, bootstrap));
+  if (!missing->empty()) return NotFound(NoSuchTopics(*missing, kafka));
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   std::string err;
   // A group id only because librdkafka's KafkaConsumer requires one: partitions are assigned by
   // hand, so the consumer never joins the group, and it commits nothing.
-  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", bootstrap},
-                                                                      {"group.id", "trigd-replay-unused"},
-                                                                      {"enable.auto.commit", "false"},
-                                                                      {"enable.auto.offset.store", "false"},
-                                                                      {"auto.offset.reset", "earliest"},
-                                                                      {"fetch.wait.max.ms", "50"},
-                                                                      {"log_level", "2"}}) {
-    if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK) return Invalid(k + ": " + err);
+  kafka_internal::Settings settings = kafka_internal::ConsumerOwned();
+  settings.insert(
+      settings.end(),
+      {{"group.id", "trigd-replay-unused"}, {"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"}});
+  if (Status s = kafka_internal::Configure(conf->c_ptr_global(), kafka,
+                                           {{"fetch.wait.max.ms", "50"}, {"log_level", "2"}}, settings);
+      !s.ok()) {
+    return s;
   }
   std::unique_ptr<RdKafka::KafkaConsumer> consumer(RdKafka::KafkaConsumer::create(conf.get(), err));
-  if (!consumer) return Internal("consumer: " + err);
+  if (!consumer) return Invalid("consumer: " + kafka.Redact(err));
   const auto unreachable = [&](const std::string& what, RdKafka::ErrorCode e) {
-    return Unavailable("cannot reach Kafka at " + bootstrap + " (" + what + "): " + RdKafka::err2str(e));
+    return Unavailable("cannot reach Kafka at " + kafka.bootstrap + " (" + what + "): " + RdKafka::err2str(e));
   };
   std::map<std::pair<std::string, int>, PartitionRead> parts;
   std::vector<RdKafka::TopicPartition*> lookup;
@@ -138,8 +139,9 @@ Result<RangeRead> ReadTimeRange(const std::string& bootstrap, const std::vector<
     std::unique_ptr<RdKafka::Message> m(consumer->consume(100));
     if (m->err() == RdKafka::ERR__TIMED_OUT || m->err() == RdKafka::ERR__PARTITION_EOF) {
       if (std::chrono::steady_clock::now() - last_message > std::chrono::milliseconds(timeout_ms)) {
-        return Unavailable("cannot reach Kafka at " + bootstrap + ": no message for " + std::to_string(timeout_ms) +
-                           " ms while " + std::to_string(left) + " partition(s) were not read to the end of the range");
+        return Unavailable("cannot reach Kafka at " + kafka.bootstrap + ": no message for " +
+                           std::to_string(timeout_ms) + " ms while " + std::to_string(left) +
+                           " partition(s) were not read to the end of the range");
       }
       continue;
     }

@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "log/kafka_config.h"
 
 namespace trigd {
 
@@ -43,7 +44,7 @@ inline constexpr int64_t kMaxRangeMessages = 10'000'000;
 // timeout_ms (or stops answering for that long mid-read); kInvalid, before any message is read,
 // when the offsets from `from` to the partitions' ends hold more than `max_messages`.
 // `progress` (when set) is called now and then with the number of messages read so far.
-Result<RangeRead> ReadTimeRange(const std::string& bootstrap, const std::vector<std::string>& topics, TimePoint from,
+Result<RangeRead> ReadTimeRange(const KafkaConfig& kafka, const std::vector<std::string>& topics, TimePoint from,
                                 TimePoint to, int timeout_ms = 10000,
                                 const std::function<void(size_t)>& progress = nullptr,
                                 int64_t max_messages = kMaxRangeMessages);

@@ -13,15 +13,22 @@
 #include <librdkafka/rdkafka.h>
 #include <nlohmann/json.hpp>
 
+#include "log/kafka_internal.h"
+
 namespace trigd {
 
-std::string NoSuchTopics(const std::vector<std::string>& missing, const std::string& kafka) {
+std::string NoSuchTopics(const std::vector<std::string>& missing, const KafkaConfig& kafka) {
   std::string names;
   for (const auto& t : missing) names += (names.empty() ? "" : ", ") + t;
-  return missing.size() == 1 ? "topic " + names + " does not exist at " + kafka +
-                                   " (create it with trigctl topics create, or check --topic-prefix)"
-                             : "topics " + names + " do not exist at " + kafka +
-                                   " (create them with trigctl topics create, or check --topic-prefix)";
+  const bool one = missing.size() == 1;
+  const std::string check = kafka.properties.empty() ? ", or check --topic-prefix"
+                                                     : ", check --topic-prefix, or check that this client's principal "
+                                                       "may describe " +
+                                                           std::string(one ? "it" : "them") + " (docs/security.md)";
+  return one ? "topic " + names + " does not exist at " + kafka.bootstrap + " (create it with trigctl topics create" +
+                   check + ")"
+             : "topics " + names + " do not exist at " + kafka.bootstrap + " (create them with trigctl topics create" +
+                   check + ")";
 }
 
 std::string DefaultTopicsDir() {
@@ -113,49 +120,124 @@ Status WaitUntilVisible(rd_kafka_t* rk, const std::vector<TopicSpec>& topics, in
   }
 }
 
-using Handle = std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)>;
+// A client for admin and metadata requests only, with the errors librdkafka reports about its
+// connections (the sink, destroyed after the client).
+struct Admin {
+  std::unique_ptr<kafka_internal::ErrorSink> sink;
+  std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)> rk{nullptr, &rd_kafka_destroy};
+  rd_kafka_t* get() const { return rk.get(); }
 
-// A client for admin and metadata requests only.
-Result<Handle> AdminHandle(const std::string& bootstrap) {
-  char err[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
-    rd_kafka_conf_destroy(conf);
-    return Invalid(std::string("bootstrap servers: ") + err);
+  // Why the broker refused this client for good; empty when it did not (yet).
+  std::string Refused() {
+    rd_kafka_poll(rk.get(), 0);  // serves the error events queued meanwhile
+    return sink->refusals.Why();
   }
+};
+
+Result<std::unique_ptr<Admin>> AdminHandle(const KafkaConfig& kafka) {
+  auto admin = std::make_unique<Admin>();
+  admin->sink = std::make_unique<kafka_internal::ErrorSink>();
+  admin->sink->kafka = &kafka;
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
   // The caller reports unreachability in one line; librdkafka's per-attempt logs are noise here.
-  rd_kafka_conf_set(conf, "log_level", "2", err, sizeof err);
-  Handle rk(rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err), &rd_kafka_destroy);
-  if (!rk) return Internal(std::string("rd_kafka_new: ") + err);
-  return rk;
+  // No idempotence: it sends no message, and an idempotent producer asks the broker for a
+  // producer id at once, which a principal with no Write ACL is refused.
+  if (Status s = kafka_internal::Configure(conf, kafka, {{"log_level", "2"}}, {}); !s.ok()) {
+    rd_kafka_conf_destroy(conf);
+    return s;
+  }
+  kafka_internal::RouteLogsAndErrors(conf, admin->sink.get());
+  if (Status s = kafka_internal::WatchConnectionLogs(conf, kafka); !s.ok()) {
+    rd_kafka_conf_destroy(conf);
+    return s;
+  }
+  char err[512];
+  admin->rk.reset(rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err));
+  if (!admin->rk) {
+    rd_kafka_conf_destroy(conf);
+    return Invalid("kafka client: " + kafka.Redact(err));
+  }
+  return admin;
+}
+
+// The metadata of every topic, asked in slices so that a broker refusing the client (wrong
+// credentials, a certificate that does not verify) is told at once rather than after
+// timeout_ms; as VisibleTopics otherwise.
+Result<std::set<std::string>> Visible(Admin& admin, const KafkaConfig& kafka, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::string why;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const int slice = static_cast<int>(std::clamp<int64_t>(left.count(), 1, 500));
+    if (auto seen = VisibleTopics(admin.get(), slice, &why)) return *seen;
+    if (std::string refused = admin.Refused(); !refused.empty()) return Invalid(refused);
+    if (left.count() <= slice) return Unavailable("cannot reach Kafka at " + kafka.bootstrap + ": " + why);
+  }
+}
+
+// A broker leaves the topics a principal may not describe out of its metadata of all topics.
+// Asked by name (by a consumer handle, whose metadata requests never create a topic), it says
+// TOPIC_AUTHORIZATION_FAILED for them: kInvalid naming the first such topic; OK otherwise.
+Status DeniedTopic(const KafkaConfig& kafka, const std::vector<std::string>& topics, int timeout_ms) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  if (Status s = kafka_internal::Configure(conf, kafka, {{"log_level", "2"}}, {{"allow.auto.create.topics", "false"}});
+      !s.ok()) {
+    rd_kafka_conf_destroy(conf);
+    return s;
+  }
+  char err[512];
+  std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)> rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err),
+                                                              &rd_kafka_destroy);
+  if (!rk) {
+    rd_kafka_conf_destroy(conf);
+    return Status();
+  }
+  for (const std::string& topic : topics) {
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk.get(), topic.c_str(), nullptr);
+    const rd_kafka_metadata_t* md = nullptr;
+    const rd_kafka_resp_err_t e = rd_kafka_metadata(rk.get(), 0, rkt, &md, timeout_ms);
+    const bool denied = e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+                        md->topics[0].err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    if (md) rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    if (denied) {
+      return Invalid("Kafka denied this principal: " +
+                     std::string(rd_kafka_err2str(RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)) + " (topic " + topic +
+                     "; see docs/security.md for the ACLs each principal needs)");
+    }
+  }
+  return Status();
 }
 
 }  // namespace
 
-Result<std::vector<std::string>> MissingTopics(const std::string& bootstrap, const std::vector<std::string>& names,
+Result<std::vector<std::string>> MissingTopics(const KafkaConfig& kafka, const std::vector<std::string>& names,
                                                int timeout_ms) {
-  auto rk = AdminHandle(bootstrap);
+  auto rk = AdminHandle(kafka);
   if (!rk.ok()) return rk.status();
-  std::string why;
-  auto seen = VisibleTopics(rk->get(), timeout_ms, &why);
-  if (!seen) return Unavailable("cannot reach Kafka at " + bootstrap + ": " + why);
+  auto seen = Visible(**rk, kafka, timeout_ms);
+  if (!seen.ok()) return seen.status();
   std::vector<std::string> missing;
   for (const auto& n : names) {
     if (!seen->count(n)) missing.push_back(n);
   }
+  if (!missing.empty() && !kafka.properties.empty()) {
+    if (Status denied = DeniedTopic(kafka, missing, timeout_ms); !denied.ok()) return denied;
+  }
   return missing;
 }
 
-Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap, const std::vector<TopicSpec>& topics,
+Result<std::vector<TopicCreation>> CreateTopics(const KafkaConfig& kafka, const std::vector<TopicSpec>& topics,
                                                 int timeout_ms) {
-  auto handle = AdminHandle(bootstrap);
+  auto handle = AdminHandle(kafka);
   if (!handle.ok()) return handle.status();
-  Handle rk = std::move(*handle);
+  Admin& rk = **handle;
   char err[512];
 
   // Reachability first, so "broker down" is Unavailable rather than a per-topic error.
-  const auto seen = VisibleTopics(rk.get(), timeout_ms);
-  if (!seen) return Unavailable("cannot reach Kafka at " + bootstrap);
+  const auto seen = Visible(rk, kafka, timeout_ms);
+  if (!seen.ok()) return seen.status();
   // Topics the broker has already are not asked for: a broker that refuses CreateTopics to trigd
   // (topics made by its operators), or one without the admin API, costs no admin request.
   std::vector<TopicSpec> wanted;

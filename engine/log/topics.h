@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "log/kafka_config.h"
 
 namespace trigd {
 
@@ -26,19 +27,24 @@ struct TopicCreation {
 };
 
 // Creates the topics that do not exist yet (idempotent). kUnavailable when the broker cannot
-// be reached within `timeout_ms`.
-Result<std::vector<TopicCreation>> CreateTopics(const std::string& bootstrap, const std::vector<TopicSpec>& topics,
+// be reached within `timeout_ms`; kInvalid when it refuses the client for good (credentials,
+// certificate, a denied principal: the reason said).
+Result<std::vector<TopicCreation>> CreateTopics(const KafkaConfig& kafka, const std::vector<TopicSpec>& topics,
                                                 int timeout_ms = 15000);
 
 // The topics of `names` that the broker does not have, in the order given (empty: all exist).
-// kUnavailable when it cannot be reached within `timeout_ms`. It asks for every topic's
-// metadata, which never creates one, whatever the broker's auto.create.topics.enable.
-Result<std::vector<std::string>> MissingTopics(const std::string& bootstrap, const std::vector<std::string>& names,
+// kUnavailable when it cannot be reached within `timeout_ms`; kInvalid when it refuses the
+// client for good (as CreateTopics). It asks for every topic's metadata, which never creates
+// one, whatever the broker's auto.create.topics.enable; a topic the principal may not describe
+// is not in it either, so it counts as missing.
+Result<std::vector<std::string>> MissingTopics(const KafkaConfig& kafka, const std::vector<std::string>& names,
                                                int timeout_ms = 5000);
 
 // Topics the broker does not have (MissingTopics), said so that the user can fix it: their
-// names, the broker, and the two usual causes (topics not created, a wrong --topic-prefix).
-std::string NoSuchTopics(const std::vector<std::string>& missing, const std::string& kafka);
+// names, the broker, and the usual causes (topics not created, a wrong --topic-prefix, and, for
+// a client with properties of its own (TRIGD_KAFKA_CONFIG), a principal without the Describe
+// ACL: the broker leaves such topics out of its metadata).
+std::string NoSuchTopics(const std::vector<std::string>& missing, const KafkaConfig& kafka);
 
 // The topic directory baked in at build time (the source tree's topics/), or $TRIGD_TOPICS_DIR.
 std::string DefaultTopicsDir();

@@ -50,7 +50,7 @@ int Send(const Context& ctx, const json& e, const std::string& topic, const std:
   auto ok = (*producer)->ProduceAndWait({{topic, key, e.dump()}}, 10000);
   if (!ok[0]) {
     // The delivery report's reason (a topic deleted since the check above reads as unknown).
-    std::cerr << "trigctl events emit: not delivered to " << topic << " at " << ctx.config.kafka << ": "
+    std::cerr << "trigctl events emit: not delivered to " << topic << " at " << ctx.config.kafka.bootstrap << ": "
               << (*producer)->LastError() << "\n";
     return 2;
   }
