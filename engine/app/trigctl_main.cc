@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
   trigctl::AddEvents(app, ctx);
   trigctl::AddTopics(app, ctx);
   trigctl::AddLag(app, ctx);
+  trigctl::AddPositions(app, ctx);
   trigctl::AddHistory(app, ctx);
   trigctl::AddLineages(app, ctx);
   if (auto rc = trigd::ParseCommandLine(app, argc, argv)) return *rc;

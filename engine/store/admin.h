@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -67,6 +68,11 @@ ListStatement SchedulesListStatement(std::optional<size_t> limit);
 Result<nlohmann::json> QuerySchedule(const std::string& pg, const std::string& name);
 // Stored consumer positions: [{group, topic, partition, next_offset}].
 Result<nlohmann::json> QueryOffsets(const std::string& pg);
+
+// Sets `group`'s consumed positions (topic, partition, next offset), for `trigctl positions
+// resolve --skip` while no trigd runs.
+Status SetOffsets(const std::string& pg, const std::string& group,
+                  const std::vector<std::tuple<std::string, int, int64_t>>& offsets);
 
 // Everything `trigctl jobs why` needs about one job, read in one snapshot.
 struct JobInspection {

@@ -51,6 +51,7 @@ void AddJobs(CLI::App& root, Context& ctx);
 void AddRuns(CLI::App& root, Context& ctx);
 void AddEvents(CLI::App& root, Context& ctx);
 void AddLag(CLI::App& root, Context& ctx);
+void AddPositions(CLI::App& root, Context& ctx);
 void AddHistory(CLI::App& root, Context& ctx);
 // `schedules replay` (replay.cc), a verb of the schedules noun.
 void AddScheduleReplay(CLI::App& schedules, Context& ctx);
