@@ -1,6 +1,7 @@
 // The ingest loop: consume, route through the reverse index, apply in one transaction with the
 // positions, then commit to Kafka.
 #include "app/engine_loops.h"
+#include "core/rewind.h"
 
 namespace trigd::engine_internal {
 
@@ -275,6 +276,27 @@ struct IndexFollower {
   void Expire() { last_refresh = Clock::time_point{}; }
 };
 
+// Whether PostgreSQL's positions `store` for `parts` are behind those copied to the Kafka group
+// (core/rewind.h): then trigd halts before consuming anything from them, saying so. Checked at
+// every assignment and re-positioning, so after a failover too. When the group's offsets cannot
+// be read the check is skipped, with a log line (docs/adr/0235-a-store-behind-the-group-stops-consumption.md).
+bool StoreWentBack(Shared& sh, const std::vector<std::pair<std::string, int>>& parts,
+                   const std::vector<std::optional<int64_t>>& store) {
+  auto group = QueryGroupOffsets(sh.config.kafka, sh.config.group, parts);
+  if (!group.ok()) {
+    Log("consumer: positions not compared with the group's: " + group.status().ToString());
+    return false;
+  }
+  std::vector<PositionPair> pairs;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    pairs.push_back({parts[i].first, parts[i].second, store[i], i < group->size() ? (*group)[i] : std::nullopt});
+  }
+  const std::vector<Rewind> rewinds = FindRewinds(pairs);
+  if (rewinds.empty()) return false;
+  sh.Halt(Invalid(DescribeRewinds(rewinds, sh.config.group)));
+  return true;
+}
+
 // The event consumer, positioned from PostgreSQL's positions (committed with the jobs), after
 // the batch in flight so they include it. Null (logged) when Kafka refused to make one.
 std::unique_ptr<Consumer> MakeConsumer(Shared& sh, const TopicNames& topics, IngestCommitter& committer,
@@ -293,7 +315,11 @@ std::unique_ptr<Consumer> MakeConsumer(Shared& sh, const TopicNames& topics, Ing
         for (int attempt = 0; attempt < 30 && !sh.Stopping(); ++attempt) {
           if (EngineStore* p = store.Get()) {
             auto r = p->LoadOffsets(sh.config.group, parts);
-            if (r.ok()) return *r;
+            if (r.ok()) {
+              if (StoreWentBack(sh, parts, *r))
+                return std::vector<std::optional<int64_t>>(parts.size(), kCommittedOffset);
+              return *r;
+            }
             store.Failed(r.status());
           }
           std::this_thread::sleep_for(std::chrono::seconds(1));

@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   trigctl::AddTopics(app, ctx);
   trigctl::AddLag(app, ctx);
   trigctl::AddGraph(app, ctx);
+  trigctl::AddPositions(app, ctx);
   trigctl::AddHistory(app, ctx);
   trigctl::AddLineages(app, ctx);
   trigctl::AddAudit(app, ctx);

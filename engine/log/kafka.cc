@@ -669,3 +669,88 @@ Result<std::vector<PartitionLag>> QueryEndOffsets(const KafkaConfig& kafka, cons
 }
 
 }  // namespace trigd
+
+namespace trigd {
+
+namespace {
+
+// A consumer of `group` that never subscribes: it reads and writes the group's offsets only.
+Result<std::unique_ptr<RdKafka::KafkaConsumer>> GroupHandle(const std::string& bootstrap, const std::string& group) {
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::string err;
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", bootstrap},
+                                                                             {"group.id", group},
+                                                                             {"enable.auto.commit", "false"},
+                                                                             {"log_level", "2"}}) {
+    if (auto s = Set(conf.get(), k, v); !s.ok()) return s;
+  }
+  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
+  if (!c) return Internal("kafka consumer: " + err);
+  return c;
+}
+
+std::vector<std::unique_ptr<RdKafka::TopicPartition>> Partitions(const std::vector<PartitionOffset>& offsets) {
+  std::vector<std::unique_ptr<RdKafka::TopicPartition>> out;
+  for (const PartitionOffset& o : offsets) {
+    out.emplace_back(RdKafka::TopicPartition::create(o.topic, o.partition, o.next_offset));
+  }
+  return out;
+}
+
+std::vector<RdKafka::TopicPartition*> Raw(const std::vector<std::unique_ptr<RdKafka::TopicPartition>>& parts) {
+  std::vector<RdKafka::TopicPartition*> raw;
+  for (const auto& p : parts) raw.push_back(p.get());
+  return raw;
+}
+
+}  // namespace
+
+Result<std::vector<std::optional<int64_t>>> QueryGroupOffsets(const std::string& bootstrap, const std::string& group,
+                                                              const std::vector<std::pair<std::string, int>>& parts,
+                                                              int timeout_ms) {
+  auto c = GroupHandle(bootstrap, group);
+  if (!c.ok()) return c.status();
+  std::vector<PartitionOffset> asked;
+  for (const auto& [topic, partition] : parts) asked.push_back({topic, partition, 0});
+  auto owned = Partitions(asked);
+  auto raw = Raw(owned);
+  if (auto e = (*c)->committed(raw, timeout_ms); e != RdKafka::ERR_NO_ERROR) {
+    (*c)->close();
+    return Unavailable("offsets of group " + group + " at " + bootstrap + ": " + RdKafka::err2str(e));
+  }
+  std::vector<std::optional<int64_t>> out;
+  for (auto* p : raw) {
+    out.push_back(p->err() == RdKafka::ERR_NO_ERROR && p->offset() >= 0 ? std::optional<int64_t>(p->offset())
+                                                                        : std::nullopt);
+  }
+  (*c)->close();
+  return out;
+}
+
+Status CommitGroupOffsets(const std::string& bootstrap, const std::string& group,
+                          const std::vector<PartitionOffset>& offsets) {
+  auto c = GroupHandle(bootstrap, group);
+  if (!c.ok()) return c.status();
+  auto owned = Partitions(offsets);
+  auto raw = Raw(owned);
+  RdKafka::ErrorCode e = (*c)->commitSync(raw);
+  Status s;
+  if (e != RdKafka::ERR_NO_ERROR) {
+    // A group with members refuses a commit from outside it: a trigd still runs.
+    const std::string m = "commit to group " + group + ": " + RdKafka::err2str(e);
+    s = e == RdKafka::ERR_UNKNOWN_MEMBER_ID ? Invalid(m + " (a trigd is still a member: stop every instance first)")
+                                            : Unavailable(m);
+  } else {
+    for (auto* p : raw) {
+      if (p->err() != RdKafka::ERR_NO_ERROR) {
+        s = Unavailable("commit to group " + group + ": " + p->topic() + "[" + std::to_string(p->partition()) +
+                        "]: " + RdKafka::err2str(p->err()));
+        break;
+      }
+    }
+  }
+  (*c)->close();
+  return s;
+}
+
+}  // namespace trigd

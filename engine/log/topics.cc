@@ -36,6 +36,19 @@ std::string DefaultTopicsDir() {
   return TRIGD_DEFAULT_TOPICS_DIR;
 }
 
+Status SetReplicationFactor(std::vector<TopicSpec>& topics, int n) {
+  if (n < 1 || n > 32767)
+    return Invalid("--replication-factor: expected an integer from 1 to 32767, got " + std::to_string(n));
+  for (TopicSpec& t : topics) {
+    t.replication_factor = n;
+    if (n < 3) continue;
+    const bool set =
+        std::any_of(t.config.begin(), t.config.end(), [](const auto& kv) { return kv.first == "min.insync.replicas"; });
+    if (!set) t.config.emplace_back("min.insync.replicas", "2");
+  }
+  return Status();
+}
+
 Result<std::vector<TopicSpec>> LoadTopicSpecs(const std::string& dir, const std::string& prefix) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
@@ -256,7 +269,8 @@ Result<std::vector<TopicCreation>> CreateTopics(const KafkaConfig& kafka, const 
 
   std::vector<rd_kafka_NewTopic_t*> news;
   for (const auto& t : wanted) {
-    rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(t.name.c_str(), t.partitions, 1, err, sizeof err);
+    rd_kafka_NewTopic_t* nt =
+        rd_kafka_NewTopic_new(t.name.c_str(), t.partitions, t.replication_factor, err, sizeof err);
     if (!nt) {
       for (auto* n : news) rd_kafka_NewTopic_destroy(n);
       return Invalid(t.name + ": " + err);

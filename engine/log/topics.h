@@ -15,7 +15,13 @@ struct TopicSpec {
   std::string name;  // full name, prefix applied
   int partitions = 1;
   std::vector<std::pair<std::string, std::string>> config;
+  int replication_factor = -1;  // -1: the broker's default.replication.factor
 };
+
+// Sets every topic's replication factor to `n` (1 to 32767), and at 3 or more its
+// min.insync.replicas to 2 unless the definition sets one: with acks=all a write then survives
+// a broker's loss, and one broker may be down without stopping writes. kInvalid for another n.
+Status SetReplicationFactor(std::vector<TopicSpec>& topics, int n);
 
 // Reads every *.json file in `dir` (each an array of {"name","partitions","config"}) and
 // prefixes names with `prefix`. kInvalid names the file and the field at fault.

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -78,6 +79,11 @@ Result<nlohmann::json> QueryScheduleVersions(const std::string& pg, const std::s
 Result<nlohmann::json> QueryScheduleGraphRows(const std::string& pg);
 // Stored consumer positions: [{group, topic, partition, next_offset}].
 Result<nlohmann::json> QueryOffsets(const std::string& pg);
+
+// Sets `group`'s consumed positions (topic, partition, next offset), for `trigctl positions
+// resolve --skip` while no trigd runs.
+Status SetOffsets(const std::string& pg, const std::string& group,
+                  const std::vector<std::tuple<std::string, int, int64_t>>& offsets);
 
 // Everything `trigctl jobs why` needs about one job, read in one snapshot.
 struct JobInspection {

@@ -244,6 +244,25 @@ Result<nlohmann::json> QueryOffsets(const std::string& pg) {
                    {});
 }
 
+Status SetOffsets(const std::string& pg, const std::string& group,
+                  const std::vector<std::tuple<std::string, int, int64_t>>& offsets) {
+  auto conn = pg_internal::Connect(pg);
+  if (!conn.ok()) return conn.status();
+  Result<int> r = Guard([&]() -> Result<int> {
+    pqxx::work tx(**conn);
+    for (const auto& [topic, partition, next] : offsets) {
+      tx.exec_params(
+          "INSERT INTO consumer_offsets (group_id, topic, partition, next_offset) VALUES ($1, $2, $3, $4) "
+          "ON CONFLICT (group_id, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = "
+          "now()",
+          group, topic, partition, next);
+    }
+    tx.commit();
+    return 0;
+  });
+  return r.ok() ? Status() : r.status();
+}
+
 Result<JobInspection> InspectJob(const std::string& pg, int64_t id) {
   auto conn = pg_internal::Connect(pg);
   if (!conn.ok()) return conn.status();

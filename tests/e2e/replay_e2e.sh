@@ -120,6 +120,9 @@ echo "re-sent 200 ids: 200 duplicates counted, nothing changed"
 stop_trigd
 rewound=$(psql "$TRIGD_PG" -tAc "WITH u AS (UPDATE consumer_offsets SET next_offset = 0 WHERE group_id = '$run' RETURNING 1) SELECT count(*) FROM u")
 ((rewound > 0)) || fail "no stored positions to rewind"
+# A deliberate rewind: the group's copy of the positions follows (else trigd stops, seeing the
+# store behind the group, docs/adr/0235-a-store-behind-the-group-stops-consumption.md).
+"$bin/trigctl" positions resolve --replay >/dev/null || fail "positions resolve --replay"
 [[ $(total_lag) == 400 ]] || fail "after rewinding, lag should be the 400 messages, is $(total_lag)"
 start_trigd
 settle 90 || fail "replay after rewind did not settle"

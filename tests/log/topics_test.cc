@@ -62,6 +62,21 @@ TEST(TopicsTest, BadDefinitionNamesFileAndField) {
   EXPECT_EQ(specs.status().message(), "t.json[0].partitions: expected an integer >= 1");
 }
 
+TEST(TopicsTest, ReplicationFactorThreeAddsMinInsyncReplicasUnlessSet) {
+  std::vector<TopicSpec> specs = {{"a", 4, {{"retention.ms", "1"}}}, {"b", 1, {{"min.insync.replicas", "3"}}}};
+  ASSERT_TRUE(SetReplicationFactor(specs, 3).ok());
+  EXPECT_EQ(specs[0].replication_factor, 3);
+  EXPECT_EQ(specs[0].config,
+            (std::vector<std::pair<std::string, std::string>>{{"retention.ms", "1"}, {"min.insync.replicas", "2"}}));
+  EXPECT_EQ(specs[1].config, (std::vector<std::pair<std::string, std::string>>{{"min.insync.replicas", "3"}}));
+  std::vector<TopicSpec> one = {{"c", 1, {}}};
+  ASSERT_TRUE(SetReplicationFactor(one, 1).ok());
+  EXPECT_EQ(one[0].replication_factor, 1);
+  EXPECT_TRUE(one[0].config.empty());
+  Status bad = SetReplicationFactor(one, 0);
+  EXPECT_EQ(bad.message(), "--replication-factor: expected an integer from 1 to 32767, got 0");
+}
+
 TEST(TopicsTest, CreatesOnRealBrokerAndIsIdempotent) {
   auto specs = LoadTopicSpecs(TRIGD_SOURCE_DIR "/topics", UniquePrefix());
   ASSERT_TRUE(specs.ok());

@@ -53,6 +53,7 @@ void AddRuns(CLI::App& root, Context& ctx);
 void AddEvents(CLI::App& root, Context& ctx);
 void AddLag(CLI::App& root, Context& ctx);
 void AddGraph(CLI::App& root, Context& ctx);
+void AddPositions(CLI::App& root, Context& ctx);
 void AddHistory(CLI::App& root, Context& ctx);
 // `schedules replay` (replay.cc), a verb of the schedules noun.
 void AddScheduleReplay(CLI::App& schedules, Context& ctx);
