@@ -675,17 +675,14 @@ namespace trigd {
 namespace {
 
 // A consumer of `group` that never subscribes: it reads and writes the group's offsets only.
-Result<std::unique_ptr<RdKafka::KafkaConsumer>> GroupHandle(const std::string& bootstrap, const std::string& group) {
-  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+Result<std::unique_ptr<RdKafka::KafkaConsumer>> GroupHandle(const KafkaConfig& kafka, const std::string& group) {
+  kafka_internal::Settings owned = kafka_internal::ConsumerOwned();
+  owned.insert(owned.end(), {{"group.id", group}, {"enable.auto.commit", "false"}});
+  auto made = NewConf(kafka, {{"log_level", "2"}}, owned);
+  if (!made.ok()) return made.status();
   std::string err;
-  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", bootstrap},
-                                                                             {"group.id", group},
-                                                                             {"enable.auto.commit", "false"},
-                                                                             {"log_level", "2"}}) {
-    if (auto s = Set(conf.get(), k, v); !s.ok()) return s;
-  }
-  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(conf.get(), err));
-  if (!c) return Internal("kafka consumer: " + err);
+  std::unique_ptr<RdKafka::KafkaConsumer> c(RdKafka::KafkaConsumer::create(made->get(), err));
+  if (!c) return Internal("kafka consumer: " + kafka.Redact(err));
   return c;
 }
 
@@ -705,10 +702,10 @@ std::vector<RdKafka::TopicPartition*> Raw(const std::vector<std::unique_ptr<RdKa
 
 }  // namespace
 
-Result<std::vector<std::optional<int64_t>>> QueryGroupOffsets(const std::string& bootstrap, const std::string& group,
+Result<std::vector<std::optional<int64_t>>> QueryGroupOffsets(const KafkaConfig& kafka, const std::string& group,
                                                               const std::vector<std::pair<std::string, int>>& parts,
                                                               int timeout_ms) {
-  auto c = GroupHandle(bootstrap, group);
+  auto c = GroupHandle(kafka, group);
   if (!c.ok()) return c.status();
   std::vector<PartitionOffset> asked;
   for (const auto& [topic, partition] : parts) asked.push_back({topic, partition, 0});
@@ -716,7 +713,7 @@ Result<std::vector<std::optional<int64_t>>> QueryGroupOffsets(const std::string&
   auto raw = Raw(owned);
   if (auto e = (*c)->committed(raw, timeout_ms); e != RdKafka::ERR_NO_ERROR) {
     (*c)->close();
-    return Unavailable("offsets of group " + group + " at " + bootstrap + ": " + RdKafka::err2str(e));
+    return Unavailable("offsets of group " + group + " at " + kafka.bootstrap + ": " + RdKafka::err2str(e));
   }
   std::vector<std::optional<int64_t>> out;
   for (auto* p : raw) {
@@ -727,9 +724,9 @@ Result<std::vector<std::optional<int64_t>>> QueryGroupOffsets(const std::string&
   return out;
 }
 
-Status CommitGroupOffsets(const std::string& bootstrap, const std::string& group,
+Status CommitGroupOffsets(const KafkaConfig& kafka, const std::string& group,
                           const std::vector<PartitionOffset>& offsets) {
-  auto c = GroupHandle(bootstrap, group);
+  auto c = GroupHandle(kafka, group);
   if (!c.ok()) return c.status();
   auto owned = Partitions(offsets);
   auto raw = Raw(owned);

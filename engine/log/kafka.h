@@ -182,13 +182,13 @@ class TopicReader {
 
 // The next offsets `group` holds in Kafka for `parts`, in their order (nullopt: none), asked of
 // the group's coordinator without joining it. kUnavailable when it cannot be reached.
-Result<std::vector<std::optional<int64_t>>> QueryGroupOffsets(const std::string& bootstrap, const std::string& group,
+Result<std::vector<std::optional<int64_t>>> QueryGroupOffsets(const KafkaConfig& kafka, const std::string& group,
                                                               const std::vector<std::pair<std::string, int>>& parts,
                                                               int timeout_ms = 5000);
 
 // Commits `offsets` to `group` from outside it (no member may be active: Kafka refuses a commit
 // from a non-member to a group with members: kInvalid saying so).
-Status CommitGroupOffsets(const std::string& bootstrap, const std::string& group,
+Status CommitGroupOffsets(const KafkaConfig& kafka, const std::string& group,
                           const std::vector<PartitionOffset>& offsets);
 
 // End offsets (high watermarks) of every partition of `topics`, asked of the broker.

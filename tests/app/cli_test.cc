@@ -53,7 +53,7 @@ TEST_F(CliTest, TheEnvironmentIsTheDefaultAndAFlagWins) {
   setenv("TRIGD_GROUP", "from-env", 1);
   EXPECT_EQ(Problem(app_, "lag"), "");
   EXPECT_EQ(config_.group, "from-env");
-  EXPECT_EQ(config_.kafka, "127.0.0.1:9092");  // unset: Config's default
+  EXPECT_EQ(config_.kafka.bootstrap, "127.0.0.1:9092");  // unset: Config's default
   Config flagged;
   CLI::App app;
   AddConfigFlags(app, flagged, ConfigFlags::kClient);
@@ -68,7 +68,7 @@ TEST_F(CliTest, AnEmptyVariableCountsAsUnset) {
 
 TEST_F(CliTest, SharedFlagsGoBeforeOrAfterTheCommand) {
   EXPECT_EQ(Problem(app_, "lag --kafka after:1 --topic-prefix=p."), "");
-  EXPECT_EQ(config_.kafka, "after:1");
+  EXPECT_EQ(config_.kafka.bootstrap, "after:1");
   EXPECT_EQ(config_.topic_prefix, "p.");
   EXPECT_TRUE(lag_->parsed());
   EXPECT_EQ(CommandPath(app_), "lag");
