@@ -5,8 +5,8 @@
 #include <string>
 
 #include "common/status.h"
-#include "log/kafka_config.h"
 #include "common/time.h"
+#include "log/kafka_config.h"
 #include "store/operate.h"
 
 namespace trigd {

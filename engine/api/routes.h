@@ -49,7 +49,7 @@ struct Call {
   const Principal& who;
   std::vector<std::string> params;  // the route's captures, in order
   const httplib::Request& req;
-  json body;  // null when the request has none
+  json body;         // null when the request has none
   std::string text;  // the body's bytes, for a Body::kDocuments route (body stays null)
   std::optional<std::string> Query(const std::string& key) const {
     if (!req.has_param(key)) return std::nullopt;

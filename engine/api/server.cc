@@ -124,11 +124,11 @@ std::string Dump(const json& body) { return body.dump(-1, ' ', false, json::erro
 struct ApiServer::Impl {
   // An httplib::SSLServer for HTTPS; otherwise the server with the slow-client rules
   // (ApiHttpServer, docs/adr/0201), which speaks plain HTTP only.
-  explicit Impl(std::unique_ptr<httplib::Server> server =
-                    std::make_unique<ApiHttpServer>(ConnectionRules{.request_deadline = kApiRequestDeadline,
-                                                                    .read_timeout = kApiReadTimeout,
-                                                                    .max_head_bytes = kApiMaxHeadBytes,
-                                                                    .per_address = kApiConnectionsPerAddress}))
+  explicit Impl(std::unique_ptr<httplib::Server> server = std::make_unique<ApiHttpServer>(ConnectionRules{
+                    .request_deadline = kApiRequestDeadline,
+                    .read_timeout = kApiReadTimeout,
+                    .max_head_bytes = kApiMaxHeadBytes,
+                    .per_address = kApiConnectionsPerAddress}))
       : owned(std::move(server)), http(*owned) {}
   ApiOptions options;
   std::shared_ptr<ApiCertificate> certificate;  // HTTPS: outlives the server, whose handshakes use it
