@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "common/json_text.h"
+
 namespace trigd {
 namespace {
 
@@ -38,21 +40,8 @@ std::string PathOf(const std::vector<Frame>& stack) {
   return path;
 }
 
-// `"text"` with JSON escaping, cut at a UTF-8 boundary after 80 bytes ("..." marks the cut):
-// the path of a text nested 128 deep is long.
-std::string QuotePath(std::string_view text) {
-  constexpr size_t kMaxQuoted = 80;
-  bool cut = false;
-  if (text.size() > kMaxQuoted) {
-    size_t end = kMaxQuoted;
-    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-    text = text.substr(0, end);
-    cut = true;
-  }
-  std::string quoted = nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (cut) quoted.insert(quoted.size() - 1, "...");
-  return quoted;
-}
+// The path of a text nested 128 deep is long: quoted, it is cut after 80 bytes.
+std::string QuotePath(std::string_view text) { return QuoteForMessage(text, 80); }
 
 }  // namespace
 

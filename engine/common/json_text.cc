@@ -1,5 +1,7 @@
 #include "common/json_text.h"
 
+#include <nlohmann/json.hpp>
+
 #include "common/byte_scan.h"
 
 namespace trigd {
@@ -33,6 +35,19 @@ void AppendJsonString(std::string& out, std::string_view s) {
   }
   out.append(s.substr(plain));
   out += '"';
+}
+
+std::string QuoteForMessage(std::string_view text, size_t max_bytes) {
+  bool cut = false;
+  if (text.size() > max_bytes) {
+    size_t end = max_bytes;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+    text = text.substr(0, end);
+    cut = true;
+  }
+  std::string quoted = nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (cut) quoted.insert(quoted.size() - 1, "...");
+  return quoted;
 }
 
 }  // namespace trigd

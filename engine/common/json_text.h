@@ -13,6 +13,10 @@ namespace trigd {
 // (events, schedules) or its own text, so they are valid UTF-8, which is copied as is.
 void AppendJsonString(std::string& out, std::string_view s);
 
+// `"text"` as a JSON string for an error message, with JSON escaping (bytes that are not UTF-8
+// replaced), cut at a UTF-8 boundary after `max_bytes` ("..." marks the cut).
+std::string QuoteForMessage(std::string_view text, size_t max_bytes);
+
 // A JSON object's text, member by member: JsonObjectText().String("a", "x").Raw("b", "[1]").Take()
 // is {"a":"x","b":[1]}. Keys are trigd's own (written as given, never escaped).
 class JsonObjectText {

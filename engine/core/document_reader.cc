@@ -3,6 +3,8 @@
 #include <cctype>
 #include <set>
 
+#include "common/json_text.h"
+
 namespace trigd::document_reader {
 namespace {
 
@@ -35,18 +37,7 @@ std::string FieldPath(const std::string& parent, std::string_view key) {
 
 std::string ElementPath(const std::string& parent, size_t index) { return parent + "[" + std::to_string(index) + "]"; }
 
-std::string Quote(std::string_view text) {
-  bool cut = false;
-  if (text.size() > kMaxQuotedLength) {
-    size_t end = kMaxQuotedLength;
-    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-    text = text.substr(0, end);
-    cut = true;
-  }
-  std::string quoted = nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (cut) quoted.insert(quoted.size() - 1, "...");
-  return quoted;
-}
+std::string Quote(std::string_view text) { return QuoteForMessage(text, kMaxQuotedLength); }
 
 std::string JoinAlternatives(const std::vector<std::string_view>& names, const char* last_word) {
   std::string out;
